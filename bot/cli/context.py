@@ -1,0 +1,75 @@
+"""What every command needs: settings, and a database migrated on first use."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.config import Settings
+from bot.db import make_engine, make_session_factory, session_scope, upgrade
+
+
+@dataclass
+class CliContext:
+    settings: Settings
+    _engine: Engine | None = field(default=None, repr=False)
+    _factory: sessionmaker[Session] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CliContext:
+        """Read settings, letting --database-url win over the environment."""
+        overrides = {}
+        if getattr(args, "database_url", None):
+            overrides["MLCOST_DATABASE_URL"] = args.database_url
+        return cls(settings=Settings(**overrides))
+
+    @property
+    def engine(self) -> Engine:
+        """Return the engine, applying migrations the first time."""
+        if self._engine is None:
+            self._engine = make_engine(self.settings.database_url)
+            upgrade(self._engine)
+        return self._engine
+
+    @property
+    def session_factory(self) -> sessionmaker[Session]:
+        """Return the session factory for the migrated database."""
+        if self._factory is None:
+            self._factory = make_session_factory(self.engine)
+        return self._factory
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """Open one transaction: committed on success, rolled back on any error."""
+        with session_scope(self.session_factory) as session:
+            yield session
+
+    def close(self) -> None:
+        """Dispose of the engine's connections."""
+        if self._engine is not None:
+            self._engine.dispose()
+
+
+class ProgressLine:
+    """A one-line row counter on stderr, shown only on a terminal."""
+
+    def __init__(self, label: str, enabled: bool | None = None) -> None:
+        self.label = label
+        self.rows = 0
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+
+    def __call__(self, rows: int) -> None:
+        self.rows += rows
+        if self.enabled:
+            print(f"\r{self.label}: {self.rows:,} rows read", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        """End the progress line."""
+        if self.enabled and self.rows:
+            print(file=sys.stderr)

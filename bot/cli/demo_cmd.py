@@ -1,0 +1,34 @@
+"""`mlcost demo`: the whole loop on a fresh SQLite file with the bundled sample data."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from bot.cli.context import CliContext
+from bot.config import Settings
+from bot.demo.run import run_demo
+
+
+def register(commands: Any) -> None:
+    demo = commands.add_parser("demo", help="run the whole loop locally on sample data")
+    demo.add_argument(
+        "--dir",
+        type=Path,
+        default=Path("mlcost-demo"),
+        help="folder for the demo database and outputs (default: ./mlcost-demo)",
+    )
+    demo.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Run the demo in its own folder; running it twice is harmless."""
+    folder: Path = args.dir
+    folder.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{(folder / 'mlcost-demo.db').resolve()}"
+    demo_ctx = CliContext(settings=Settings(database_url=url))
+    try:
+        return run_demo(demo_ctx, folder)
+    finally:
+        demo_ctx.close()

@@ -1,0 +1,104 @@
+"""`mlcost ingest focus|cur|cost-explorer|athena ...`: read, attribute, reconcile."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Any
+
+from bot.cli.context import CliContext, ProgressLine
+from bot.errors import UsageError
+from bot.ledger import IngestReport, ingest
+from bot.sources.base import SpendSource
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("ingest", help="load spend from a billing source")
+    sub = parser.add_subparsers(dest="source", required=True)
+    focus = sub.add_parser("focus", help="FOCUS 1.0-1.2 export: .csv, .csv.gz, .parquet, s3://")
+    focus.add_argument("locations", nargs="+", metavar="PATH_OR_S3_URI")
+    focus.set_defaults(handler=run_files, source_kind="focus")
+    cur = sub.add_parser("cur", help="AWS CUR (legacy or 2.0) Parquet/CSV; all parts of a month")
+    cur.add_argument("locations", nargs="+", metavar="PATH_OR_S3_URI")
+    cur.set_defaults(handler=run_files, source_kind="cur")
+    ce = sub.add_parser("cost-explorer", help="AWS Cost Explorer, daily, by model tag")
+    ce.add_argument("--start", type=dt.date.fromisoformat, help="first day (default: lookback)")
+    ce.add_argument("--end", type=dt.date.fromisoformat, help="day after the last (default: today)")
+    ce.add_argument("--group-by", help="second grouping: SERVICE (default), USAGE_TYPE, TAG:key")
+    ce.add_argument("--account", help="billing account label (default: MLCOST_AWS_BILLING_ACCOUNT)")
+    ce.set_defaults(handler=run_cost_explorer)
+    athena = sub.add_parser("athena", help="CUR table in Athena, grouped in SQL")
+    athena.add_argument("--database", required=True)
+    athena.add_argument("--table", required=True)
+    athena.add_argument("--month", required=True, help="YYYY-MM")
+    athena.add_argument("--output", help="s3:// query result location")
+    athena.add_argument("--workgroup")
+    athena.set_defaults(handler=run_athena)
+
+
+def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Ingest FOCUS or CUR files."""
+    source: SpendSource
+    if args.source_kind == "focus":
+        from bot.sources.focus import FocusSource
+
+        source = FocusSource(args.locations)
+    else:
+        from bot.sources.cur import CurSource
+
+        source = CurSource(args.locations)
+    return _run(source, ctx)
+
+
+def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Poll Cost Explorer for a window of days."""
+    from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
+
+    end = args.end or dt.datetime.now(dt.UTC).date()
+    start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
+    source = CostExplorerSource(
+        make_ce_client(), start, end,
+        model_tag_key=ctx.settings.model_tag_keys[0],
+        second_group=args.group_by or ctx.settings.cost_explorer_group_key,
+        billing_account=args.account or ctx.settings.aws_billing_account or "aws",
+    )  # fmt: skip
+    return _run(source, ctx)
+
+
+def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Run the grouping query in Athena and ingest its result."""
+    import boto3
+
+    from bot.sources.athena import AthenaSource
+
+    if not args.output and not args.workgroup:
+        raise UsageError("athena needs --output s3://... or a --workgroup with an output location")
+    source = AthenaSource(
+        boto3.client("athena"), database=args.database, table=args.table, month=args.month,
+        output=args.output, workgroup=args.workgroup,
+    )  # fmt: skip
+    return _run(source, ctx)
+
+
+def _run(source: SpendSource, ctx: CliContext) -> int:
+    progress = ProgressLine(f"{source.kind}")
+    with ctx.session() as session:
+        report = ingest(source, session=session, progress=progress)
+    progress.done()
+    print_report(report)
+    return 0 if report.reconciled else 1
+
+
+def print_report(report: IngestReport) -> None:
+    """Print what an ingestion read and the reconciliation line."""
+    print(
+        f"{report.source} {report.location}: read {report.rows_read:,} rows, wrote "
+        f"{report.rows_written:,} daily rows (replaced {report.replaced_rows:,})"
+        + (f", {report.api_requests} API requests" if report.api_requests else "")
+    )
+    for scope in report.scopes:
+        print(f"  {scope.provider} {scope.billing_account} {scope.column} "
+              f"{scope.start}..{scope.end}")  # fmt: skip
+    print(f"  billed {report.billed_total:.2f}, effective (amortised) "
+          f"{report.effective_total:.2f}")  # fmt: skip
+    print(report.reconciliation_line())

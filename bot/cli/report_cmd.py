@@ -1,0 +1,113 @@
+"""`mlcost report spend --month YYYY-MM --by model,stage --format table|csv|json`."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+from typing import Any
+
+from bot.cli.context import CliContext
+from bot.money import format_money
+from bot.periods import month_of, month_period
+from bot.reports import SpendReport, parse_dimensions, spend_report
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("report", help="reports from the ledger")
+    sub = parser.add_subparsers(dest="report", required=True)
+    spend = sub.add_parser("spend", help="spend per group with reconciled totals")
+    spend.add_argument("--month", help="YYYY-MM (default: this month)")
+    spend.add_argument("--by", default="model,stage", help="dimensions, e.g. model,stage")
+    spend.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    spend.add_argument(
+        "--cost",
+        choices=["billed", "effective"],
+        default="billed",
+        help="billed (invoice) or effective (amortised) cost",
+    )
+    spend.set_defaults(handler=run_spend)
+
+
+def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Print spend per group for a month."""
+    period = month_period(args.month) if args.month else month_of(dt.datetime.now(dt.UTC).date())
+    with ctx.session() as session:
+        report = spend_report(
+            session=session, period=period, by=parse_dimensions(args.by), basis=args.cost
+        )
+    print(render(report, args.format, ctx.settings.currency), end="")
+    return 0
+
+
+def render(report: SpendReport, fmt: str, currency: str = "USD") -> str:
+    """Render a spend report as a table, CSV or JSON."""
+    if fmt == "json":
+        return json.dumps(report.as_json(), indent=2) + "\n"
+    if fmt == "csv":
+        out = _Buffer()
+        writer = csv.writer(out)
+        writer.writerow([*report.by, "cost", "gpu_hours"])
+        for line in report.lines:
+            writer.writerow([*(_cell(line.group[k]) for k in report.by), line.cost, line.gpu_hours])
+        writer.writerow([])
+        for name in ("billed", "effective", "attributed", "unallocated"):
+            writer.writerow([f"total_{name}", getattr(report, name)])
+        return out.text
+    header = [*report.by, f"{report.basis} cost", "GPU-h"]
+    body = [
+        [
+            *(_cell(line.group[k]) for k in report.by),
+            format_money(line.cost, currency),
+            f"{line.gpu_hours:,.1f}",
+        ]
+        for line in report.lines
+    ]
+    widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
+    lines = [
+        f"Spend {report.period.label} ({report.period.start}..{report.period.end}), "
+        f"cost shown: {report.basis}"
+        + (" — amortised" if report.basis == "effective" else " — as invoiced")
+    ]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    lines.append("  ".join("-" * w for w in widths))
+    for row in body:
+        lines.append(
+            "  ".join(
+                str(c).rjust(w) if i >= len(report.by) else str(c).ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+    lines.append("")
+    lines.append(
+        f"total {report.basis}: {format_money(report.total, currency)}  "
+        f"(billed {format_money(report.billed, currency)}, effective "
+        f"{format_money(report.effective, currency)})"
+    )
+    lines.append(
+        f"attributed: {format_money(report.attributed, currency)}  unallocated: "
+        f"{format_money(report.unallocated, currency)}"
+    )
+    if report.estimated_days:
+        lines.append(f"note: {report.estimated_days} day(s) are provider estimates")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "(unallocated)"
+    return value.isoformat() if isinstance(value, dt.date) else str(value)
+
+
+class _Buffer:
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return len(text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)

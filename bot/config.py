@@ -1,0 +1,46 @@
+"""Settings read from the environment or a `.env` file."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+
+
+class Settings(BaseSettings):
+    """Every knob of mlcost; each field is documented in `.env.example`."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
+
+    database_url: str = Field(default="sqlite:///mlcost.db", validation_alias="MLCOST_DATABASE_URL")
+    slack_bot_token: SecretStr | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(
+        default=None, validation_alias="SLACK_SIGNING_SECRET"
+    )
+    slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
+    slack_api_url: str = Field(default=DEFAULT_SLACK_API_URL, validation_alias="SLACK_API_URL")
+
+    currency: str = Field(default="USD", validation_alias="MLCOST_CURRENCY")
+    timezone: str = Field(default="UTC", validation_alias="MLCOST_TIMEZONE")
+    model_tag_keys: list[str] = Field(
+        default=["ml:model", "model"], validation_alias="MLCOST_MODEL_TAG_KEYS"
+    )
+    stage_tag_keys: list[str] = Field(
+        default=["ml:stage", "stage"], validation_alias="MLCOST_STAGE_TAG_KEYS"
+    )
+    team_tag_keys: list[str] = Field(default=["team"], validation_alias="MLCOST_TEAM_TAG_KEYS")
+    cost_explorer_group_key: str = Field(
+        default="SERVICE", validation_alias="MLCOST_CE_SECOND_GROUP"
+    )
+    poll_interval_hours: float = Field(default=6.0, validation_alias="MLCOST_POLL_INTERVAL_HOURS")
+    poll_lookback_days: int = Field(default=7, validation_alias="MLCOST_POLL_LOOKBACK_DAYS")
+    aws_billing_account: str | None = Field(
+        default=None, validation_alias="MLCOST_AWS_BILLING_ACCOUNT"
+    )
+
+    def slack_base_url(self) -> str:
+        """Return the Web API base URL with the trailing slash slack_sdk needs."""
+        return self.slack_api_url if self.slack_api_url.endswith("/") else self.slack_api_url + "/"

@@ -1,0 +1,1 @@
+"""The bundled sample organisation used by `mlcost demo`."""

@@ -1,0 +1,292 @@
+"""Generate the bundled sample billing (FOCUS 1.0 CSV) for a realistic ML organisation.
+
+Run `python -m bot.demo.generate` to rebuild `bot/demo/data/billing-focus.csv.gz`; the output is
+deterministic (seeded), so the committed file only changes when this script does.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import gzip
+import io
+import json
+import random
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+START = dt.date(2026, 9, 1)
+END = dt.date(2026, 12, 1)  # exclusive
+ACCOUNT = "210987654321"
+COLUMNS = [
+    "BilledCost", "EffectiveCost", "BillingAccountId", "BillingCurrency", "BillingPeriodStart",
+    "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory",
+    "ChargeDescription", "ConsumedQuantity", "ConsumedUnit", "ProviderName", "RegionId",
+    "ResourceId", "ServiceCategory", "ServiceName", "SkuId", "SubAccountId", "Tags",
+    "x_UsageType", "x_InstanceType",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One billed resource of a model (or of nobody)."""
+
+    resource_id: str
+    service: str
+    category: str
+    usage_type: str
+    unit: str
+    rate: Decimal  # per unit
+    daily_units: float
+    tags: dict[str, str]
+    instance_type: str = ""
+    weekday_factor: float = 1.0
+    growth: float = 0.0  # per day, relative
+    sub_account: str = "345678901234"
+
+
+def _model_resources(model: str, team: str, scale: float, gpu: str, host: str) -> list[Resource]:
+    def tags(stage: str) -> dict[str, str]:
+        return {"ml:model": model, "ml:stage": stage, "team": team}
+
+    rate = {"p4d.24xlarge": "32.7726", "g5.12xlarge": "5.672", "g5.2xlarge": "1.212",
+            "p5.48xlarge": "98.32", "g6.xlarge": "0.805"}  # fmt: skip
+    host_rate = {"ml.g5.2xlarge": "1.515", "ml.g4dn.xlarge": "0.7364", "ml.inf2.xlarge": "0.99",
+                 "ml.c6i.2xlarge": "0.408"}  # fmt: skip
+    return [
+        Resource(
+            f"i-{model[:6]}train01",
+            "Amazon Elastic Compute Cloud",
+            "Compute",
+            f"USE1-BoxUsage:{gpu}",
+            "Hours",
+            Decimal(rate[gpu]),
+            6 * scale,
+            tags("training"),
+            instance_type=gpu,
+            weekday_factor=1.6,
+        ),
+        Resource(
+            f"arn:aws:sagemaker:us-east-1:345678901234:endpoint/{model}-prod",
+            "Amazon SageMaker",
+            "AI and Machine Learning",
+            f"USE1-Host:{host}",
+            "Hours",
+            Decimal(host_rate[host]),
+            24 * max(1, round(2 * scale)),
+            tags("serving"),
+            instance_type=host.removeprefix("ml."),
+            growth=0.002,
+        ),
+        Resource(
+            f"arn:aws:s3:::{model}-checkpoints",
+            "Amazon Simple Storage Service",
+            "Storage",
+            "USE1-TimedStorage-ByteHrs",
+            "GB-Mo",
+            Decimal("0.023"),
+            1800 * scale,
+            tags("storage"),
+            growth=0.004,
+        ),
+        Resource(
+            f"arn:aws:glue:us-east-1:345678901234:job/{model}-features",
+            "AWS Glue",
+            "Analytics",
+            "USE1-ETL-DPU-Hour",
+            "Hours",
+            Decimal("0.44"),
+            30 * scale,
+            tags("data"),
+            weekday_factor=1.3,
+        ),
+    ]
+
+
+MODELS = [
+    ("recsys", "ranking", 1.6, "p4d.24xlarge", "ml.g5.2xlarge"),
+    ("search-ranker", "ranking", 0.9, "g5.12xlarge", "ml.g4dn.xlarge"),
+    ("ads-ctr", "ranking", 0.7, "g5.12xlarge", "ml.c6i.2xlarge"),
+    ("img-classifier", "vision", 0.5, "g5.2xlarge", "ml.g4dn.xlarge"),
+    ("moderation", "vision", 0.8, "g5.12xlarge", "ml.g5.2xlarge"),
+    ("chat-assistant", "nlp", 1.4, "p5.48xlarge", "ml.g5.2xlarge"),
+    ("summarizer", "nlp", 0.6, "g5.12xlarge", "ml.inf2.xlarge"),
+    ("embeddings", "nlp", 0.5, "g5.2xlarge", "ml.inf2.xlarge"),
+    ("fraud-detector", "risk", 0.6, "g5.2xlarge", "ml.c6i.2xlarge"),
+    ("churn-predictor", "risk", 0.3, "g6.xlarge", "ml.c6i.2xlarge"),
+    ("forecasting", "risk", 0.4, "g6.xlarge", "ml.c6i.2xlarge"),
+]
+
+
+def resources() -> list[Resource]:
+    """Return every resource of the sample organisation."""
+    items: list[Resource] = []
+    for model, team, scale, gpu, host in MODELS:
+        items += _model_resources(model, team, scale, gpu, host)
+    # ocr carries no ml:model tag: the registry claims it by its `application` tag.
+    items.append(
+        Resource(
+            "i-ocrbatch0001",
+            "Amazon Elastic Compute Cloud",
+            "Compute",
+            "USE1-BoxUsage:g5.2xlarge",
+            "Hours",
+            Decimal("1.212"),
+            20,
+            {"application": "ocr-pipeline"},
+            instance_type="g5.2xlarge",
+        )
+    )
+    items.append(
+        Resource(
+            "arn:aws:s3:::ocr-scans",
+            "Amazon Simple Storage Service",
+            "Storage",
+            "USE1-TimedStorage-ByteHrs",
+            "GB-Mo",
+            Decimal("0.023"),
+            900,
+            {"application": "ocr-pipeline"},
+        )
+    )
+    # Unallocated: an untagged dev GPU box, a bucket of an unregistered model, a NAT gateway.
+    items.append(
+        Resource(
+            "i-devbox9f3a",
+            "Amazon Elastic Compute Cloud",
+            "Compute",
+            "USE1-BoxUsage:g5.12xlarge",
+            "Hours",
+            Decimal("5.672"),
+            14,
+            {},
+            instance_type="g5.12xlarge",
+            weekday_factor=1.8,
+        )
+    )
+    items.append(
+        Resource(
+            "arn:aws:s3:::legacy-ranker-ckpt",
+            "Amazon Simple Storage Service",
+            "Storage",
+            "USE1-TimedStorage-ByteHrs",
+            "GB-Mo",
+            Decimal("0.023"),
+            5200,
+            {"ml:model": "legacy-ranker", "team": "ranking"},
+        )
+    )
+    items.append(
+        Resource(
+            "nat-0a1b2c3d",
+            "Amazon Virtual Private Cloud",
+            "Networking",
+            "USE1-NatGateway-Hours",
+            "Hours",
+            Decimal("0.045"),
+            24,
+            {},
+        )
+    )
+    return items
+
+
+def _spike(resource: Resource, day: dt.date) -> float:
+    """recsys training runs away for three days in November (the demo's incident)."""
+    if resource.resource_id.startswith("i-recsys") and dt.date(2026, 11, 18) <= day <= dt.date(
+        2026, 11, 20
+    ):
+        return 3.5
+    return 1.0
+
+
+def generate_rows() -> list[dict[str, str]]:
+    """Return the FOCUS rows, one per resource and day."""
+    rng = random.Random(20261202)
+    rows = []
+    day = START
+    index = 0
+    while day < END:
+        period = day.replace(day=1)
+        period_end = (period + dt.timedelta(days=32)).replace(day=1)
+        for res in resources():
+            weekday = res.weekday_factor if day.weekday() < 5 else 1 / res.weekday_factor
+            trend = (1 + res.growth) ** index
+            units = res.daily_units * weekday * trend * rng.uniform(0.85, 1.15) * _spike(res, day)
+            quantity = Decimal(f"{units:.6f}")
+            billed = (quantity * res.rate).quantize(Decimal("0.000001"))
+            # Savings Plans cover GPU training at about 28 % off in effective cost.
+            effective = billed * Decimal("0.72") if "BoxUsage:p" in res.usage_type else billed
+            rows.append({
+                "BilledCost": str(billed),
+                "EffectiveCost": str(effective.quantize(Decimal("0.000001"))),
+                "BillingAccountId": ACCOUNT,
+                "BillingCurrency": "USD",
+                "BillingPeriodStart": f"{period} 00:00:00",
+                "BillingPeriodEnd": f"{period_end} 00:00:00",
+                "ChargePeriodStart": f"{day} 00:00:00",
+                "ChargePeriodEnd": f"{day + dt.timedelta(days=1)} 00:00:00",
+                "ChargeCategory": "Usage",
+                "ChargeDescription": f"${res.rate} per {res.unit} {res.usage_type}",
+                "ConsumedQuantity": str(quantity),
+                "ConsumedUnit": res.unit,
+                "ProviderName": "AWS",
+                "RegionId": "us-east-1",
+                "ResourceId": res.resource_id,
+                "ServiceCategory": res.category,
+                "ServiceName": res.service,
+                "SkuId": res.usage_type,
+                "SubAccountId": res.sub_account,
+                "Tags": json.dumps(res.tags) if res.tags else "NULL",
+                "x_UsageType": res.usage_type,
+                "x_InstanceType": res.instance_type or "NULL",
+            })  # fmt: skip
+        day += dt.timedelta(days=1)
+        index += 1
+    return rows
+
+
+def value_rows() -> list[dict[str, str]]:
+    """Return daily predictions served per model (the value side of unit economics)."""
+    rng = random.Random(7)
+    base = {"recsys": 2_400_000, "search-ranker": 1_500_000, "ads-ctr": 3_100_000,
+            "img-classifier": 400_000, "moderation": 900_000, "chat-assistant": 260_000,
+            "summarizer": 120_000, "embeddings": 2_000_000, "fraud-detector": 700_000,
+            "churn-predictor": 0, "forecasting": 15_000, "ocr": 80_000}  # fmt: skip
+    rows = []
+    day = START
+    while day < END:
+        for model, daily in base.items():
+            if daily == 0:
+                continue
+            growth = 1.0 + (0.25 if model == "embeddings" else 0.02) * (day - START).days / 90
+            rows.append({"date": day.isoformat(), "model": model, "metric": "predictions",
+                         "units": str(int(daily * growth * rng.uniform(0.9, 1.1))),
+                         "revenue": ""})  # fmt: skip
+        day += dt.timedelta(days=1)
+    return rows
+
+
+def write(directory: Path = DATA_DIR) -> Path:
+    """Write the compressed FOCUS CSV and the value CSV; return the billing path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "billing-focus.csv.gz"
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, quoting=csv.QUOTE_MINIMAL)
+    writer.writeheader()
+    writer.writerows(generate_rows())
+    with gzip.GzipFile(target, "wb", mtime=0) as handle:
+        handle.write(buffer.getvalue().encode("utf-8"))
+    values = io.StringIO()
+    value_writer = csv.DictWriter(values, fieldnames=["date", "model", "metric", "units",
+                                                      "revenue"])  # fmt: skip
+    value_writer.writeheader()
+    value_writer.writerows(value_rows())
+    (directory / "value-metrics.csv").write_text(values.getvalue(), encoding="utf-8")
+    return target
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(write())

@@ -1,0 +1,27 @@
+"""Domain errors: each carries a message that is safe to show a user."""
+
+from __future__ import annotations
+
+
+class MlcostError(Exception):
+    """Base of every error whose message may be shown to a user as is."""
+
+
+class RegistryError(MlcostError):
+    """The registry file is invalid; nothing was changed."""
+
+
+class IngestError(MlcostError):
+    """A billing source could not be read; nothing was changed."""
+
+
+class NotFoundError(MlcostError):
+    """A named model, team or budget does not exist."""
+
+
+class PermissionDenied(MlcostError):
+    """The user may not make this change."""
+
+
+class UsageError(MlcostError):
+    """A command was malformed."""

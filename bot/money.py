@@ -1,0 +1,68 @@
+"""Exact money: parsing, rounding and the way finance people read amounts."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+
+ZERO = Decimal(0)
+CENT = Decimal("0.01")
+# Ledger precision: 10 fractional digits keeps per-line costs like 0.0000008 exact.
+LEDGER_QUANTUM = Decimal("0.0000000001")
+
+
+class MoneyError(ValueError):
+    """A value that should be an amount of money is not one."""
+
+
+def parse_money(raw: object) -> Decimal:
+    """Parse a cost cell into a Decimal; blank and NULL mean zero."""
+    if raw is None:
+        return ZERO
+    if isinstance(raw, Decimal):
+        return raw
+    if isinstance(raw, float):
+        # Go through repr so 0.1 stays 0.1 rather than its binary expansion.
+        return Decimal(repr(raw))
+    text = str(raw).strip().replace(",", "")
+    if text in ("", "NULL", "null", "None", "NaN", "nan"):
+        return ZERO
+    try:
+        value = Decimal(text)
+    except InvalidOperation as exc:
+        raise MoneyError(f"not a number: {raw!r}") from exc
+    if not value.is_finite():
+        raise MoneyError(f"not a finite number: {raw!r}")
+    return value
+
+
+def to_cents(value: Decimal) -> Decimal:
+    """Round to the cent with banker's rounding."""
+    return value.quantize(CENT, rounding=ROUND_HALF_EVEN)
+
+
+def format_money(value: Decimal, currency: str = "USD") -> str:
+    """Render `$12,345` (whole dollars above 100, cents below)."""
+    symbol = {"USD": "$", "EUR": "€", "GBP": "£"}.get(currency, "")
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    if magnitude >= 100:
+        body = f"{magnitude.quantize(Decimal(1), rounding=ROUND_HALF_EVEN):,}"
+    else:
+        body = f"{to_cents(magnitude):,}"
+    if symbol:
+        return f"{sign}{symbol}{body}"
+    return f"{sign}{body} {currency}"
+
+
+def format_percent(value: Decimal | None) -> str:
+    """Render a ratio already in percent as `81 %`."""
+    if value is None:
+        return "n/a"
+    return f"{value.quantize(Decimal(1), rounding=ROUND_HALF_EVEN)} %"
+
+
+def percent_of(part: Decimal, whole: Decimal) -> Decimal | None:
+    """Return part as a percentage of whole, or None when whole is zero."""
+    if whole == 0:
+        return None
+    return part * 100 / whole

@@ -1,0 +1,1 @@
+"""Spend sources: each reads one kind of billing data into canonical daily charges."""

@@ -1,0 +1,166 @@
+"""Local paths and s3:// URIs for file-based sources."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from bot.errors import IngestError
+
+
+def is_s3(location: str) -> bool:
+    """Return whether the location is an s3:// URI."""
+    return location.startswith("s3://")
+
+
+def expand_locations(locations: list[str], s3_client: Any | None = None) -> list[str]:
+    """Expand directories and s3 prefixes into the billing files they hold."""
+    files: list[str] = []
+    for location in locations:
+        if is_s3(location):
+            files.extend(_expand_s3(location, s3_client))
+            continue
+        path = Path(location)
+        if path.is_dir():
+            found = sorted(
+                str(p)
+                for p in path.rglob("*")
+                if p.is_file() and p.name.lower().endswith((".csv", ".csv.gz", ".parquet"))
+            )
+            if not found:
+                raise IngestError(f"{location}: no .csv, .csv.gz or .parquet files in this folder")
+            files.extend(found)
+        elif path.exists():
+            files.append(str(path))
+        else:
+            raise IngestError(f"{location}: no such file")
+    return files
+
+
+def _expand_s3(uri: str, s3_client: Any | None) -> list[str]:
+    bucket, key = _split_s3(uri)
+    client = s3_client or _s3()
+    if key and not key.endswith("/"):
+        return [uri]
+    try:
+        keys = []
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
+            keys += [o["Key"] for o in page.get("Contents", [])]
+    except Exception as exc:  # botocore raises many shapes; all mean "cannot list"
+        raise IngestError(f"{uri}: cannot list the S3 prefix ({_aws_reason(exc)})") from None
+    files = [
+        f"s3://{bucket}/{k}"
+        for k in sorted(keys)
+        if k.lower().endswith((".csv", ".csv.gz", ".parquet"))
+    ]
+    if not files:
+        raise IngestError(f"{uri}: no billing files under this S3 prefix")
+    return files
+
+
+def _split_s3(uri: str) -> tuple[str, str]:
+    parsed = urlparse(uri)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise IngestError(f"{uri}: not a valid s3://bucket/key URI")
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+def _aws_reason(exc: Exception) -> str:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and "Error" in response:
+        return f"{response['Error'].get('Code')}: {response['Error'].get('Message')}"
+    return type(exc).__name__
+
+
+def _s3() -> Any:
+    import boto3
+
+    return boto3.client("s3")
+
+
+@contextmanager
+def local_copy(location: str, s3_client: Any | None = None) -> Iterator[Path]:
+    """Yield a local path for the location, streaming s3 objects to a temporary file."""
+    if not is_s3(location):
+        yield Path(location)
+        return
+    bucket, key = _split_s3(location)
+    client = s3_client or _s3()
+    suffix = "".join(Path(key).suffixes[-2:])
+    with tempfile.TemporaryDirectory(prefix="mlcost-") as tmp:
+        target = Path(tmp) / f"object{suffix}"
+        try:
+            client.download_file(bucket, key, str(target))
+        except Exception as exc:
+            raise IngestError(f"{location}: cannot download ({_aws_reason(exc)})") from None
+        yield target
+
+
+def file_format(name: str) -> str:
+    """Return 'parquet' or 'csv' from a file name."""
+    lowered = name.lower()
+    if lowered.endswith(".parquet") or lowered.endswith(".parquet.snappy"):
+        return "parquet"
+    if lowered.endswith((".csv", ".csv.gz", ".csv.zip", ".txt")):
+        return "csv"
+    raise IngestError(f"{name}: unknown file type; expected .csv, .csv.gz or .parquet")
+
+
+def iter_batches(path: Path, columns_for: Any, batch_rows: int = 65_536) -> Iterator[pa.Table]:
+    """Yield tables of only the needed columns, by row group (Parquet) or block (CSV).
+
+    `columns_for(names)` returns the column names to read given the file's header.
+    """
+    fmt = file_format(path.name)
+    try:
+        if fmt == "parquet":
+            parquet = pq.ParquetFile(path)
+            columns = columns_for(parquet.schema_arrow.names)
+            for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
+                yield pa.Table.from_batches([batch])
+            return
+        names = _csv_header(path)
+        columns = columns_for(names)
+        reader = pcsv.open_csv(
+            pa.input_stream(str(path), compression="detect"),
+            read_options=pcsv.ReadOptions(block_size=8 << 20),
+            convert_options=pcsv.ConvertOptions(
+                include_columns=columns,
+                column_types={c: pa.string() for c in columns},
+                null_values=["NULL", "null", ""],
+                strings_can_be_null=True,
+            ),
+        )
+        for batch in reader:
+            yield pa.Table.from_batches([batch])
+    except IngestError:
+        raise
+    except (pa.ArrowException, OSError, EOFError, ValueError) as exc:
+        raise IngestError(
+            f"{path.name}: unreadable or truncated file ({_first_line(exc)})"
+        ) from None
+
+
+def _csv_header(path: Path) -> list[str]:
+    try:
+        reader = pcsv.open_csv(
+            pa.input_stream(str(path), compression="detect"),
+            read_options=pcsv.ReadOptions(block_size=1 << 16),
+            convert_options=pcsv.ConvertOptions(include_columns=[]),
+        )
+        return list(reader.schema.names)
+    except (pa.ArrowException, OSError, EOFError) as exc:
+        raise IngestError(f"{path.name}: not a readable CSV file ({_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__

@@ -1,0 +1,89 @@
+"""The `mlcost` command line end to end, on a fresh database per test."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from tests.conftest import DATA
+from tests.helpers import REGISTRY
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_registry_ingest_and_report(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(REGISTRY)
+    db = ["--database-url", database_url]
+    code, out, _ = run(capsys, *db, "registry", "import", str(registry))
+    assert code == 0 and "4 models" in out
+    code, out, _ = run(capsys, *db, "ingest", "focus", str(DATA / "focus_sample.csv"))
+    assert code == 0
+    assert "read 1,000 rows" in out
+    assert "reconciliation OK: billed 20.52 = attributed" in out
+    code, out, _ = run(
+        capsys,
+        *db,
+        "report",
+        "spend",
+        "--month",
+        "2024-09",
+        "--by",
+        "model,stage",
+        "--format",
+        "json",
+    )
+    data = json.loads(out)
+    totals = {k: Decimal(v) for k, v in data["totals"].items()}
+    assert totals["attributed"] + totals["unallocated"] == totals["billed"]
+    assert data["cost_basis"] == "billed"
+    assert sum(Decimal(r["cost"]) for r in data["rows"]) == totals["billed"]
+    code, out, _ = run(
+        capsys, *db, "report", "spend", "--month", "2024-09", "--by", "team", "--cost", "effective"
+    )
+    assert "cost shown: effective" in out
+    code, out, _ = run(capsys, *db, "registry", "export")
+    assert "brightpath" in out and code == 0
+
+
+def test_bad_inputs_exit_non_zero_with_one_line(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--database-url", database_url]
+    bad = tmp_path / "broken.csv"
+    bad.write_text("BilledCost,ChargePeriodStart\n1,2024-01-01\n")
+    code, out, err = run(capsys, *db, "ingest", "focus", str(bad))
+    assert code == 2
+    assert err.strip().count("\n") == 0
+    assert str(bad) in err and "missing FOCUS column" in err
+    registry = tmp_path / "r.yaml"
+    registry.write_text(REGISTRY.replace("team: ranking, owners", "team: nope, owners"))
+    code, _, err = run(capsys, *db, "registry", "import", str(registry))
+    assert code == 2 and "unknown team 'nope'" in err
+    code, _, err = run(capsys, *db, "report", "spend", "--month", "2024-13")
+    assert code == 2 and "not a month" in err
+    code, out, _ = run(capsys, *db, "report", "spend", "--month", "2024-09", "--format", "json")
+    assert json.loads(out)["totals"]["billed"] == "0"
+
+
+def test_demo_runs_twice_harmlessly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, first, _ = run(capsys, "demo", "--dir", str(tmp_path / "demo"))
+    assert code == 0
+    assert "reconciliation OK" in first
+    code, second, _ = run(capsys, "demo", "--dir", str(tmp_path / "demo"))
+    assert code == 0
+    assert "0 created, 0 updated" in second
+    total = [line for line in first.splitlines() if line.startswith("total billed")]
+    assert total and total == [
+        line for line in second.splitlines() if line.startswith("total billed")
+    ]

@@ -1,0 +1,88 @@
+"""Shared fixtures: a migrated database (SQLite, or PostgreSQL via MLCOST_TEST_DATABASE_URL)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from bot.db import make_engine, upgrade
+
+DATA = Path(__file__).resolve().parent / "data"
+PG_ENV = "MLCOST_TEST_DATABASE_URL"
+
+
+@pytest.fixture(autouse=True)
+def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep tests off real AWS and Slack, whatever the developer's shell holds."""
+    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
+                "SLACK_APP_TOKEN", "MLCOST_DATABASE_URL"):  # fmt: skip
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+def create_database_url(tmp_dir: Path, name: str | None = None) -> str:
+    """Return the URL of a new empty database on the configured backend."""
+    base = os.environ.get(PG_ENV)
+    if not base:
+        return f"sqlite:///{tmp_dir / ((name or uuid.uuid4().hex[:8]) + '.db')}"
+    db_name = f"mlcost_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{db_name}"'))
+    admin.dispose()
+    return make_url(base).set(database=db_name).render_as_string(hide_password=False)
+
+
+def drop_database_url(url: str) -> None:
+    """Drop a database made by create_database_url (PostgreSQL only)."""
+    if url.startswith("sqlite"):
+        return
+    base = os.environ[PG_ENV]
+    name = make_url(url).database
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """One migrated database for the test session."""
+    url = create_database_url(tmp_path_factory.mktemp("db"), "session")
+    eng = make_engine(url)
+    upgrade(eng)
+    yield eng
+    eng.dispose()
+    drop_database_url(url)
+
+
+@pytest.fixture
+def session(engine: Engine) -> Iterator[Session]:
+    """A session inside a transaction that is rolled back after the test."""
+    connection = engine.connect()
+    outer = connection.begin()
+    db = Session(bind=connection, join_transaction_mode="create_savepoint",
+                 expire_on_commit=False)  # fmt: skip
+    try:
+        yield db
+    finally:
+        db.close()
+        outer.rollback()
+        connection.close()
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database URL for tests that run whole commands."""
+    url = create_database_url(tmp_path)
+    yield url
+    drop_database_url(url)

@@ -1,0 +1,166 @@
+"""FOCUS and CUR ingestion on the real third-party files, reconciled against pandas."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from bot.errors import IngestError
+from bot.ledger import ingest
+from bot.models import DailySpend, IngestionRun
+from bot.sources.cur import CurSource
+from bot.sources.focus import FocusSource
+from tests.conftest import DATA
+from tests.helpers import ledger_totals, load_registry
+
+FOCUS = DATA / "focus_sample.csv"
+CUR_MONTHS = sorted(DATA.glob("*2018-WorkshopCUR-00001.snappy.parquet"))
+CENT = Decimal("0.01")
+
+
+def pandas_total(frame: pd.DataFrame, column: str) -> Decimal:
+    """An independent sum: pandas reading the text as Decimal."""
+    return sum((Decimal(str(v)) for v in frame[column].dropna()), Decimal(0))
+
+
+def test_focus_sample_reconciles_to_the_cent_and_reingest_changes_nothing(
+    session: Session,
+) -> None:
+    load_registry(session)
+    frame = pd.read_csv(FOCUS, na_values=["NULL"], dtype={"BilledCost": str, "EffectiveCost": str})
+    expected_billed = pandas_total(frame, "BilledCost")
+    expected_effective = pandas_total(frame, "EffectiveCost")
+
+    report = ingest(FocusSource([str(FOCUS)]), session=session)
+    assert report.rows_read == len(frame) == 1000
+    assert report.reconciled
+    assert report.billed_total.quantize(CENT) == expected_billed.quantize(CENT)
+    assert report.attributed_total > 0 and report.unallocated_total > 0
+    billed, effective, rows = ledger_totals(session)
+    assert billed == report.billed_total
+    # The ledger keeps 10 decimal places; the file has 11, so only sub-nano-dollar rounding differs.
+    assert abs(billed - expected_billed) < Decimal("1e-8")
+    assert effective.quantize(CENT) == expected_effective.quantize(CENT)
+
+    again = ingest(FocusSource([str(FOCUS)]), session=session)
+    assert again.replaced_rows == rows
+    assert ledger_totals(session) == (billed, effective, rows)
+
+
+def test_focus_quirks_tags_with_spaces_and_gpu_hours(session: Session) -> None:
+    load_registry(session)
+    ingest(FocusSource([str(FOCUS)]), session=session)
+    # The BrightPathMatrix application tag is claimed by a registry match rule.
+    claimed = session.scalar(select(func.sum(DailySpend.billed_cost))
+                             .where(DailySpend.model == "brightpath"))  # fmt: skip
+    assert claimed and claimed > 0
+    gpu = session.scalar(select(func.sum(DailySpend.gpu_hours))
+                         .where(DailySpend.instance_type.like("g5.%")))  # fmt: skip
+    assert gpu and gpu > 0
+    providers = set(session.scalars(select(DailySpend.provider).distinct()))
+    assert providers == {"AWS", "Microsoft", "Oracle"}
+
+
+def test_three_real_cur_months_reconcile_and_reingest_is_idempotent(session: Session) -> None:
+    load_registry(session)
+    frames = [pd.read_parquet(p, columns=["line_item_unblended_cost"]) for p in CUR_MONTHS]
+    expected = sum(Decimal(repr(float(v))) for f in frames
+                   for v in f["line_item_unblended_cost"].dropna())  # fmt: skip
+    report = ingest(CurSource([str(p) for p in CUR_MONTHS]), session=session)
+    assert report.rows_read == 334_911
+    assert report.reconciled
+    assert report.billed_total.quantize(CENT) == expected.quantize(CENT)
+    assert len(report.scopes) == 3
+    billed, effective, rows = ledger_totals(session)
+    assert billed == report.billed_total
+    # The workshop's `workload` tag is a model tag key in the test registry; none is registered.
+    tagged = session.scalar(select(func.count()).where(DailySpend.model_tag_value.is_not(None)))
+    assert tagged and tagged > 0
+
+    ingest(CurSource([str(CUR_MONTHS[0])]), session=session)
+    assert ledger_totals(session) == (billed, effective, rows)
+
+
+def test_slash_header_cur_csv(session: Session) -> None:
+    path = DATA / "sample-anonymous-aws-export-dataset.csv"
+    frame = pd.read_csv(path, dtype={"lineItem/UnblendedCost": str})
+    report = ingest(CurSource([str(path)]), session=session)
+    assert report.rows_read == len(frame)
+    assert report.billed_total == pandas_total(frame, "lineItem/UnblendedCost")
+    taxes = session.scalar(select(func.count()).where(DailySpend.charge_category == "Tax"))
+    assert taxes and taxes > 0
+
+
+def test_two_exports_for_the_same_month_add_up(session: Session, tmp_path: Path) -> None:
+    other = tmp_path / "other-account.csv"
+    header, *lines = FOCUS.read_text().splitlines()
+    aws_only = [line for line in lines if '"1234567890123"' in line]
+    other.write_text("\n".join([header, *aws_only]).replace("1234567890123", "9999999999999"))
+    first = ingest(FocusSource([str(FOCUS)]), session=session)
+    second = ingest(FocusSource([str(other)]), session=session)
+    assert second.replaced_rows == 0
+    assert ledger_totals(session)[0] == first.billed_total + second.billed_total
+
+
+def test_gzip_bom_and_azure_tags_without_braces(session: Session, tmp_path: Path) -> None:
+    text = FOCUS.read_text()
+    header, first, *_ = text.splitlines()
+    azure_row = first.replace("NULL\n", "").rsplit(",", 1)[0] + ',"""ml:model"": ""recsys"""'
+    body = "\ufeff" + header + "\n" + azure_row + "\n"
+    path = tmp_path / "bom.csv.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(body)
+    load_registry(session)
+    report = ingest(FocusSource([str(path)]), session=session)
+    assert report.rows_read == 1
+    assert report.attributed_total == report.billed_total > 0
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda t: t[: len(t) // 2] + '"unterminated', "focus_bad.csv"),
+        (lambda t: t.replace("BilledCost", "Cost", 1), "missing FOCUS column(s): BilledCost"),
+        (lambda t: t.replace("2024-09-18 22:00:00", "2024-13-45 99:00:00", 1), "bad date"),
+        (lambda t: t.replace("0.00000080000", "twelve", 1), "not a number"),
+    ],
+)
+def test_bad_files_fail_with_one_clear_line_and_change_nothing(
+    session: Session, tmp_path: Path, mutate: object, message: str
+) -> None:
+    ingest(FocusSource([str(FOCUS)]), session=session)
+    before = ledger_totals(session)
+    runs = session.scalar(select(func.count()).select_from(IngestionRun))
+    bad = tmp_path / "focus_bad.csv"
+    bad.write_text(mutate(FOCUS.read_text()))  # type: ignore[operator]
+    with pytest.raises(IngestError) as info, session.begin_nested():
+        ingest(FocusSource([str(bad)]), session=session)
+    assert message in str(info.value)
+    assert str(bad) in str(info.value)
+    assert "\n" not in str(info.value)
+    assert ledger_totals(session) == before
+    assert session.scalar(select(func.count()).select_from(IngestionRun)) == runs
+
+
+def test_truncated_parquet_is_refused(tmp_path: Path) -> None:
+    broken = tmp_path / "Oct-truncated.parquet"
+    data = CUR_MONTHS[0].read_bytes()
+    broken.write_bytes(data[: len(data) // 3])
+    with pytest.raises(IngestError, match=r"Oct-truncated\.parquet: unreadable or truncated"):
+        CurSource([str(broken)]).read(set())
+
+
+def test_missing_file_and_wrong_kind(tmp_path: Path) -> None:
+    with pytest.raises(IngestError, match="no such file"):
+        FocusSource([str(tmp_path / "nope.csv")]).read(set())
+    copy = tmp_path / "cur.parquet"
+    shutil.copy(CUR_MONTHS[0], copy)
+    with pytest.raises(IngestError, match="missing FOCUS column"):
+        FocusSource([str(copy)]).read(set())

@@ -1,0 +1,84 @@
+from bot.attribution import (
+    SERVING,
+    STORAGE,
+    TRAINING,
+    AttributionRules,
+    ChargeFacts,
+    ModelMatcher,
+    StageRule,
+    attribute,
+    normalize_tag_key,
+    normalize_tags,
+)
+
+RULES = AttributionRules.build(
+    models=[
+        ModelMatcher("recsys", "ranking"),
+        ModelMatcher("checkout-fraud", "risk", tags={"application": ("checkout",)}),
+        ModelMatcher("ocr", "vision", resource_ids=("arn:aws:s3:::ocr-*",)),
+    ],
+    teams=["ranking", "risk", "vision"],
+    model_tag_keys=["ml:model", "model"],
+    stage_tag_keys=["ml:stage", "stage"],
+    team_tag_keys=["team"],
+)
+
+
+def facts(service: str = "Amazon Elastic Compute Cloud", **kw: object) -> ChargeFacts:
+    tags = normalize_tags(kw.pop("tags", {}))  # type: ignore[arg-type]
+    return ChargeFacts(service=service, tags=tags, **kw)  # type: ignore[arg-type]
+
+
+def test_tag_keys_fold_across_sources() -> None:
+    assert normalize_tag_key("ml:model") == normalize_tag_key("ml_model") == "ml_model"
+    assert normalize_tag_key(" CostCenter") == "cost_center"
+    assert normalize_tags({"org": "a", " org": "b", "x": None}) == {"org": "a"}
+
+
+def test_explicit_model_tag_wins_and_brings_team_and_stage() -> None:
+    result = attribute(
+        facts(tags={"ml:model": "RecSys", "ml:stage": "inference", "team": "risk"}), RULES
+    )
+    assert (result.model, result.team, result.stage, result.rule) == (
+        "recsys",
+        "ranking",
+        SERVING,
+        "tag",
+    )
+
+
+def test_registry_match_rule_claims_untagged_spend() -> None:
+    assert attribute(facts(tags={"application": "checkout"}), RULES).model == "checkout-fraud"
+    ocr = attribute(
+        facts("Amazon Simple Storage Service", resource_id="arn:aws:s3:::ocr-scans"), RULES
+    )
+    assert (ocr.model, ocr.stage, ocr.rule) == ("ocr", STORAGE, "rule")
+
+
+def test_unregistered_model_tag_stays_unallocated_but_remembers_the_value() -> None:
+    result = attribute(facts(tags={"model": "legacy-ranker", "team": "ranking"}), RULES)
+    assert result.model is None
+    assert result.model_tag_value == "legacy-ranker"
+    assert result.team == "ranking"
+    assert result.rule == "unallocated"
+
+
+def test_stage_rules_from_service_and_usage_type() -> None:
+    sm = "Amazon SageMaker"
+    assert attribute(facts(sm, usage_type="USE1-Train:ml.p4d.24xlarge"), RULES).stage == TRAINING
+    assert attribute(facts(sm, usage_type="USE1-Host:ml.g5.2xlarge"), RULES).stage == SERVING
+    assert attribute(facts("AWS Glue"), RULES).stage == "data"
+    assert attribute(facts(instance_type="p4d.24xlarge"), RULES).stage == TRAINING
+    assert attribute(facts(instance_type="m5.large"), RULES).stage == "other"
+
+
+def test_custom_stage_rules_run_before_defaults() -> None:
+    rules = AttributionRules.build(
+        models=[],
+        teams=[],
+        model_tag_keys=["model"],
+        stage_tag_keys=[],
+        team_tag_keys=[],
+        extra_stage_rules=[StageRule("serving", service="*elastic compute*", gpu=True)],
+    )
+    assert attribute(facts(instance_type="g5.xlarge"), rules).stage == SERVING
