@@ -1,0 +1,14 @@
+"""Slack listeners: each module has register(app, services)."""
+
+from __future__ import annotations
+
+from slack_bolt import App
+
+from bot.services import AppServices
+from handlers import commands
+
+
+def register_all(app: App, services: AppServices) -> None:
+    """Register every listener module on the app."""
+    for module in (commands,):
+        module.register(app, services)

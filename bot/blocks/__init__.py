@@ -1,0 +1,1 @@
+"""Block Kit builders: pure functions from report objects to (text, blocks)."""

@@ -1,0 +1,7 @@
+"""Allow `python -m bot.cli`."""
+
+import sys
+
+from bot.cli import main
+
+sys.exit(main())

@@ -1,0 +1,77 @@
+"""`mlcost serve --http --port N` or `mlcost serve --socket`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+from bot.app import ConfigurationError, build_app
+from bot.cli.context import CliContext
+from bot.services import AppServices
+from bot.slack.client import make_web_client
+
+log = logging.getLogger(__name__)
+
+
+def register(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="run the Slack bot and its scheduler")
+    mode = serve.add_mutually_exclusive_group()
+    mode.add_argument("--http", action="store_true", help="HTTP mode (default)")
+    mode.add_argument("--socket", action="store_true", help="Socket Mode (needs SLACK_APP_TOKEN)")
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="serve Slack only; never run scheduled jobs in this process",
+    )
+    serve.set_defaults(handler=run)
+
+
+def build_services(ctx: CliContext) -> AppServices:
+    """Wire settings, sessions and the Slack client."""
+    if ctx.settings.slack_bot_token is None:
+        raise ConfigurationError("SLACK_BOT_TOKEN is not set")
+    return AppServices(settings=ctx.settings, session_factory=ctx.session_factory,
+                       client=make_web_client(ctx.settings))  # fmt: skip
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Serve until interrupted."""
+    logging.getLogger().setLevel(logging.INFO)
+    services = build_services(ctx)
+    app = build_app(services)
+    stop_scheduler = _start_scheduler(services, ctx, enabled=not args.no_scheduler)
+    try:
+        if args.socket:
+            from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+            token = ctx.settings.slack_app_token
+            if token is None:
+                raise ConfigurationError("Socket Mode needs SLACK_APP_TOKEN (xapp-...)")
+            log.info("serving Slack over Socket Mode")
+            SocketModeHandler(app, token.get_secret_value()).start()
+        else:
+            from bot.server import make_http_server
+
+            server = make_http_server(app, ctx.session_factory, args.host, args.port)
+            log.info("serving Slack on http://%s:%d/slack/events", args.host, args.port)
+            server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop_scheduler()
+    return 0
+
+
+def _start_scheduler(services: AppServices, ctx: CliContext, enabled: bool) -> Any:
+    """Start the scheduler if this process wins the leader lock; return a stop function."""
+    if not enabled:
+        return lambda: None
+    try:
+        from bot.scheduler import start_leader_scheduler
+    except ImportError:  # the scheduler module arrives with the budgets-and-alerts work
+        log.info("no scheduler module; serving Slack only")
+        return lambda: None
+    return start_leader_scheduler(services, ctx.engine)

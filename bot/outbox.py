@@ -1,0 +1,179 @@
+"""The outbox: record a Slack post before sending it, deliver it once, retry what failed.
+
+Delivery never holds a database lock across the network call. A worker claims a message (status
+`sending`, a lease, attempts + 1) in one short transaction, posts it with the dedupe key in the
+message metadata, and records the result in another. A message whose worker died mid-post is
+re-claimed when its lease expires; before posting again the worker looks for the key in the
+channel's recent history, so a post that did reach Slack is never sent twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import or_, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.db import session_scope
+from bot.models import OutboxMessage
+from bot.slack.notifier import Notifier, Posted
+
+log = logging.getLogger(__name__)
+
+LEASE = dt.timedelta(minutes=2)
+METADATA_EVENT = "mlcost_outbox"
+
+
+def enqueue(
+    *, session: Session, dedupe_key: str, kind: str, channel: str, text: str,
+    blocks: list[dict[str, Any]], thread_key: str | None = None,
+) -> bool:  # fmt: skip
+    """Record a post unless one with the same key exists; return whether it was new."""
+    values = {
+        "dedupe_key": dedupe_key, "kind": kind, "channel": channel, "thread_key": thread_key,
+        "payload": {"text": text, "blocks": blocks}, "status": "pending", "attempts": 0,
+    }  # fmt: skip
+    dialect = session.get_bind().dialect.name
+    insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = (
+        insert_fn(OutboxMessage)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["dedupe_key"])
+    )
+    result = session.execute(statement)
+    return bool(getattr(result, "rowcount", 0))
+
+
+@dataclass
+class DeliveryReport:
+    delivered: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+
+
+class HistoryLookup:
+    """Find an already-posted message by its dedupe key (for posts whose outcome is unknown)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def __call__(self, channel: str, key: str, since: dt.datetime) -> Posted | None:
+        response = self.client.conversations_history(
+            channel=channel, oldest=f"{since.timestamp():.6f}", include_all_metadata=True,
+            limit=200,
+        )  # fmt: skip
+        for message in response.get("messages", []):
+            metadata = message.get("metadata") or {}
+            if (metadata.get("event_type") == METADATA_EVENT
+                    and (metadata.get("event_payload") or {}).get("key") == key):  # fmt: skip
+                return Posted(channel=channel, ts=str(message["ts"]))
+        return None
+
+
+def _retry_delay(exc: Exception, attempts: int) -> dt.timedelta:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    retry_after = headers.get("Retry-After") or headers.get("retry-after")
+    if retry_after:
+        try:
+            return dt.timedelta(seconds=max(1, int(retry_after)))
+        except ValueError:
+            pass
+    return dt.timedelta(seconds=min(3600, 30 * 2 ** min(attempts, 7)))
+
+
+def _error_text(exc: Exception) -> str:
+    response = getattr(exc, "response", None)
+    code = getattr(response, "status_code", None)
+    return f"{type(exc).__name__}{f' ({code})' if code else ''}: {str(exc)[:300]}"
+
+
+def deliver_pending(
+    *, session_factory: sessionmaker[Session], notifier: Notifier, now: dt.datetime,
+    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    limit: int = 200, kinds: tuple[str, ...] | None = None,
+) -> DeliveryReport:  # fmt: skip
+    """Deliver due messages one by one; a failure leaves the message for the next cycle."""
+    report = DeliveryReport()
+    for _ in range(limit):
+        claimed = _claim(session_factory, now, kinds)
+        if claimed is None:
+            break
+        message_id, key, channel, payload, thread_ts, attempts, created_at = claimed
+        try:
+            posted = None
+            if attempts > 1 and find_posted is not None:
+                posted = find_posted(channel, key, created_at - dt.timedelta(minutes=1))
+                if posted is not None:
+                    report.recovered.append(key)
+            if posted is None:
+                blocks = payload["blocks"]
+                posted = _post(notifier, channel, payload["text"], blocks, thread_ts, key)
+        except Exception as exc:
+            log.warning("outbox %s not delivered (attempt %d): %s", key, attempts,
+                        _error_text(exc))  # fmt: skip
+            with session_scope(session_factory) as session:
+                row = session.get(OutboxMessage, message_id)
+                if row is not None:
+                    row.status = "pending"
+                    row.last_error = _error_text(exc)
+                    row.next_attempt_at = now + _retry_delay(exc, attempts)
+            report.failed.append(key)
+            continue
+        with session_scope(session_factory) as session:
+            row = session.get(OutboxMessage, message_id)
+            if row is not None:
+                row.status = "delivered"
+                row.delivered_at = now
+                row.slack_ts = posted.ts
+                row.slack_channel = posted.channel
+                row.last_error = None
+        report.delivered.append(key)
+    return report
+
+
+def _post(notifier: Notifier, channel: str, text: str, blocks: list[dict[str, Any]],
+          thread_ts: str | None, key: str) -> Posted:  # fmt: skip
+    post_with_metadata = getattr(notifier, "post_with_metadata", None)
+    if post_with_metadata is not None:
+        metadata = {"event_type": METADATA_EVENT, "event_payload": {"key": key}}
+        result: Posted = post_with_metadata(channel, text, blocks, thread_ts, metadata)
+        return result
+    return notifier.post(channel, text, blocks, thread_ts=thread_ts)
+
+
+def _claim(
+    factory: sessionmaker[Session], now: dt.datetime, kinds: tuple[str, ...] | None
+) -> tuple[int, str, str, dict[str, Any], str | None, int, dt.datetime] | None:
+    with session_scope(factory) as session:
+        due = or_(
+            (OutboxMessage.status == "pending")
+            & (or_(OutboxMessage.next_attempt_at.is_(None), OutboxMessage.next_attempt_at <= now)),
+            (OutboxMessage.status == "sending") & (OutboxMessage.next_attempt_at <= now),
+        )
+        query = select(OutboxMessage).where(due).order_by(OutboxMessage.id).limit(20)
+        if kinds:
+            query = query.where(OutboxMessage.kind.in_(kinds))
+        if session.get_bind().dialect.name == "postgresql":
+            query = query.with_for_update(skip_locked=True)
+        for row in session.scalars(query):
+            thread_ts = None
+            if row.thread_key:
+                parent = session.scalars(
+                    select(OutboxMessage).where(OutboxMessage.dedupe_key == row.thread_key)
+                ).first()
+                if parent is None or parent.slack_ts is None:
+                    continue  # the parent is not posted yet; the child waits
+                thread_ts = parent.slack_ts
+            row.status = "sending"
+            row.attempts += 1
+            row.next_attempt_at = now + LEASE  # the lease: re-claimable if this worker dies
+            return (row.id, row.dedupe_key, row.channel, dict(row.payload), thread_ts,
+                    row.attempts, row.created_at)  # fmt: skip
+    return None

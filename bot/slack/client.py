@@ -1,0 +1,19 @@
+"""The Slack WebClient, pointed at SLACK_API_URL."""
+
+from __future__ import annotations
+
+from slack_sdk import WebClient
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+
+from bot.config import Settings
+
+
+def make_web_client(settings: Settings, *, rate_limit_retries: int = 1) -> WebClient:
+    """Create a WebClient for the bot token and the configured base URL."""
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+    return WebClient(
+        token=token,
+        base_url=settings.slack_base_url(),
+        timeout=15,
+        retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)],
+    )

@@ -1,0 +1,52 @@
+"""Check a message against Slack's limits before sending (the SDK does not check them all)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_sdk.models.blocks import Block
+
+from bot.errors import MlcostError
+
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_FIELDS = 10
+MAX_FIELD_TEXT = 2000
+MAX_FALLBACK_TEXT = 40000
+
+
+class MessageTooLarge(MlcostError):
+    """A message would be rejected by Slack."""
+
+
+def checked_message(text: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return {text, blocks} after checking Slack's limits; raise MessageTooLarge otherwise."""
+    if not text or not text.strip():
+        raise MessageTooLarge("every message needs a plain-text fallback")
+    if len(text) > MAX_FALLBACK_TEXT:
+        raise MessageTooLarge(f"fallback text has {len(text)} characters (max {MAX_FALLBACK_TEXT})")
+    if len(blocks) > MAX_BLOCKS:
+        raise MessageTooLarge(f"message has {len(blocks)} blocks (max {MAX_BLOCKS})")
+    for block in blocks:
+        if block.get("type") == "section":
+            body = (block.get("text") or {}).get("text", "")
+            if len(body) > MAX_SECTION_TEXT:
+                raise MessageTooLarge(f"section text has {len(body)} characters (max 3000)")
+            fields = block.get("fields") or []
+            if len(fields) > MAX_FIELDS:
+                raise MessageTooLarge(f"section has {len(fields)} fields (max {MAX_FIELDS})")
+            for field in fields:
+                if len(field.get("text", "")) > MAX_FIELD_TEXT:
+                    raise MessageTooLarge("a section field exceeds 2000 characters")
+        parsed = Block.parse(block)
+        if parsed is not None:
+            try:
+                parsed.to_dict()  # runs slack_sdk's own validators (header, buttons, ...)
+            except Exception as exc:
+                raise MessageTooLarge(f"invalid {block.get('type')} block: {exc}") from None
+    return {"text": text, "blocks": blocks}
+
+
+def clip(text: str, limit: int) -> str:
+    """Shorten text to the limit with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

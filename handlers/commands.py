@@ -1,0 +1,79 @@
+"""`/mlcost`: ack at once, do the work in a lazy listener, one error boundary."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+
+from bot.db import session_scope
+from bot.errors import MlcostError
+from bot.services import AppServices
+from bot.slack.command_router import CommandRouter, Invocation, Reply, Subcommand
+from bot.slack.guard import checked_message
+from handlers import subcommands
+
+log = logging.getLogger(__name__)
+
+
+def build_router() -> CommandRouter:
+    """Collect the subcommands of every subcommand module, help first."""
+    table: list[Subcommand] = []
+    for module in subcommands.MODULES:
+        table.extend(module.SUBCOMMANDS)
+    return CommandRouter(table)
+
+
+def register(app: App, services: AppServices) -> None:
+    router = build_router()
+
+    def ack_command(ack: Ack, body: dict[str, Any]) -> None:
+        text = (body.get("text") or "").strip()
+        if not text or text.split()[0].lower() in ("help", "-h", "--help"):
+            ack()  # the lazy listener answers with help
+            return
+        ack(response_type="ephemeral", text=f"Working on `/mlcost {text[:80]}`…")
+
+    def run_command(body: dict[str, Any], respond: Respond, client: WebClient) -> None:
+        handle_command(body, respond, client, services, router)
+
+    app.command("/mlcost")(ack=ack_command, lazy=[run_command])
+
+
+def handle_command(body: dict[str, Any], respond: Respond, client: WebClient,
+                   services: AppServices, router: CommandRouter) -> None:  # fmt: skip
+    """Route one command and send its reply; errors become ephemeral messages."""
+    text = body.get("text") or ""
+    try:
+        sub, args, unknown = router.resolve(text)
+        if sub is None:
+            reply = router.help_reply(unknown)
+        else:
+            with session_scope(services.session_factory) as session:
+                reply = sub.run(Invocation(
+                    user_id=body.get("user_id", ""), channel_id=body.get("channel_id", ""),
+                    args=args, session=session, settings=services.settings,
+                    now=services.clock(), team_id=body.get("team_id"),
+                ))  # fmt: skip
+        send_reply(reply, body, respond, client)
+    except MlcostError as exc:
+        respond(response_type="ephemeral", replace_original=False, text=f":warning: {exc}")
+    except Exception:
+        ref = uuid.uuid4().hex[:8]
+        log.exception("/mlcost failed (ref %s)", ref)
+        respond(response_type="ephemeral", replace_original=False,
+                text=f":x: Sorry, something went wrong on our side (ref `{ref}`).")  # fmt: skip
+
+
+def send_reply(reply: Reply, body: dict[str, Any], respond: Respond, client: WebClient) -> None:
+    """Send a reply: charts uploaded to the channel, then the message."""
+    message = checked_message(reply.text, reply.blocks) if reply.blocks else {"text": reply.text}
+    channel = body.get("channel_id")
+    for chart in reply.charts:
+        client.files_upload_v2(channel=channel, filename=chart.filename, content=chart.data,
+                               title=chart.title)  # fmt: skip
+    respond(response_type="in_channel" if reply.in_channel else "ephemeral",
+            replace_original=False, **message)  # fmt: skip

@@ -1,0 +1,5 @@
+"""Subcommand modules; each exposes SUBCOMMANDS, listed here in help order."""
+
+from handlers.subcommands import spend
+
+MODULES = [spend]
