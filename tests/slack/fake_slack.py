@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -111,10 +112,8 @@ class FakeSlack:
             params = {k: v[0] for k, v in parse_qs(body.decode()).items()}
         for key in ("blocks", "files", "metadata", "view"):
             if isinstance(params.get(key), str):
-                try:
+                with contextlib.suppress(json.JSONDecodeError):
                     params[key] = json.loads(params[key])
-                except json.JSONDecodeError:
-                    pass
         call = Call(
             path, params, dict(request.headers), body if path.startswith("upload/") else b""
         )
