@@ -435,6 +435,15 @@ def load_registry_file(path: Path) -> RegistrySpec:
     return parse_registry(text, source=str(path))
 
 
+def raw_model_tag_key(*, session: Session, default: str) -> str:
+    """Return the first model tag key as written (Cost Explorer groups by the raw key)."""
+    setting = session.get(RegistrySetting, "attribution")
+    if setting is None:
+        return default
+    keys = AttributionSpec.model_validate(setting.value).model_tag_keys
+    return keys[0] if keys else default
+
+
 def load_attribution_rules(*, session: Session) -> AttributionRules:
     """Build attribution rules from the registry stored in the database."""
     setting = session.get(RegistrySetting, "attribution")

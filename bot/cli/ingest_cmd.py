@@ -52,13 +52,16 @@ def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
     """Poll Cost Explorer for a window of days."""
+    from bot.registry import raw_model_tag_key
     from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
 
+    with ctx.session() as session:
+        tag_key = raw_model_tag_key(session=session, default=ctx.settings.model_tag_keys[0])
     end = args.end or dt.datetime.now(dt.UTC).date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
     source = CostExplorerSource(
         make_ce_client(), start, end,
-        model_tag_key=ctx.settings.model_tag_keys[0],
+        model_tag_key=tag_key,
         second_group=args.group_by or ctx.settings.cost_explorer_group_key,
         billing_account=args.account or ctx.settings.aws_billing_account or "aws",
     )  # fmt: skip

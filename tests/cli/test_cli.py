@@ -87,3 +87,25 @@ def test_demo_runs_twice_harmlessly(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert total and total == [
         line for line in second.splitlines() if line.startswith("total billed")
     ]
+
+
+def test_cost_explorer_command_through_moto(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from moto import mock_aws
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.moto_api._internal.models import moto_api_backend
+
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(REGISTRY)
+    db = ["--database-url", database_url]
+    response = json.loads((DATA / "test_query_total_costs_per_hub-input.json").read_text())
+    response.pop("ResponseMetadata", None)
+    with mock_aws():
+        moto_api_backend.set_ce_cost_usage(result=response, account_id=DEFAULT_ACCOUNT_ID)
+        assert run(capsys, *db, "registry", "import", str(registry))[0] == 0
+        code, out, err = run(capsys, *db, "ingest", "cost-explorer", "--start", "2026-06-20",
+                             "--end", "2026-06-28", "--account", "123456789012")
+    assert code == 0, err
+    assert "1 API requests" in out
+    assert "reconciliation OK" in out
