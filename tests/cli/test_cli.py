@@ -104,8 +104,18 @@ def test_cost_explorer_command_through_moto(
     with mock_aws():
         moto_api_backend.set_ce_cost_usage(result=response, account_id=DEFAULT_ACCOUNT_ID)
         assert run(capsys, *db, "registry", "import", str(registry))[0] == 0
-        code, out, err = run(capsys, *db, "ingest", "cost-explorer", "--start", "2026-06-20",
-                             "--end", "2026-06-28", "--account", "123456789012")
+        code, out, err = run(
+            capsys,
+            *db,
+            "ingest",
+            "cost-explorer",
+            "--start",
+            "2026-06-20",
+            "--end",
+            "2026-06-28",
+            "--account",
+            "123456789012",
+        )
     assert code == 0, err
     assert "1 API requests" in out
     assert "reconciliation OK" in out
