@@ -28,6 +28,14 @@ def register(commands: Any) -> None:
         help="billed (invoice) or effective (amortised) cost",
     )
     spend.set_defaults(handler=run_spend)
+    waste = sub.add_parser("waste", help="idle, orphaned and stale spend with the fix")
+    waste.add_argument("--as-of", type=dt.date.fromisoformat, help="day to look back from")
+    waste.add_argument(
+        "--cloudwatch",
+        action="store_true",
+        help="also confirm idle GPU instances from CloudWatch CPU",
+    )
+    waste.set_defaults(handler=run_waste)
 
 
 def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -38,6 +46,23 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
             session=session, period=period, by=parse_dimensions(args.by), basis=args.cost
         )
     print(render(report, args.format, ctx.settings.currency), end="")
+    return 0
+
+
+def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Print waste findings."""
+    from bot.blocks.waste import render_waste_text
+    from bot.waste import find_waste
+
+    cloudwatch = None
+    if args.cloudwatch:
+        import boto3
+
+        cloudwatch = boto3.client("cloudwatch")
+    as_of = args.as_of or dt.datetime.now(dt.UTC).date()
+    with ctx.session() as session:
+        findings = find_waste(session=session, as_of=as_of, cloudwatch=cloudwatch)
+    print(render_waste_text(findings, ctx.settings.currency), end="")
     return 0
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
+from bot.blocks.waste import render_waste_text
 from bot.cli.context import CliContext
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
@@ -12,6 +14,7 @@ from bot.periods import month_period
 from bot.registry import import_registry, load_registry_file
 from bot.reports import spend_report
 from bot.sources.focus import FocusSource
+from bot.waste import find_waste
 
 DATA = Path(__file__).resolve().parent / "data"
 DEMO_MONTH = "2026-11"
@@ -49,4 +52,9 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
         unowned = spend_report(session=session, period=month_period(DEMO_MONTH),
                                by=["service", "resource"], where={"model": None})  # fmt: skip
     print(render(unowned, "table", ctx.settings.currency), end="")
+
+    section("Waste as of 2026-11-30: money that burns silently")
+    with ctx.session() as session:
+        findings = find_waste(session=session, as_of=dt.date(2026, 11, 30))
+    print(render_waste_text(findings, ctx.settings.currency), end="")
     return 0

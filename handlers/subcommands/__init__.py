@@ -1,5 +1,5 @@
 """Subcommand modules; each exposes SUBCOMMANDS, listed here in help order."""
 
-from handlers.subcommands import spend
+from handlers.subcommands import spend, waste
 
-MODULES = [spend]
+MODULES = [spend, waste]

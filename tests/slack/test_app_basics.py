@@ -34,3 +34,10 @@ def test_healthz_checks_the_database(slack: SlackHarness) -> None:
     with urllib.request.urlopen(slack.url + "healthz", timeout=5) as response:
         assert response.status == 200
         assert json.loads(response.read()) == {"status": "ok", "database": "ok"}
+
+
+def test_waste_replies_with_findings(slack: SlackHarness) -> None:
+    assert slack.command("waste").status == 200
+    reply = slack.responses(1)[0]
+    assert reply["response_type"] == "ephemeral"
+    assert reply["text"] == "Waste: nothing found this week."

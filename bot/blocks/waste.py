@@ -1,0 +1,55 @@
+"""Blocks for waste findings."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from bot.money import format_money
+from bot.slack.guard import clip
+from bot.waste import WasteFinding
+
+KIND_LABELS = {
+    "orphaned": "Orphaned (tagged for an unregistered model)",
+    "stale_checkpoints": "Stale checkpoints",
+    "idle_endpoint": "Idle endpoint",
+    "killed_still_spending": "Killed, still spending",
+    "idle_gpu": "Idle GPU instance",
+}
+
+
+def build_waste_blocks(findings: list[WasteFinding], currency: str = "USD",
+                       limit: int = 20) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
+    """Waste findings, largest first, each with its evidence and fix."""
+    total = sum((f.monthly_cost for f in findings), Decimal(0))
+    text = (f"Waste: {len(findings)} finding(s), about {format_money(total, currency)}/month"
+            if findings else "Waste: nothing found this week.")  # fmt: skip
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": clip(text, 150)}},
+    ]
+    for finding in findings[:limit]:
+        label = KIND_LABELS.get(finding.kind, finding.kind)
+        body = (f"*{label}: {clip(finding.subject, 200)}* — "
+                f"{format_money(finding.monthly_cost, currency)}/month\n"
+                f"{clip(finding.evidence, 900)}\n_Fix:_ {clip(finding.fix, 600)}")  # fmt: skip
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body}})
+    if len(findings) > limit:
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": f"…and {len(findings) - limit} smaller findings. "
+                                       "`mlcost report waste` lists them all."}]})  # fmt: skip
+    return text, blocks
+
+
+def render_waste_text(findings: list[WasteFinding], currency: str = "USD") -> str:
+    """Plain text for the command line."""
+    if not findings:
+        return "No waste found.\n"
+    lines = []
+    for f in findings:
+        lines.append(f"{format_money(f.monthly_cost, currency):>10}/mo  "
+                     f"{KIND_LABELS.get(f.kind, f.kind)}: {f.subject}")  # fmt: skip
+        lines.append(f"{'':14}{f.evidence}")
+        lines.append(f"{'':14}fix: {f.fix}")
+    total = sum((f.monthly_cost for f in findings), Decimal(0))
+    lines.append(f"total: about {format_money(total, currency)}/month")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,189 @@
+"""Money that burns silently: orphaned spend, idle endpoints, stale checkpoints, killed models.
+
+Each finding carries a monthly run-rate (the last week's cost scaled to 30 days), the evidence,
+and the fix. Findings come from the ledger and value metrics; idle GPU instances can also be
+confirmed from CloudWatch CPU utilisation when a client is given.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from bot.models import DailySpend, Review, ReviewItem, ValueMetric
+
+RUN_RATE_DAYS = 7
+MIN_MONTHLY = Decimal(50)  # below this a finding is noise, not waste
+
+
+@dataclass(frozen=True)
+class WasteFinding:
+    kind: str
+    subject: str
+    monthly_cost: Decimal
+    evidence: str
+    fix: str
+    model: str | None = None
+    resource_id: str | None = None
+
+
+def _run_rate(week_cost: Decimal) -> Decimal:
+    return (week_cost * 30 / RUN_RATE_DAYS).quantize(Decimal("0.01"))
+
+
+def find_waste(
+    *, session: Session, as_of: dt.date, cloudwatch: Any | None = None,
+    min_monthly: Decimal = MIN_MONTHLY,
+) -> list[WasteFinding]:  # fmt: skip
+    """Return every waste finding as of a day, largest monthly cost first."""
+    week = (as_of - dt.timedelta(days=RUN_RATE_DAYS - 1), as_of + dt.timedelta(days=1))
+    findings = [
+        *_orphaned(session, week),
+        *_stale_checkpoints(session, week, as_of),
+        *_idle_endpoints(session, week),
+        *_killed_still_spending(session, week),
+    ]
+    if cloudwatch is not None:
+        findings += _idle_gpu_instances(session, week, cloudwatch, as_of)
+    return sorted((f for f in findings if f.monthly_cost >= min_monthly),
+                  key=lambda f: f.monthly_cost, reverse=True)  # fmt: skip
+
+
+def _in(window: tuple[dt.date, dt.date]) -> list[Any]:
+    return [DailySpend.day >= window[0], DailySpend.day < window[1]]
+
+
+def _orphaned(session: Session, week: tuple[dt.date, dt.date]) -> Iterable[WasteFinding]:
+    """Spend tagged with a model name nobody registered (a deleted or forgotten model)."""
+    rows = session.execute(
+        select(DailySpend.model_tag_value, func.sum(DailySpend.billed_cost),
+               func.count(func.distinct(DailySpend.resource_id)))
+        .where(*_in(week), DailySpend.model.is_(None), DailySpend.model_tag_value.is_not(None))
+        .group_by(DailySpend.model_tag_value)
+    )  # fmt: skip
+    for tag_value, cost, resources in rows:
+        yield WasteFinding(
+            "orphaned", f"`{tag_value}`", _run_rate(Decimal(cost or 0)),
+            f"{resources} resource(s) tagged model={tag_value}, which is not a registered model",
+            f"register `{tag_value}` with an owner, or delete its resources",
+        )  # fmt: skip
+
+
+def _stale_checkpoints(
+    session: Session, week: tuple[dt.date, dt.date], as_of: dt.date
+) -> Iterable[WasteFinding]:
+    """Storage of models that have not trained for 30 days: checkpoints nobody reads."""
+    month_ago = as_of - dt.timedelta(days=30)
+    trained = set(session.scalars(
+        select(DailySpend.model).where(DailySpend.day > month_ago, DailySpend.day <= as_of,
+                                       DailySpend.stage == "training",
+                                       DailySpend.model.is_not(None)).distinct()
+    ))  # fmt: skip
+    rows = session.execute(
+        select(DailySpend.model, DailySpend.resource_id, func.sum(DailySpend.billed_cost))
+        .where(*_in(week), DailySpend.stage == "storage", DailySpend.model.is_not(None))
+        .group_by(DailySpend.model, DailySpend.resource_id)
+    )  # fmt: skip
+    for model, resource, cost in rows:
+        if model in trained:
+            continue
+        yield WasteFinding(
+            "stale_checkpoints", f"{model} · {resource or 'storage'}",
+            _run_rate(Decimal(cost or 0)), f"`{model}` has not trained since {month_ago} or "
+            "earlier, but its storage keeps billing",
+            "expire old checkpoints with an S3 lifecycle rule, or move them to a colder tier",
+            model=model, resource_id=resource,
+        )  # fmt: skip
+
+
+def _idle_endpoints(session: Session, week: tuple[dt.date, dt.date]) -> Iterable[WasteFinding]:
+    """Serving spend for a model that recorded no predictions all week (while others did)."""
+    serving = session.execute(
+        select(DailySpend.model, func.sum(DailySpend.billed_cost))
+        .where(*_in(week), DailySpend.stage == "serving", DailySpend.model.is_not(None))
+        .group_by(DailySpend.model)
+    ).all()  # fmt: skip
+    if not serving:
+        return
+    with_value = set(session.scalars(
+        select(ValueMetric.model_name).where(ValueMetric.day >= week[0], ValueMetric.day < week[1],
+                                             ValueMetric.units > 0).distinct()
+    ))  # fmt: skip
+    if not with_value:
+        return  # nobody records value yet, so silence says nothing about idleness
+    for model, cost in serving:
+        if model in with_value:
+            continue
+        yield WasteFinding(
+            "idle_endpoint", str(model), _run_rate(Decimal(cost or 0)),
+            f"`{model}` paid for serving all week and recorded no predictions",
+            "scale the endpoint to zero or delete it; or record its value with /mlcost value",
+            model=model,
+        )  # fmt: skip
+
+
+def _killed_still_spending(
+    session: Session, week: tuple[dt.date, dt.date]
+) -> Iterable[WasteFinding]:
+    """Models decided Kill in a review that still cost money."""
+    decided = session.execute(
+        select(ReviewItem.model_name, func.max(ReviewItem.decided_at))
+        .join(Review, Review.id == ReviewItem.review_id)
+        .where(ReviewItem.decision == "kill").group_by(ReviewItem.model_name)
+    ).all()  # fmt: skip
+    for model, decided_at in decided:
+        if decided_at is None:
+            continue
+        since = max(week[0], decided_at.date() + dt.timedelta(days=1))
+        cost = session.scalar(
+            select(func.sum(DailySpend.billed_cost))
+            .where(DailySpend.model == model, DailySpend.day >= since, DailySpend.day < week[1])
+        )  # fmt: skip
+        days = (week[1] - since).days
+        if not cost or days <= 0:
+            continue
+        yield WasteFinding(
+            "killed_still_spending", str(model),
+            (Decimal(cost) * 30 / days).quantize(Decimal("0.01")),
+            f"`{model}` was decided Kill on {decided_at.date()} and still costs money",
+            "tear down its endpoints, jobs and storage", model=model,
+        )  # fmt: skip
+
+
+def _idle_gpu_instances(
+    session: Session, week: tuple[dt.date, dt.date], cloudwatch: Any, as_of: dt.date
+) -> Iterable[WasteFinding]:
+    """GPU instances whose average CPU stayed under 5 % all week (CloudWatch)."""
+    rows = session.execute(
+        select(DailySpend.resource_id, DailySpend.model, DailySpend.instance_type,
+               func.sum(DailySpend.billed_cost))
+        .where(*_in(week), DailySpend.gpu_hours > 0, DailySpend.resource_id.like("i-%"))
+        .group_by(DailySpend.resource_id, DailySpend.model, DailySpend.instance_type)
+    ).all()  # fmt: skip
+    end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
+    for resource, model, instance_type, cost in rows:
+        metric = {"Namespace": "AWS/EC2", "MetricName": "CPUUtilization",
+                  "Dimensions": [{"Name": "InstanceId", "Value": resource}]}  # fmt: skip
+        response = cloudwatch.get_metric_data(
+            MetricDataQueries=[{
+                "Id": "cpu", "ReturnData": True,
+                "MetricStat": {"Metric": metric, "Period": 86400 * RUN_RATE_DAYS,
+                               "Stat": "Average"},
+            }],
+            StartTime=end - dt.timedelta(days=RUN_RATE_DAYS), EndTime=end,
+        )  # fmt: skip
+        values = response["MetricDataResults"][0].get("Values") or []
+        if not values or max(values) >= 5:
+            continue
+        yield WasteFinding(
+            "idle_gpu", f"{resource} ({instance_type})", _run_rate(Decimal(cost or 0)),
+            f"average CPU {max(values):.1f} % over {RUN_RATE_DAYS} days on a GPU instance",
+            "stop the instance, or move the job to spot/on-demand capacity when it runs",
+            model=model, resource_id=resource,
+        )  # fmt: skip

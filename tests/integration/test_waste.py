@@ -1,0 +1,88 @@
+"""Waste findings on a small synthetic ledger with known answers."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import boto3
+from moto import mock_aws
+from sqlalchemy.orm import Session
+
+from bot.models import DailySpend, IngestionRun, Review, ReviewItem, ValueMetric
+from bot.waste import find_waste
+
+AS_OF = dt.date(2026, 11, 30)
+
+
+def spend(session: Session, run: IngestionRun, model: str | None, stage: str, resource: str,
+          daily: str, days: int = 40, tag: str | None = None, gpu: str = "0",
+          instance: str | None = None) -> None:  # fmt: skip
+    for i in range(days):
+        day = AS_OF - dt.timedelta(days=i)
+        session.add(DailySpend(
+            run_id=run.id, day=day, billing_period=day.replace(day=1), provider="AWS",
+            billing_account="1", service="svc", resource_id=resource, stage=stage, model=model,
+            team="t" if model else None, model_tag_value=tag or model, attribution="tag",
+            billed_cost=Decimal(daily), effective_cost=Decimal(daily), gpu_hours=Decimal(gpu),
+            instance_type=instance,
+        ))  # fmt: skip
+
+
+def ledger(session: Session) -> IngestionRun:
+    run = IngestionRun(source="test", location="test")
+    session.add(run)
+    session.flush()
+    return run
+
+
+def test_findings_with_known_run_rates(session: Session) -> None:
+    run = ledger(session)
+    spend(session, run, None, "storage", "arn:aws:s3:::legacy", "10", tag="legacy-ranker")
+    spend(session, run, "mature", "storage", "arn:aws:s3:::mature-ckpt", "7")
+    spend(session, run, "busy", "training", "i-busy", "50")
+    spend(session, run, "busy", "storage", "arn:aws:s3:::busy-ckpt", "7")
+    spend(session, run, "idle", "serving", "arn:endpoint/idle", "14")
+    spend(session, run, "served", "serving", "arn:endpoint/served", "14")
+    spend(session, run, "tiny", "serving", "arn:endpoint/tiny", "0.10")
+    for i in range(7):
+        session.add(ValueMetric(model_name="served", day=AS_OF - dt.timedelta(days=i),
+                                metric="predictions", units=Decimal(1000)))  # fmt: skip
+    review = Review(month="2026-11", team_name="t", channel="C1")
+    session.add(review)
+    session.flush()
+    session.add(ReviewItem(review_id=review.id, model_name="busy", decision="kill",
+                           decided_by="U1",
+                           decided_at=dt.datetime(2026, 11, 27, 9, tzinfo=dt.UTC)))  # fmt: skip
+    session.flush()
+
+    found = {(f.kind, f.model or f.subject): f.monthly_cost
+             for f in find_waste(session=session, as_of=AS_OF)}  # fmt: skip
+    assert found == {
+        ("orphaned", "`legacy-ranker`"): Decimal("300.00"),
+        ("stale_checkpoints", "mature"): Decimal("210.00"),
+        ("idle_endpoint", "idle"): Decimal("420.00"),
+        # busy was killed on the 27th: 3 days of training + storage since = $171/day.
+        ("killed_still_spending", "busy"): Decimal("1710.00"),
+    }
+
+
+@mock_aws
+def test_idle_gpu_instances_from_cloudwatch(session: Session) -> None:
+    run = ledger(session)
+    spend(session, run, "trainer", "training", "i-idlegpu", "40", gpu="24",
+          instance="g5.xlarge")  # fmt: skip
+    spend(session, run, "trainer", "training", "i-busygpu", "40", gpu="24",
+          instance="g5.xlarge")  # fmt: skip
+    session.flush()
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    for instance, cpu in (("i-idlegpu", 1.5), ("i-busygpu", 63.0)):
+        cloudwatch.put_metric_data(Namespace="AWS/EC2", MetricData=[{
+            "MetricName": "CPUUtilization", "Value": cpu, "Unit": "Percent",
+            "Dimensions": [{"Name": "InstanceId", "Value": instance}],
+            "Timestamp": dt.datetime(2026, 11, 28, 12, tzinfo=dt.UTC)}])  # fmt: skip
+    findings = [f for f in find_waste(session=session, as_of=AS_OF, cloudwatch=cloudwatch)
+                if f.kind == "idle_gpu"]  # fmt: skip
+    assert [(f.resource_id, f.monthly_cost) for f in findings] == [
+        ("i-idlegpu", Decimal("1200.00"))
+    ]
