@@ -81,18 +81,25 @@ def _pct(value: Decimal | None) -> str:
 
 
 def judge(
-    current: Usage, previous: Usage | None, *, full_period: bool = True,
+    current: Usage,
+    previous: Usage | None,
+    *,
+    full_period: bool = True,
     rules: VerdictRules = VerdictRules(),
-) -> Verdict:  # fmt: skip
+) -> Verdict:
     """Judge a period's cost against its value, compared with the previous period."""
     if current.cost <= 0:
         return Verdict(VerdictKind.IDLE, "No cost", "nothing was spent in the period")
     if current.units <= 0:
         if full_period:
-            return Verdict(VerdictKind.NO_VALUE, "Cost with no value",
-                           "it cost money all period and recorded no value at all")  # fmt: skip
-        return Verdict(VerdictKind.AWAITING_VALUE, "No value yet",
-                       "no value recorded so far in this period")  # fmt: skip
+            return Verdict(
+                VerdictKind.NO_VALUE,
+                "Cost with no value",
+                "it cost money all period and recorded no value at all",
+            )
+        return Verdict(
+            VerdictKind.AWAITING_VALUE, "No value yet", "no value recorded so far in this period"
+        )
     if previous is None or previous.cost <= 0 or previous.units <= 0:
         return Verdict(VerdictKind.NEW, "New", "no comparable previous period")
     cost = change_pct(previous.cost, current.cost)
@@ -102,16 +109,28 @@ def judge(
     numbers = f"cost {_pct(cost)}, value {_pct(value)}, unit cost {_pct(per_unit)}"
     if cost > rules.cost_rise_pct:
         if value <= rules.value_flat_pct:
-            return Verdict(VerdictKind.COST_INCIDENT, "Cost incident",
-                           f"cost up, value flat or down: {numbers}")  # fmt: skip
+            return Verdict(
+                VerdictKind.COST_INCIDENT,
+                "Cost incident",
+                f"cost up, value flat or down: {numbers}",
+            )
         if value >= cost:
-            return Verdict(VerdictKind.EFFICIENT_GROWTH, "Growing efficiently",
-                           f"cost up, value up faster (unit cost fell): {numbers}")  # fmt: skip
-        return Verdict(VerdictKind.UNIT_COST_RISING, "Unit cost rising",
-                       f"cost up faster than value: {numbers}")  # fmt: skip
+            return Verdict(
+                VerdictKind.EFFICIENT_GROWTH,
+                "Growing efficiently",
+                f"cost up, value up faster (unit cost fell): {numbers}",
+            )
+        return Verdict(
+            VerdictKind.UNIT_COST_RISING,
+            "Unit cost rising",
+            f"cost up faster than value: {numbers}",
+        )
     if per_unit is not None and per_unit > rules.cost_rise_pct:
-        return Verdict(VerdictKind.UNIT_COST_RISING, "Unit cost rising",
-                       f"value fell faster than cost: {numbers}")  # fmt: skip
+        return Verdict(
+            VerdictKind.UNIT_COST_RISING,
+            "Unit cost rising",
+            f"value fell faster than cost: {numbers}",
+        )
     return Verdict(VerdictKind.HEALTHY, "Healthy", numbers)
 
 
@@ -130,5 +149,7 @@ def unit_cost_gate_failure(
     value = change_pct(previous.units, current.units)
     if value is not None and value > value_flat_pct:
         return None
-    return (f"unit cost rose {_pct(rise)} (limit {_pct(max_rise_pct)}) while value changed "
-            f"{_pct(value)}")  # fmt: skip
+    return (
+        f"unit cost rose {_pct(rise)} (limit {_pct(max_rise_pct)}) while value changed "
+        f"{_pct(value)}"
+    )

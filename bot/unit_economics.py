@@ -90,35 +90,52 @@ class ModelEconomics:
             return None if value is None else str(value)
 
         def period(usage: PeriodUsage) -> dict[str, Any]:
-            return {"label": usage.period.label, "start": usage.period.start.isoformat(),
-                    "end": usage.period.end.isoformat(), "cost": s(usage.cost),
-                    "cost_by_stage": {k: s(v) for k, v in sorted(usage.cost_by_stage.items())},
-                    "units": s(usage.units), "revenue": s(usage.revenue),
-                    "value_days": usage.value_days,
-                    "unit_cost_per_1k": s(usage.usage().unit_cost()),
-                    "serving_unit_cost_per_1k": s(usage.usage().unit_cost("serving"))}  # fmt: skip
+            return {
+                "label": usage.period.label,
+                "start": usage.period.start.isoformat(),
+                "end": usage.period.end.isoformat(),
+                "cost": s(usage.cost),
+                "cost_by_stage": {k: s(v) for k, v in sorted(usage.cost_by_stage.items())},
+                "units": s(usage.units),
+                "revenue": s(usage.revenue),
+                "value_days": usage.value_days,
+                "unit_cost_per_1k": s(usage.usage().unit_cost()),
+                "serving_unit_cost_per_1k": s(usage.usage().unit_cost("serving")),
+            }
 
         return {
-            "model": self.model, "team": self.team, "metric": self.metric,
-            "current": period(self.current), "previous": period(self.previous),
+            "model": self.model,
+            "team": self.team,
+            "metric": self.metric,
+            "current": period(self.current),
+            "previous": period(self.previous),
             "cost_change_pct": s(self.cost_change_pct),
             "value_change_pct": s(self.value_change_pct),
             "unit_cost_change_pct": s(self.unit_cost_change_pct),
-            "budget": s(self.budget), "budget_used_pct": s(self.budget_used_pct),
-            "verdict": {"kind": str(self.verdict.kind), "headline": self.verdict.headline,
-                        "detail": self.verdict.detail, "flagged": self.verdict.flagged},
-        }  # fmt: skip
+            "budget": s(self.budget),
+            "budget_used_pct": s(self.budget_used_pct),
+            "verdict": {
+                "kind": str(self.verdict.kind),
+                "headline": self.verdict.headline,
+                "detail": self.verdict.detail,
+                "flagged": self.verdict.flagged,
+            },
+        }
 
 
-def _spend_by_model_stage(session: Session, period: Period, models: list[str] | None,
-                          basis: str) -> dict[str, dict[str, Decimal]]:  # fmt: skip
+def _spend_by_model_stage(
+    session: Session, period: Period, models: list[str] | None, basis: str
+) -> dict[str, dict[str, Decimal]]:
     cost = cost_column(basis)
     query = (
         select(DailySpend.model, DailySpend.stage, func.sum(cost))
-        .where(DailySpend.day >= period.start, DailySpend.day < period.end,
-               DailySpend.model.is_not(None))
+        .where(
+            DailySpend.day >= period.start,
+            DailySpend.day < period.end,
+            DailySpend.model.is_not(None),
+        )
         .group_by(DailySpend.model, DailySpend.stage)
-    )  # fmt: skip
+    )
     if models is not None:
         query = query.where(DailySpend.model.in_(models))
     result: dict[str, dict[str, Decimal]] = defaultdict(dict)
@@ -128,24 +145,38 @@ def _spend_by_model_stage(session: Session, period: Period, models: list[str] | 
 
 
 def economics_for(
-    *, session: Session, period: Period, previous: Period, models: Iterable[str] | None = None,
-    full_period: bool = True, rules: VerdictRules | None = None, basis: str = "billed",
-) -> dict[str, ModelEconomics]:  # fmt: skip
+    *,
+    session: Session,
+    period: Period,
+    previous: Period,
+    models: Iterable[str] | None = None,
+    full_period: bool = True,
+    rules: VerdictRules | None = None,
+    basis: str = "billed",
+) -> dict[str, ModelEconomics]:
     """Return unit economics per model for a period against the previous one, by model name.
 
     Models with neither cost nor value in either period are left out.
     """
     names = None if models is None else sorted(set(models))
-    spend = {label: _spend_by_model_stage(session, p, names, basis)
-             for label, p in (("cur", period), ("prev", previous))}  # fmt: skip
-    values = {"cur": value_totals(session=session, period=period, models=names),
-              "prev": value_totals(session=session, period=previous, models=names)}  # fmt: skip
+    spend = {
+        label: _spend_by_model_stage(session, p, names, basis)
+        for label, p in (("cur", period), ("prev", previous))
+    }
+    values = {
+        "cur": value_totals(session=session, period=period, models=names),
+        "prev": value_totals(session=session, period=previous, models=names),
+    }
     teams = {
         name: team_id for name, team_id in session.execute(select(MLModel.name, MLModel.team_id))
     }
     team_names = _team_names(session)
-    budgets = {b.model_name: b.monthly_amount for b in session.scalars(
-        select(Budget).where(Budget.model_name.is_not(None), Budget.stage.is_(None)))}  # fmt: skip
+    budgets = {
+        b.model_name: b.monthly_amount
+        for b in session.scalars(
+            select(Budget).where(Budget.model_name.is_not(None), Budget.stage.is_(None))
+        )
+    }
     everyone: set[str] = set()
     for label in ("cur", "prev"):
         everyone |= set(spend[label]) | set(values[label])
@@ -159,10 +190,13 @@ def economics_for(
             stages = spend[label].get(model, {})
             total = values[label].get(model, {}).get(metric) if metric else None
             usages[label] = PeriodUsage(
-                period=p, cost=sum(stages.values(), Decimal(0)), cost_by_stage=dict(stages),
+                period=p,
+                cost=sum(stages.values(), Decimal(0)),
+                cost_by_stage=dict(stages),
                 units=total.units if total else Decimal(0),
-                revenue=total.revenue if total else None, value_days=total.days if total else 0,
-            )  # fmt: skip
+                revenue=total.revenue if total else None,
+                value_days=total.days if total else 0,
+            )
         verdict = judge(
             usages["cur"].usage(),
             usages["prev"].usage(),
@@ -171,10 +205,14 @@ def economics_for(
         )
         team_id = teams.get(model)
         result[model] = ModelEconomics(
-            model=model, team=team_names.get(team_id) if team_id is not None else None,
-            metric=metric, current=usages["cur"], previous=usages["prev"], verdict=verdict,
+            model=model,
+            team=team_names.get(team_id) if team_id is not None else None,
+            metric=metric,
+            current=usages["cur"],
+            previous=usages["prev"],
+            verdict=verdict,
             budget=budgets.get(model),
-        )  # fmt: skip
+        )
     return result
 
 
@@ -184,5 +222,6 @@ def _team_names(session: Session) -> dict[int, str]:
 
 def verdict_rules(settings: Settings) -> VerdictRules:
     """Return the verdict thresholds configured in the settings."""
-    return VerdictRules(cost_rise_pct=settings.verdict_cost_rise_pct,
-                        value_flat_pct=settings.verdict_value_flat_pct)  # fmt: skip
+    return VerdictRules(
+        cost_rise_pct=settings.verdict_cost_rise_pct, value_flat_pct=settings.verdict_value_flat_pct
+    )

@@ -76,8 +76,9 @@ def check_metric(name: str) -> str:
     """Return the metric name lower-cased, or raise UsageError."""
     metric = name.strip().lower()
     if not METRIC_RE.match(metric):
-        raise UsageError(f"{name!r} is not a metric name; use letters, digits, '_', '-' or '.', "
-                         "e.g. predictions")  # fmt: skip
+        raise UsageError(
+            f"{name!r} is not a metric name; use letters, digits, '_', '-' or '.', e.g. predictions"
+        )
     return metric
 
 
@@ -91,15 +92,24 @@ def record_values(
     now = utcnow()
     for row in rows:
         statement = insert_fn(ValueMetric).values(
-            model_name=row.model, day=row.day, metric=row.metric, units=row.units,
-            revenue=row.revenue, source=source, recorded_by=recorded_by, recorded_at=now,
-        )  # fmt: skip
+            model_name=row.model,
+            day=row.day,
+            metric=row.metric,
+            units=row.units,
+            revenue=row.revenue,
+            source=source,
+            recorded_by=recorded_by,
+            recorded_at=now,
+        )
         statement = statement.on_conflict_do_update(
             index_elements=["model_name", "day", "metric", "source"],
-            set_={"units": statement.excluded.units, "revenue": statement.excluded.revenue,
-                  "recorded_by": statement.excluded.recorded_by,
-                  "recorded_at": statement.excluded.recorded_at},
-        )  # fmt: skip
+            set_={
+                "units": statement.excluded.units,
+                "revenue": statement.excluded.revenue,
+                "recorded_by": statement.excluded.recorded_by,
+                "recorded_at": statement.excluded.recorded_at,
+            },
+        )
         session.execute(statement)
         count += 1
     session.flush()
@@ -121,8 +131,10 @@ def parse_value_csv(text: str, known_models: set[str], name: str = "values.csv")
     header = [h.strip().lower() for h in (reader.fieldnames or [])]
     missing = [c for c in CSV_COLUMNS if c not in header]
     if missing:
-        raise IngestError(f"{name}:1: missing column(s) {', '.join(missing)}; expected "
-                          "date,model,metric,units[,revenue]")  # fmt: skip
+        raise IngestError(
+            f"{name}:1: missing column(s) {', '.join(missing)}; expected "
+            "date,model,metric,units[,revenue]"
+        )
     reader.fieldnames = header
     errors: list[str] = []
     rows: list[ValueRow] = []
@@ -147,8 +159,9 @@ def parse_value_csv(text: str, known_models: set[str], name: str = "values.csv")
     return rows
 
 
-def _parse_csv_row(raw: dict[str | None, str | None],
-                   known_models: set[str]) -> tuple[str | None, ValueRow | None]:  # fmt: skip
+def _parse_csv_row(
+    raw: dict[str | None, str | None], known_models: set[str]
+) -> tuple[str | None, ValueRow | None]:
     if raw.get(None):
         return "too many fields", None
     cell = {k: (v or "").strip() for k, v in raw.items() if k is not None}
@@ -193,8 +206,7 @@ def value_totals(
     *, session: Session, period: Period, models: Iterable[str] | None = None
 ) -> dict[str, dict[str, ValueTotal]]:
     """Return {model: {metric: total}} over the period, one source per model, day and metric."""
-    query = select(ValueMetric).where(ValueMetric.day >= period.start,
-                                      ValueMetric.day < period.end)  # fmt: skip
+    query = select(ValueMetric).where(ValueMetric.day >= period.start, ValueMetric.day < period.end)
     if models is not None:
         query = query.where(ValueMetric.model_name.in_(list(models)))
     chosen: dict[tuple[str, dt.date, str], ValueMetric] = {}
@@ -223,6 +235,7 @@ def primary_metric(metrics: Iterable[str]) -> str | None:
 
 
 def _rank(source: str) -> tuple[int, str]:
-    order = SOURCE_PRECEDENCE.index(source) if source in SOURCE_PRECEDENCE else len(
-        SOURCE_PRECEDENCE)  # fmt: skip
+    order = (
+        SOURCE_PRECEDENCE.index(source) if source in SOURCE_PRECEDENCE else len(SOURCE_PRECEDENCE)
+    )
     return order, source

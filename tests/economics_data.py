@@ -26,26 +26,50 @@ admins: [U0ADMIN01]
 """
 
 
-def add_spend(session: Session, model: str | None, team: str | None, stage: str,
-              day: dt.date, cost: Decimal | str,
-              resource_id: str | None = None) -> None:  # fmt: skip
+def add_spend(
+    session: Session,
+    model: str | None,
+    team: str | None,
+    stage: str,
+    day: dt.date,
+    cost: Decimal | str,
+    resource_id: str | None = None,
+) -> None:
     """Add one ledger row (with a throwaway ingestion run)."""
     run = IngestionRun(source="test", location="synthetic", status="ok")
     session.add(run)
     session.flush()
     amount = Decimal(cost)
-    session.add(DailySpend(
-        run_id=run.id, day=day, billing_period=day.replace(day=1), provider="AWS",
-        billing_account="acct", service="Amazon SageMaker", model=model, stage=stage, team=team,
-        attribution="tag" if model else "unallocated", billed_cost=amount, effective_cost=amount,
-        resource_id=resource_id,
-    ))  # fmt: skip
+    session.add(
+        DailySpend(
+            run_id=run.id,
+            day=day,
+            billing_period=day.replace(day=1),
+            provider="AWS",
+            billing_account="acct",
+            service="Amazon SageMaker",
+            model=model,
+            stage=stage,
+            team=team,
+            attribution="tag" if model else "unallocated",
+            billed_cost=amount,
+            effective_cost=amount,
+            resource_id=resource_id,
+        )
+    )
     session.flush()
 
 
-def add_value(session: Session, model: str, day: dt.date, units: int | str, *,
-              metric: str = "predictions", source: str = "csv",
-              revenue: str | None = None) -> None:  # fmt: skip
+def add_value(
+    session: Session,
+    model: str,
+    day: dt.date,
+    units: int | str,
+    *,
+    metric: str = "predictions",
+    source: str = "csv",
+    revenue: str | None = None,
+) -> None:
     """Add one value row."""
     amount = Decimal(revenue) if revenue else None
     session.add(
@@ -80,17 +104,18 @@ def seed_review_month(session: Session) -> None:
     churn:  Oct 310, Nov 300 training ($10 a day), no value at all -> flagged.
     """
     for month, recsys_training, search_cost, search_units in (
-        (10, Decimal(400), Decimal(300), 1_000_000), (11, Decimal(900), Decimal(450), 2_000_000),
-    ):  # fmt: skip
+        (10, Decimal(400), Decimal(300), 1_000_000),
+        (11, Decimal(900), Decimal(450), 2_000_000),
+    ):
         days = month_days(2026, month)
         n = len(days)
         for index, day in enumerate(days):
             last = index == n - 1
             # spread the month's cost over its days, putting the remainder on the last day
-            add_spend(session, "recsys", "ranking", "serving", day,
-                      _share(Decimal(600), n, last))  # fmt: skip
-            add_spend(session, "recsys", "ranking", "training", day,
-                      _share(recsys_training, n, last))  # fmt: skip
+            add_spend(session, "recsys", "ranking", "serving", day, _share(Decimal(600), n, last))
+            add_spend(
+                session, "recsys", "ranking", "training", day, _share(recsys_training, n, last)
+            )
             add_spend(session, "search", "ranking", "serving", day, _share(search_cost, n, last))
             add_spend(session, "churn", "risk", "training", day, Decimal(10))
         add_value(session, "recsys", days[0], 1_000_000)

@@ -89,10 +89,16 @@ def test_matches_an_independent_computation_on_random_data(session: Session) -> 
                 assert abs(Fraction(got_serving) - serving) < Fraction(1, 10**15)
         change = economics.unit_cost_change_pct
         if expected_units[("2026-10", model)] and expected_units[("2026-11", model)]:
-            before = (sum(v for k, v in expected_cost.items() if k[:2] == ("2026-10", model))
-                      * 1000 / expected_units[("2026-10", model)])  # fmt: skip
-            after = (sum(v for k, v in expected_cost.items() if k[:2] == ("2026-11", model))
-                     * 1000 / expected_units[("2026-11", model)])  # fmt: skip
+            before = (
+                sum(v for k, v in expected_cost.items() if k[:2] == ("2026-10", model))
+                * 1000
+                / expected_units[("2026-10", model)]
+            )
+            after = (
+                sum(v for k, v in expected_cost.items() if k[:2] == ("2026-11", model))
+                * 1000
+                / expected_units[("2026-11", model)]
+            )
             assert change is not None
             assert abs(Fraction(change) - (after - before) * 100 / before) < Fraction(1, 10**12)
 
@@ -101,8 +107,12 @@ def test_recording_the_same_key_replaces_never_doubles(session: Session) -> None
     load_registry(session, REGISTRY)
     day = dt.date(2026, 11, 3)
     for units in (100, 250):
-        record_values([ValueRow("recsys", day, "predictions", Decimal(units), Decimal("9.5"))],
-                      session=session, source="csv", recorded_by="cli")  # fmt: skip
+        record_values(
+            [ValueRow("recsys", day, "predictions", Decimal(units), Decimal("9.5"))],
+            session=session,
+            source="csv",
+            recorded_by="cli",
+        )
     rows = session.scalars(select(ValueMetric).where(ValueMetric.model_name == "recsys")).all()
     assert [(r.units, r.revenue) for r in rows] == [(Decimal(250), Decimal("9.5"))]
     totals = value_totals(session=session, period=NOV)

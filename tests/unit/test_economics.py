@@ -73,8 +73,9 @@ def test_cost_and_no_value_for_a_full_month_is_flagged() -> None:
         (("100", "500"), ("100", "1000"), VerdictKind.UNIT_COST_RISING),
     ],
 )
-def test_other_verdicts(current: tuple[str, str], previous: tuple[str, str] | None,
-                        kind: VerdictKind) -> None:  # fmt: skip
+def test_other_verdicts(
+    current: tuple[str, str], previous: tuple[str, str] | None, kind: VerdictKind
+) -> None:
     before = usage(*previous) if previous else None
     assert judge(usage(*current), before).kind is kind
 
