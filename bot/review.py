@@ -440,8 +440,9 @@ def upload_chart(
                 created_at=now,
             )
             .on_conflict_do_nothing(index_elements=["dedupe_key"])
-        )
-        if not getattr(claimed, "rowcount", 0):
+            .returning(OutboxMessage.id)
+        ).first()
+        if claimed is None:
             return False
         channel, parent_ts = review.channel, review.parent_ts
         snaps = [i.snapshot for i in sorted(review.items, key=lambda i: i.id)]
