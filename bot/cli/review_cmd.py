@@ -87,7 +87,7 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period, currenc
         f"Unit economics {month.label} vs {previous_month(month).label} "
         "(billed cost; per 1k units of the primary metric)"
     ]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
     lines.append("  ".join("-" * w for w in widths))
     for row in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
