@@ -71,7 +71,10 @@ def format_unit_cost(value: Decimal | None, currency: str = "USD") -> str:
     if abs(value) >= 1:
         return format_money(value, currency)
     symbol = {"USD": "$", "EUR": "€", "GBP": "£"}.get(currency, "")
-    return f"{symbol}{value.quantize(Decimal('0.0001'))}" + ("" if symbol else f" {currency}")
+    body = f"{value.quantize(Decimal('0.0001'))}"
+    while body.endswith("0") and len(body.split(".")[1]) > 2:
+        body = body[:-1]  # 0.6000 reads as 0.60; 0.0292 keeps its digits
+    return f"{symbol}{body}" + ("" if symbol else f" {currency}")
 
 
 def format_change(value: Decimal | None) -> str:

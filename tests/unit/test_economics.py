@@ -95,3 +95,14 @@ def test_unit_cost_gate_rule() -> None:
     assert unit_cost_gate_failure(usage("200", "1500"), usage("100", "1000"), **limit) is None
     assert unit_cost_gate_failure(usage("100", "0"), usage("100", "1000"), **limit)
     assert unit_cost_gate_failure(usage("100", "10"), None, **limit) is None
+
+
+def test_unit_cost_formatting() -> None:
+    from bot.blocks.review import format_unit_cost, format_units
+
+    assert format_unit_cost(D("0.6")) == "$0.60"
+    assert format_unit_cost(D("0.02921")) == "$0.0292"
+    assert format_unit_cost(D("0.148")) == "$0.148"
+    assert format_unit_cost(D("1.5")) == "$1.50"
+    assert format_unit_cost(None) == "n/a"
+    assert format_units(D(1_500_000)) == "1.5M" and format_units(D(940)) == "940"
