@@ -7,8 +7,8 @@ Register them daily (e.g. 09:00 in MLCOST_TIMEZONE) on the scheduler:
 - `run_review_reminders_job(services)`: one reminder per review thread for models still
   undecided MLCOST_REVIEW_REMINDER_DAYS after the review opened; also retries review posts
   and chart uploads that failed;
-- `run_weekly_signoff_job(services)`: on Mondays (or the first run after one), each owner's
-  digest of last week with a Sign-off button, once per owner and week.
+- `run_weekly_signoff_job(services)`: each owner's digest of last week (Mon-Sun) with a
+  Sign-off button; the first run of a week sends it (Mondays, normally), later runs find it sent.
 
 Exactly-once comes from the outbox's dedupe keys, not from the scheduler running once.
 """
