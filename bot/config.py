@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -39,6 +41,18 @@ class Settings(BaseSettings):
     poll_lookback_days: int = Field(default=7, validation_alias="MLCOST_POLL_LOOKBACK_DAYS")
     aws_billing_account: str | None = Field(
         default=None, validation_alias="MLCOST_AWS_BILLING_ACCOUNT"
+    )
+
+    # Unit economics, the monthly review and the release gate (issue 5).
+    review_reminder_days: int = Field(default=3, validation_alias="MLCOST_REVIEW_REMINDER_DAYS")
+    verdict_cost_rise_pct: Decimal = Field(
+        default=Decimal(10), validation_alias="MLCOST_VERDICT_COST_RISE_PCT"
+    )
+    verdict_value_flat_pct: Decimal = Field(
+        default=Decimal(5), validation_alias="MLCOST_VERDICT_VALUE_FLAT_PCT"
+    )
+    gate_max_unit_cost_rise_pct: Decimal = Field(
+        default=Decimal(20), validation_alias="MLCOST_GATE_MAX_UNIT_COST_RISE_PCT"
     )
 
     def slack_base_url(self) -> str:

@@ -45,9 +45,10 @@ def enqueue(
         insert_fn(OutboxMessage)
         .values(**values)
         .on_conflict_do_nothing(index_elements=["dedupe_key"])
+        .returning(OutboxMessage.id)
     )
-    result = session.execute(statement)
-    return bool(getattr(result, "rowcount", 0))
+    # RETURNING, not rowcount: on PostgreSQL the skipped insert reported rowcount -1 (truthy)
+    return session.execute(statement).first() is not None
 
 
 @dataclass

@@ -56,7 +56,7 @@ def handle_command(body: dict[str, Any], respond: Respond, client: WebClient,
                 reply = sub.run(Invocation(
                     user_id=body.get("user_id", ""), channel_id=body.get("channel_id", ""),
                     args=args, session=session, settings=services.settings,
-                    now=services.clock(), team_id=body.get("team_id"),
+                    now=services.clock(), team_id=body.get("team_id"), services=services,
                 ))  # fmt: skip
         send_reply(reply, body, respond, client)
     except MlcostError as exc:

@@ -7,11 +7,21 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from bot.cli import db_cmd, demo_cmd, ingest_cmd, registry_cmd, report_cmd, serve_cmd
+from bot.cli import (
+    db_cmd,
+    demo_cmd,
+    gate_cmd,
+    ingest_cmd,
+    registry_cmd,
+    report_cmd,
+    review_cmd,
+    serve_cmd,
+)
 from bot.cli.context import CliContext
 from bot.errors import MlcostError
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
+COMMAND_MODULES += [review_cmd, gate_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
+from bot.cli import value_cmd
 from bot.cli.context import CliContext, ProgressLine
 from bot.errors import UsageError
 from bot.ledger import IngestReport, ingest
@@ -34,6 +35,7 @@ def register(commands: Any) -> None:
     athena.add_argument("--output", help="s3:// query result location")
     athena.add_argument("--workgroup")
     athena.set_defaults(handler=run_athena)
+    value_cmd.register_ingest(sub)
 
 
 def run_files(args: argparse.Namespace, ctx: CliContext) -> int:

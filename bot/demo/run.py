@@ -53,8 +53,49 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
                                by=["service", "resource"], where={"model": None})  # fmt: skip
     print(render(unowned, "table", ctx.settings.currency), end="")
 
-    section("Waste as of 2026-11-30: money that burns silently")
+    run_unit_economics_demo(ctx)
+
+    section("8. Waste as of 2026-11-30: money that burns silently")
     with ctx.session() as session:
         findings = find_waste(session=session, as_of=dt.date(2026, 11, 30))
     print(render_waste_text(findings, ctx.settings.currency), end="")
+    return 0
+
+
+GATE_MODELS = ("search-ranker", "recsys", "embeddings")
+
+
+def run_unit_economics_demo(ctx: CliContext) -> int:
+    """Value metrics in, unit economics and verdicts for the demo month, the release gate."""
+    from bot.cli.review_cmd import render_economics
+    from bot.gate import evaluate_gate
+    from bot.periods import previous_month
+    from bot.unit_economics import economics_for, verdict_rules
+    from bot.value_metrics import known_model_names, read_value_csv, record_values
+
+    section("5. Value metrics: daily predictions per model (re-ingest replaces)")
+    with ctx.session() as session:
+        rows = read_value_csv(DATA / "value-metrics.csv", known_model_names(session))
+        record_values(rows, session=session, source="csv", recorded_by="demo")
+    print(f"{len(rows):,} value rows for {len({r.model for r in rows})} models")
+
+    section(f"6. Unit economics and verdicts for {DEMO_MONTH}")
+    month = month_period(DEMO_MONTH)
+    with ctx.session() as session:
+        economics = economics_for(
+            session=session,
+            period=month,
+            previous=previous_month(month),
+            rules=verdict_rules(ctx.settings),
+        )
+    print(render_economics(economics.values(), month, ctx.settings.currency), end="")
+
+    as_of = month.end - dt.timedelta(days=1)
+    section(f"7. Release gate (`mlcost gate <model> --as-of {as_of}`)")
+    with ctx.session() as session:
+        for model in GATE_MODELS:
+            result = evaluate_gate(
+                session=session, model_name=model, as_of=as_of, settings=ctx.settings
+            )
+            print(result.as_text())
     return 0

@@ -7,12 +7,15 @@ import difflib
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.errors import UsageError
+
+if TYPE_CHECKING:
+    from bot.services import AppServices
 
 MAX_COMMAND_TEXT = 2000
 HELP_WORDS = ("help", "-h", "--help", "?")
@@ -46,6 +49,7 @@ class Invocation:
     settings: Settings
     now: dt.datetime
     team_id: str | None = None
+    services: AppServices | None = None  # for subcommands that post to Slack themselves
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Subcommand modules; each exposes SUBCOMMANDS, listed here in help order."""
 
-from handlers.subcommands import spend, waste
+from handlers.subcommands import review, spend, waste
 
-MODULES = [spend, waste]
+MODULES = [spend, waste, review]

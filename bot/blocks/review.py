@@ -1,0 +1,394 @@
+"""Blocks for unit economics, the monthly review thread, the sign-off digest and the gate."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from bot.money import format_money, format_percent
+from bot.slack.guard import clip
+
+DECISIONS = {
+    "keep": "Keep",
+    "kill": "Kill",
+    "rightsize": "Right-size",
+    "discuss": "Needs discussion",
+}
+DECISION_ICONS = {
+    "keep": ":white_check_mark:",
+    "kill": ":skull:",
+    "rightsize": ":scissors:",
+    "discuss": ":speech_balloon:",
+}
+VERDICT_ICONS = {
+    "cost_incident": ":rotating_light:",
+    "no_value": ":warning:",
+    "unit_cost_rising": ":chart_with_upwards_trend:",
+    "efficient_growth": ":seedling:",
+    "healthy": ":large_green_circle:",
+    "new": ":new:",
+    "awaiting_value": ":hourglass:",
+    "idle": ":zzz:",
+}
+DECIDE_ACTION_PREFIX = "review_decide_"
+SIGNOFF_ACTION = "signoff"
+MAX_DIGEST_MODELS = 40
+
+
+@dataclass(frozen=True)
+class DecisionState:
+    """A review item's id and recorded decision, as the message shows it."""
+
+    item_id: int
+    decision: str | None = None
+    decided_by: str | None = None
+    decided_at: dt.datetime | None = None
+    reason: str | None = None
+
+
+def _d(value: Any) -> Decimal | None:
+    return None if value is None else Decimal(str(value))
+
+
+def format_units(value: Decimal | None) -> str:
+    """Render a count like 1.2M, 350k or 940."""
+    if value is None:
+        return "n/a"
+    for size, suffix in ((Decimal(10**9), "B"), (Decimal(10**6), "M"), (Decimal(1000), "k")):
+        if abs(value) >= size:
+            return f"{(value / size).quantize(Decimal('0.1'))}{suffix}"
+    return f"{value.quantize(Decimal(1))}"
+
+
+def format_unit_cost(value: Decimal | None, currency: str = "USD") -> str:
+    """Render cost per 1k units: cents above $1, four decimals below."""
+    if value is None:
+        return "n/a"
+    if abs(value) >= 1:
+        return format_money(value, currency)
+    symbol = {"USD": "$", "EUR": "€", "GBP": "£"}.get(currency, "")
+    body = f"{value.quantize(Decimal('0.0001'))}"
+    while body.endswith("0") and len(body.split(".")[1]) > 2:
+        body = body[:-1]  # 0.6000 reads as 0.60; 0.0292 keeps its digits
+    return f"{symbol}{body}" + ("" if symbol else f" {currency}")
+
+
+def format_change(value: Decimal | None) -> str:
+    """Render a change in percent with its sign, e.g. +12 %."""
+    if value is None:
+        return "n/a"
+    rounded = value.quantize(Decimal(1))
+    return f"{'+' if rounded > 0 else ''}{rounded} %"
+
+
+def month_title(label: str) -> str:
+    """Render 2026-11 as November 2026."""
+    return dt.date.fromisoformat(label + "-01").strftime("%B %Y")
+
+
+def _stage_line(by_stage: dict[str, Any], currency: str) -> str:
+    parts = sorted(((k, _d(v) or Decimal(0)) for k, v in by_stage.items()), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {format_money(v, currency)}" for k, v in parts if v) or "none"
+
+
+def economics_lines(snap: dict[str, Any], currency: str) -> dict[str, str]:
+    """Return the labelled lines every unit-economics view shows, from a JSON snapshot."""
+    cur, prev = snap["current"], snap["previous"]
+    metric = snap.get("metric") or "units"
+    cost = _d(cur["cost"]) or Decimal(0)
+    lines = {
+        "Cost": f"*{format_money(cost, currency)}* ({format_change(_d(snap['cost_change_pct']))}"
+        f" vs {format_money(_d(prev['cost']) or Decimal(0), currency)})\n"
+        f"{_stage_line(cur['cost_by_stage'], currency)}",
+    }
+    if snap.get("metric"):
+        revenue = _d(cur.get("revenue"))
+        lines["Value"] = (
+            f"*{format_units(_d(cur['units']))}* {metric} "
+            f"({format_change(_d(snap['value_change_pct']))})"
+            + (f"\nrevenue {format_money(revenue, currency)}" if revenue is not None else "")
+        )
+        lines[f"Cost per 1k {metric}"] = (
+            f"*{format_unit_cost(_d(cur['unit_cost_per_1k']), currency)}* "
+            f"(was {format_unit_cost(_d(prev['unit_cost_per_1k']), currency)}, "
+            f"{format_change(_d(snap['unit_cost_change_pct']))})\n"
+            f"serving {format_unit_cost(_d(cur['serving_unit_cost_per_1k']), currency)} "
+            f"(was {format_unit_cost(_d(prev['serving_unit_cost_per_1k']), currency)})"
+        )
+    else:
+        lines["Value"] = "*none recorded*"
+    budget = _d(snap.get("budget"))
+    if budget is not None:
+        lines["Budget"] = (
+            f"{format_percent(_d(snap['budget_used_pct']))} of {format_money(budget, currency)}"
+        )
+    else:
+        lines["Budget"] = "no budget"
+    return lines
+
+
+def verdict_line(snap: dict[str, Any]) -> str:
+    """Render the verdict with its icon and reason."""
+    verdict = snap["verdict"]
+    icon = VERDICT_ICONS.get(verdict["kind"], "")
+    return f"{icon} *{verdict['headline']}* — {verdict['detail']}"
+
+
+def build_economics_blocks(
+    snaps: Sequence[dict[str, Any]], title: str, currency: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """Unit economics of one or more models (the `/mlcost value <model>` reply)."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": clip(title, 150)}}
+    ]
+    for snap in snaps[:15]:
+        lines = economics_lines(snap, currency)
+        blocks.append(
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": clip(f"*{snap['model']}*", 3000)},
+                "fields": [
+                    {"type": "mrkdwn", "text": clip(f"*{k}*\n{v}", 2000)} for k, v in lines.items()
+                ],
+            }
+        )
+        blocks.append(
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": verdict_line(snap)}]}
+        )
+    return title, blocks
+
+
+def build_review_item_message(
+    snap: dict[str, Any], state: DecisionState, currency: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """One model's message in the review thread: numbers, verdict, decision or buttons."""
+    model = snap["model"]
+    lines = economics_lines(snap, currency)
+    signoffs = snap.get("signoffs") or {}
+    if signoffs.get("weeks"):
+        lines["Weekly sign-off"] = f"{signoffs.get('signed', 0)} of {signoffs['weeks']} weeks"
+    owners = " ".join(f"<@{u}>" for u in snap.get("owners") or []) or "no owner"
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": clip(f"*{model}* · owners {owners}", 3000)},
+            "fields": [
+                {"type": "mrkdwn", "text": clip(f"*{k}*\n{v}", 2000)} for k, v in lines.items()
+            ],
+        },
+        {
+            "type": "context",
+            "elements": [{"type": "mrkdwn", "text": clip(verdict_line(snap), 3000)}],
+        },
+    ]
+    if state.decision:
+        when = state.decided_at.strftime("%Y-%m-%d %H:%M UTC") if state.decided_at else ""
+        reason = f"\n> {clip(state.reason, 500)}" if state.reason else ""
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": f"{DECISION_ICONS[state.decision]} *{DECISIONS[state.decision]}* "
+                    f"— decided by <@{state.decided_by}> on {when}{reason}",
+                },
+            }
+        )
+    blocks.append(decision_buttons(state.item_id, changing=bool(state.decision)))
+    status = f"decided {DECISIONS[state.decision]}" if state.decision else "awaiting a decision"
+    text = f"{model}: {snap['verdict']['headline']}, {status}"
+    return text, blocks
+
+
+def decision_buttons(item_id: int, changing: bool = False) -> dict[str, Any]:
+    """The Keep / Kill / Right-size / Needs discussion buttons of a review item."""
+    elements = []
+    for key, label in DECISIONS.items():
+        button: dict[str, Any] = {
+            "type": "button",
+            "action_id": DECIDE_ACTION_PREFIX + key,
+            "text": {"type": "plain_text", "text": label},
+            "value": str(item_id),
+        }
+        if key == "keep" and not changing:
+            button["style"] = "primary"
+        if key == "kill":
+            button["style"] = "danger"
+        elements.append(button)
+    return {"type": "actions", "block_id": f"review_item_{item_id}", "elements": elements}
+
+
+def build_review_parent_message(
+    month: str, team: str, items: Sequence[tuple[dict[str, Any], DecisionState]], currency: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """The team's parent message: totals, flagged models, unsigned models, decisions so far."""
+    total = sum((_d(s["current"]["cost"]) or Decimal(0) for s, _ in items), Decimal(0))
+    before = sum((_d(s["previous"]["cost"]) or Decimal(0) for s, _ in items), Decimal(0))
+    change = (total - before) * 100 / before if before else None
+    title = f"Monthly cost review · {team} · {month_title(month)}"
+    flagged = [s for s, _ in items if s["verdict"]["flagged"]]
+    lines = [
+        f"*{len(items)} models* cost *{format_money(total, currency)}* in {month_title(month)} "
+        f"({format_change(change)} vs {format_money(before, currency)} the month before)."
+    ]
+    for snap, state in items:
+        outcome = f" → *{DECISIONS[state.decision]}*" if state.decision else ""
+        icon = VERDICT_ICONS.get(snap["verdict"]["kind"], "")
+        cost = format_money(_d(snap["current"]["cost"]) or Decimal(0), currency)
+        lines.append(f"{icon} {snap['model']}: {cost}, {snap['verdict']['headline']}{outcome}")
+    if flagged:
+        lines.append(f"\n:rotating_light: Flagged: {', '.join(s['model'] for s in flagged)}")
+    unsigned = [
+        s["model"]
+        for s, _ in items
+        if (s.get("signoffs") or {}).get("weeks")
+        and s["signoffs"].get("signed", 0) < s["signoffs"]["weeks"]
+    ]
+    if unsigned:
+        lines.append(f":memo: Not signed off every week: {', '.join(unsigned)}")
+    decided = [(s, st) for s, st in items if st.decision]
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": clip(title, 150)}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": clip("\n".join(lines), 3000)}},
+    ]
+    if len(decided) == len(items):
+        summary = review_summary(items, currency)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": summary}})
+        text = f"{title}: all decided. {summary}"
+    else:
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [
+                    {
+                        "type": "mrkdwn",
+                        "text": f"Decided {len(decided)} of {len(items)}. Each model is in the "
+                        "thread: its owners (or an admin) choose Keep, Kill, Right-size or "
+                        "Needs discussion.",
+                    }
+                ],
+            }
+        )
+        text = f"{title}: {len(items)} models, {format_money(total, currency)}"
+    return text, blocks
+
+
+def review_summary(items: Sequence[tuple[dict[str, Any], DecisionState]], currency: str) -> str:
+    """Kept, killed (with the monthly saving if they stop), right-sized, to discuss."""
+    counts = {key: 0 for key in DECISIONS}
+    savings = Decimal(0)
+    killed = []
+    for snap, state in items:
+        if state.decision:
+            counts[state.decision] += 1
+        if state.decision == "kill":
+            savings += _d(snap["current"]["cost"]) or Decimal(0)
+            killed.append(snap["model"])
+    saving = (
+        f" ({', '.join(killed)}: saves about *{format_money(savings, currency)}* a month "
+        "once stopped)"
+        if killed
+        else ""
+    )
+    return (
+        f":checkered_flag: *All decided* — kept {counts['keep']}, killed {counts['kill']}{saving}, "
+        f"right-size {counts['rightsize']}, needs discussion {counts['discuss']}."
+    )
+
+
+def build_reminder_message(
+    month: str, undecided: Sequence[tuple[str, Sequence[str]]], days: int
+) -> tuple[str, list[dict[str, Any]]]:
+    """The one reminder in a review thread, naming undecided models and their owners."""
+    lines = [
+        f"• *{model}* — {' '.join(f'<@{u}>' for u in owners) or 'no owner: an admin decides'}"
+        for model, owners in undecided
+    ]
+    head = (
+        f":bell: {len(undecided)} model(s) in the {month_title(month)} review are still "
+        f"undecided after {days} days:"
+    )
+    text = head + " " + ", ".join(m for m, _ in undecided)
+    blocks = [
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": clip(head + "\n" + "\n".join(lines), 3000)},
+        },
+    ]
+    return text, blocks
+
+
+def signoff_value(model: str, week_start: dt.date) -> str:
+    """Encode a sign-off button's value."""
+    return json.dumps({"model": model, "week": week_start.isoformat()})
+
+
+def build_signoff_digest(
+    user_id: str, week_start: dt.date, snaps: Sequence[dict[str, Any]], currency: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """An owner's weekly digest: each model's week, with a Sign-off button per model."""
+    week_end = week_start + dt.timedelta(days=6)
+    title = f"Your models' week · {week_start:%d %b} – {week_end:%d %b %Y}"
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": clip(title, 150)}},
+        {
+            "type": "context",
+            "elements": [
+                {
+                    "type": "mrkdwn",
+                    "text": f"<@{user_id}>, please look over the spend of the models you own and "
+                    "sign each off. Unsigned models show up in the monthly review.",
+                }
+            ],
+        },
+    ]
+    for snap in snaps[:MAX_DIGEST_MODELS]:
+        lines = economics_lines(snap, currency)
+        body = f"*{snap['model']}* · {lines['Cost']}\n{lines['Value']}"
+        metric_key = next((k for k in lines if k.startswith("Cost per 1k")), None)
+        if metric_key:
+            body += f" · {metric_key.lower()}: {lines[metric_key].split(chr(10))[0]}"
+        blocks.append(
+            {
+                "type": "section",
+                "block_id": f"signoff_{snap['model']}"[:255],
+                "text": {"type": "mrkdwn", "text": clip(body, 3000)},
+                "accessory": {
+                    "type": "button",
+                    "action_id": SIGNOFF_ACTION,
+                    "text": {"type": "plain_text", "text": "Sign off"},
+                    "style": "primary",
+                    "value": signoff_value(snap["model"], week_start),
+                },
+            }
+        )
+    if len(snaps) > MAX_DIGEST_MODELS:
+        more = len(snaps) - MAX_DIGEST_MODELS
+        blocks.append(
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": f"…and {more} more"}]}
+        )
+    text = f"{title}: {len(snaps)} model(s) to sign off"
+    return text, blocks
+
+
+def mark_signed_off(
+    blocks: list[dict[str, Any]], model: str, user_id: str, when: dt.datetime
+) -> list[dict[str, Any]]:
+    """Return the digest's blocks with the model's button replaced by who signed it off."""
+    result = []
+    for block in blocks:
+        if block.get("block_id") == f"signoff_{model}"[:255]:
+            block = {k: v for k, v in block.items() if k != "accessory"}
+            text = dict(block["text"])
+            text["text"] = clip(
+                f"{text['text']}\n:white_check_mark: signed off by <@{user_id}> on "
+                f"{when:%Y-%m-%d %H:%M} UTC",
+                3000,
+            )
+            block["text"] = text
+        result.append(block)
+    return result

@@ -1,0 +1,68 @@
+"""The review chart: each model's cost by stage this month, with last month's total marked."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from bot.models import STAGES
+
+STAGE_COLOURS = {
+    "training": "#1d3557",
+    "serving": "#e63946",
+    "storage": "#a8dadc",
+    "data": "#457b9d",
+    "other": "#adb5bd",
+}
+
+
+def render_review_chart(
+    month: str, team: str, snapshots: Sequence[dict[str, Any]], currency: str = "USD"
+) -> bytes:
+    """Render horizontal stacked bars of cost by stage per model as PNG bytes."""
+    rows = {
+        snap["model"]: {
+            stage: float(Decimal(str(value)))  # floats only for drawing
+            for stage, value in snap["current"]["cost_by_stage"].items()
+        }
+        for snap in snapshots
+    }
+    frame = pd.DataFrame.from_dict(rows, orient="index").fillna(0.0)
+    stages = [s for s in STAGES if s in frame.columns] + [
+        s for s in frame.columns if s not in STAGES
+    ]
+    frame = frame.reindex(columns=stages, fill_value=0.0)
+    frame = frame.loc[frame.sum(axis=1).sort_values().index]
+    previous = [float(Decimal(str(s["previous"]["cost"]))) for s in snapshots]
+    previous_by_model = dict(zip([s["model"] for s in snapshots], previous, strict=True))
+    figure = Figure(figsize=(9, max(2.5, 0.55 * len(frame) + 1.4)), dpi=100)
+    axes = figure.add_subplot()
+    left = [0.0] * len(frame)
+    for stage in stages:
+        values = frame[stage].tolist()
+        axes.barh(
+            frame.index, values, left=left, label=stage, color=STAGE_COLOURS.get(stage, "#6c757d")
+        )
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    axes.scatter(
+        [previous_by_model[m] for m in frame.index],
+        frame.index,
+        marker="|",
+        s=300,
+        color="black",
+        label="last month",
+        zorder=3,
+    )
+    axes.set_xlabel(f"cost ({currency})")
+    axes.set_title(f"{team}: cost by model and stage, {month}")
+    axes.legend(loc="lower right", fontsize="small")
+    axes.grid(axis="x", alpha=0.3)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()

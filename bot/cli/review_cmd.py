@@ -1,0 +1,126 @@
+"""`mlcost review show|post --month YYYY-MM`: unit economics and verdicts; the Slack review."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from bot.app import ConfigurationError
+from bot.blocks.review import format_change, format_unit_cost, format_units
+from bot.cli.context import CliContext
+from bot.money import format_money, format_percent
+from bot.periods import Period, month_of, month_period, previous_month
+from bot.unit_economics import ModelEconomics, economics_for, verdict_rules
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("review", help="unit economics and the monthly review")
+    sub = parser.add_subparsers(dest="review_command", required=True)
+    show = sub.add_parser("show", help="unit economics and verdicts for a month (no Slack)")
+    show.add_argument("--month", help="YYYY-MM (default: last month)")
+    show.add_argument("--format", choices=["table", "json"], default="table")
+    show.set_defaults(handler=run_show)
+    post = sub.add_parser("post", help="post the month's review to every team's channel, once")
+    post.add_argument("--month", help="YYYY-MM (default: last month)")
+    post.add_argument("--team", action="append", help="only this team (repeatable)")
+    post.set_defaults(handler=run_post)
+
+
+def _month(text: str | None) -> Period:
+    if text:
+        return month_period(text)
+    return previous_month(month_of(dt.datetime.now(dt.UTC).date()))
+
+
+def run_show(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Print each model's unit economics and verdict for the month."""
+    month = _month(args.month)
+    with ctx.session() as session:
+        economics = economics_for(
+            session=session,
+            period=month,
+            previous=previous_month(month),
+            rules=verdict_rules(ctx.settings),
+        )
+    if args.format == "json":
+        print(json.dumps([e.as_json() for e in economics.values()], indent=2))
+    else:
+        print(render_economics(economics.values(), month, ctx.settings.currency), end="")
+    return 0
+
+
+def render_economics(economics: Iterable[ModelEconomics], month: Period, currency: str) -> str:
+    """Render unit economics as a table: cost, value, cost per 1k units, budget, verdict."""
+    header = [
+        "model",
+        "cost",
+        "vs prev",
+        "units",
+        "vs prev",
+        "per 1k",
+        "was",
+        "serving/1k",
+        "budget",
+        "verdict",
+    ]
+    rows = []
+    for e in economics:
+        rows.append(
+            [
+                e.model,
+                format_money(e.current.cost, currency),
+                format_change(e.cost_change_pct),
+                format_units(e.current.units) + (f" {e.metric}" if e.metric else ""),
+                format_change(e.value_change_pct),
+                format_unit_cost(e.unit_cost, currency),
+                format_unit_cost(e.previous_unit_cost, currency),
+                format_unit_cost(e.stage_unit_cost("serving"), currency),
+                format_percent(e.budget_used_pct) if e.budget is not None else "no budget",
+                ("! " if e.verdict.flagged else "  ") + e.verdict.headline,
+            ]
+        )
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        f"Unit economics {month.label} vs {previous_month(month).label} "
+        "(billed cost; per 1k units of the primary metric)"
+    ]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    flagged = [e for e in economics if e.verdict.flagged]
+    for e in flagged:
+        lines.append(f"! {e.model}: {e.verdict.headline} — {e.verdict.detail}")
+    return "\n".join(lines) + "\n"
+
+
+def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Open and post the month's reviews; a review already posted is not posted again."""
+    from bot.outbox import HistoryLookup
+    from bot.review import post_reviews
+    from bot.slack.client import make_web_client
+    from bot.slack.notifier import SlackNotifier
+
+    if ctx.settings.slack_bot_token is None:
+        raise ConfigurationError("SLACK_BOT_TOKEN is not set")
+    month = _month(args.month)
+    client = make_web_client(ctx.settings)
+    report = post_reviews(
+        session_factory=ctx.session_factory,
+        notifier=SlackNotifier(client),
+        month=month,
+        settings=ctx.settings,
+        now=dt.datetime.now(dt.UTC),
+        find_posted=HistoryLookup(client),
+        teams=set(args.team) if args.team else None,
+    )
+    print(
+        f"review {month.label}: opened {len(report.opened)} team review(s), delivered "
+        f"{len(report.delivered)} message(s), uploaded {len(report.charts)} chart(s)"
+    )
+    for key in report.failed:
+        print(f"  not delivered yet (retried by the next run): {key}")
+    return 1 if report.failed else 0

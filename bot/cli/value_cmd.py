@@ -1,0 +1,71 @@
+"""`mlcost ingest value FILE.csv` and `mlcost ingest cloudwatch`: value per model and day."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from bot.cli.context import CliContext
+from bot.errors import IngestError
+from bot.value_metrics import known_model_names, read_value_csv, record_values
+
+
+def register_ingest(sources: Any) -> None:
+    """Add the value sources to `mlcost ingest`."""
+    value = sources.add_parser("value", help="value metrics CSV: date,model,metric,units[,revenue]")
+    value.add_argument("files", nargs="+", type=Path, metavar="FILE.csv")
+    value.set_defaults(handler=run_value_csv)
+    cloudwatch = sources.add_parser(
+        "cloudwatch", help="SageMaker endpoint Invocations from CloudWatch, per model and day"
+    )
+    cloudwatch.add_argument("--start", type=dt.date.fromisoformat, help="first day")
+    cloudwatch.add_argument("--end", type=dt.date.fromisoformat, help="day after the last")
+    cloudwatch.add_argument("--model", action="append", help="only this model (repeatable)")
+    cloudwatch.set_defaults(handler=run_cloudwatch)
+
+
+def run_value_csv(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Validate every file completely, then record all rows in one transaction."""
+    with ctx.session() as session:
+        known = known_model_names(session)
+        written = 0
+        for path in args.files:
+            rows = read_value_csv(path, known)
+            written += record_values(rows, session=session, source="csv", recorded_by="cli")
+            days = sorted({r.day for r in rows})
+            models = sorted({r.model for r in rows})
+            print(f"{path}: {len(rows):,} rows, {len(models)} models, {days[0]}..{days[-1]}")
+    print(f"recorded {written:,} value rows (re-ingesting replaces, never doubles)")
+    return 0
+
+
+def run_cloudwatch(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Pull daily Invocations of the SageMaker endpoints attributed to each model."""
+    import boto3
+
+    from bot.sources.cloudwatch_invocations import endpoints_by_model, fetch_invocations
+
+    end = args.end or dt.datetime.now(dt.UTC).date()
+    start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
+    if start >= end:
+        raise IngestError(f"--start {start} must be before --end {end}")
+    with ctx.session() as session:
+        endpoints = endpoints_by_model(session=session, start=start, end=end, models=args.model)
+        if not endpoints:
+            print(f"no SageMaker endpoints are attributed to a model in {start}..{end}")
+            return 0
+        rows = fetch_invocations(
+            cloudwatch=boto3.client("cloudwatch"),
+            sagemaker=boto3.client("sagemaker"),
+            endpoints=endpoints,
+            start=start,
+            end=end,
+        )
+        record_values(rows, session=session, source="cloudwatch", recorded_by="cli")
+    for model, names in endpoints.items():
+        units = sum((r.units for r in rows if r.model == model), start=0)
+        print(f"{model}: {units:,} invocations from {', '.join(names)}")
+    print(f"recorded {len(rows):,} value rows for {start}..{end}")
+    return 0

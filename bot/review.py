@@ -1,0 +1,499 @@
+"""The monthly kill-or-keep review: open it per team, record decisions, remind, summarise.
+
+Every post goes through the outbox with a dedupe key per (month, team[, model]), so a review is
+posted once however often the job or the command runs, across restarts and replicas. A review's
+rows and its outbox messages are created in the same transaction. Decisions update the posted
+messages in place (chat.update), which is idempotent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload, sessionmaker
+
+from bot.blocks.review import (
+    DECISIONS,
+    DecisionState,
+    build_reminder_message,
+    build_review_item_message,
+    build_review_parent_message,
+)
+from bot.catalog import can_manage_model, is_admin, model_owner_ids
+from bot.config import Settings
+from bot.db import session_scope
+from bot.errors import NotFoundError, PermissionDenied, UsageError
+from bot.models import AuditLog, MLModel, OutboxMessage, Review, ReviewItem, Team
+from bot.outbox import deliver_pending, enqueue
+from bot.periods import Period, previous_month
+from bot.signoff import signoff_counts
+from bot.slack.notifier import Notifier, Posted
+from bot.unit_economics import economics_for, verdict_rules
+
+log = logging.getLogger(__name__)
+
+REVIEW_KINDS = ("review.parent", "review.item", "review.reminder")
+
+
+def parent_key(month: str, team: str) -> str:
+    """Return the outbox key of a team's review parent message."""
+    return f"review:{month}:{team}"
+
+
+def item_key(month: str, team: str, model: str) -> str:
+    """Return the outbox key of a model's message in the review thread."""
+    return f"review:{month}:{team}:model:{model}"
+
+
+def reminder_key(month: str, team: str) -> str:
+    """Return the outbox key of a review's one reminder."""
+    return f"review:{month}:{team}:reminder"
+
+
+def chart_key(month: str, team: str) -> str:
+    """Return the key that claims a review's chart upload."""
+    return f"review:{month}:{team}:chart"
+
+
+def state_of(item: ReviewItem) -> DecisionState:
+    """Return what a review item's message shows about its decision."""
+    return DecisionState(item.id, item.decision, item.decided_by, item.decided_at, item.reason)
+
+
+def item_message(item: ReviewItem, currency: str) -> tuple[str, list[dict[str, Any]]]:
+    """Render a review item's message from its snapshot and decision."""
+    return build_review_item_message(item.snapshot, state_of(item), currency)
+
+
+def parent_message(review: Review, currency: str) -> tuple[str, list[dict[str, Any]]]:
+    """Render a review's parent message from its items."""
+    items = sorted(review.items, key=lambda i: i.id)
+    return build_review_parent_message(
+        review.month, review.team_name, [(i.snapshot, state_of(i)) for i in items], currency
+    )
+
+
+def open_reviews(
+    *,
+    session: Session,
+    month: Period,
+    settings: Settings,
+    now: dt.datetime,
+    teams: set[str] | None = None,
+) -> list[Review]:
+    """Create each team's review of the month and enqueue its messages; return the new ones.
+
+    A team gets a review when it has a channel and an active model with cost in the month.
+    Existing reviews are left untouched.
+    """
+    previous = previous_month(month)
+    economics = economics_for(
+        session=session, period=month, previous=previous, rules=verdict_rules(settings)
+    )
+    signoffs = signoff_counts(session=session, period=month)
+    created: list[Review] = []
+    query = select(Team).options(selectinload(Team.owners)).order_by(Team.name)
+    for team in session.scalars(query):
+        if teams is not None and team.name not in teams:
+            continue
+        models = session.scalars(
+            select(MLModel)
+            .where(MLModel.team_id == team.id, MLModel.status == "active")
+            .options(selectinload(MLModel.owners), selectinload(MLModel.team))
+            .order_by(MLModel.name)
+        ).all()
+        reviewed = [m for m in models if m.name in economics and economics[m.name].current.cost > 0]
+        if not reviewed:
+            continue
+        if not team.channel:
+            log.warning("team %s has no channel; its %s review is skipped", team.name, month.label)
+            continue
+        exists = session.scalars(
+            select(Review.id).where(Review.month == month.label, Review.team_name == team.name)
+        ).first()
+        if exists is not None:
+            continue
+        review = Review(
+            month=month.label,
+            team_name=team.name,
+            channel=team.channel,
+            status="open",
+            created_at=now,
+        )
+        try:
+            with session.begin_nested():
+                session.add(review)
+                session.flush()
+        except IntegrityError:  # another replica opened it a moment ago
+            continue
+        for model in reviewed:
+            snapshot = economics[model.name].as_json()
+            snapshot["owners"] = sorted(model_owner_ids(model))
+            signed, weeks = signoffs.get(model.name, (0, 0))
+            snapshot["signoffs"] = {"signed": signed, "weeks": weeks}
+            review.items.append(ReviewItem(model_name=model.name, snapshot=snapshot))
+        session.flush()
+        text, blocks = parent_message(review, settings.currency)
+        key = parent_key(month.label, team.name)
+        enqueue(
+            session=session,
+            dedupe_key=key,
+            kind="review.parent",
+            channel=team.channel,
+            text=text,
+            blocks=blocks,
+        )
+        for item in sorted(review.items, key=lambda i: i.id):
+            text, blocks = item_message(item, settings.currency)
+            enqueue(
+                session=session,
+                dedupe_key=item_key(month.label, team.name, item.model_name),
+                kind="review.item",
+                channel=team.channel,
+                text=text,
+                blocks=blocks,
+                thread_key=key,
+            )
+        session.add(
+            AuditLog(
+                actor="mlcost",
+                action="review.open",
+                target=key,
+                detail={"models": [i.model_name for i in review.items]},
+            )
+        )
+        created.append(review)
+    return created
+
+
+def sync_message_ts(*, session: Session, reviews: list[Review] | None = None) -> None:
+    """Copy where the outbox delivered each review message onto the review and its items."""
+    if reviews is None:
+        unsynced = select(ReviewItem.review_id).where(ReviewItem.message_ts.is_(None))
+        reviews = list(
+            session.scalars(
+                select(Review)
+                .where(or_(Review.parent_ts.is_(None), Review.id.in_(unsynced)))
+                .options(selectinload(Review.items))
+            )
+        )
+    for review in reviews:
+        if review.parent_ts is None:
+            review.parent_ts = _delivered_ts(session, parent_key(review.month, review.team_name))
+        for item in review.items:
+            if item.message_ts is None:
+                item.message_ts = _delivered_ts(
+                    session, item_key(review.month, review.team_name, item.model_name)
+                )
+    session.flush()
+
+
+def _delivered_ts(session: Session, key: str) -> str | None:
+    return session.scalars(
+        select(OutboxMessage.slack_ts).where(OutboxMessage.dedupe_key == key)
+    ).first()
+
+
+def _load_item(session: Session, item_id: int) -> ReviewItem:
+    item = session.scalars(
+        select(ReviewItem)
+        .where(ReviewItem.id == item_id)
+        .options(selectinload(ReviewItem.review).selectinload(Review.items))
+    ).first()
+    if item is None:
+        raise NotFoundError("That review item no longer exists.")
+    return item
+
+
+def check_can_decide(*, session: Session, item_id: int, user_id: str) -> ReviewItem:
+    """Return the item if the user may decide it (its model's owners, or an admin)."""
+    item = _load_item(session, item_id)
+    model = session.scalars(
+        select(MLModel)
+        .where(MLModel.name == item.model_name)
+        .options(selectinload(MLModel.owners), selectinload(MLModel.team).selectinload(Team.owners))
+    ).first()
+    allowed = (
+        is_admin(session, user_id) if model is None else (can_manage_model(session, user_id, model))
+    )
+    if not allowed:
+        owners = " ".join(f"<@{u}>" for u in item.snapshot.get("owners") or [])
+        raise PermissionDenied(
+            f"Only the owners of `{item.model_name}`{f' ({owners})' if owners else ''} or an "
+            "admin can decide in this review."
+        )
+    return item
+
+
+def record_decision(
+    *,
+    session: Session,
+    item_id: int,
+    user_id: str,
+    decision: str,
+    reason: str | None,
+    now: dt.datetime,
+) -> ReviewItem:
+    """Record (or change) a decision after checking permission; audited with who and when."""
+    if decision not in DECISIONS:
+        raise UsageError(f"unknown decision {decision!r}")
+    item = check_can_decide(session=session, item_id=item_id, user_id=user_id)
+    before = item.decision
+    item.decision = decision
+    item.decided_by = user_id
+    item.decided_at = now
+    item.reason = (reason or "").strip()[:2000] or None
+    review = item.review
+    session.add(
+        AuditLog(
+            actor=user_id,
+            action="review.decide",
+            target=item_key(review.month, review.team_name, item.model_name),
+            detail={"decision": decision, "before": before, "reason": item.reason},
+        )
+    )
+    if all(i.decision for i in review.items):
+        review.status = "decided"
+        review.closed_at = review.closed_at or now
+    session.flush()
+    return item
+
+
+def refresh_messages(*, session: Session, notifier: Notifier, item_id: int, currency: str) -> None:
+    """Update the item's message and its review's parent message in place."""
+    item = _load_item(session, item_id)
+    review = item.review
+    sync_message_ts(session=session, reviews=[review])
+    if item.message_ts:
+        text, blocks = item_message(item, currency)
+        notifier.update(review.channel, item.message_ts, text, blocks)
+    if review.parent_ts:
+        text, blocks = parent_message(review, currency)
+        notifier.update(review.channel, review.parent_ts, text, blocks)
+
+
+def enqueue_reminders(*, session: Session, now: dt.datetime, after_days: int) -> int:
+    """Enqueue one reminder per open review whose undecided models waited after_days; count them."""
+    due = now - dt.timedelta(days=after_days)
+    count = 0
+    reviews = session.scalars(
+        select(Review)
+        .where(Review.status == "open", Review.created_at <= due)
+        .options(selectinload(Review.items))
+    )
+    for review in reviews:
+        waiting = [i for i in review.items if i.decision is None and i.reminded_at is None]
+        if not waiting or review.parent_ts is None:
+            continue
+        text, blocks = build_reminder_message(
+            review.month,
+            [
+                (i.model_name, i.snapshot.get("owners") or [])
+                for i in sorted(waiting, key=lambda i: i.id)
+            ],
+            after_days,
+        )
+        key = parent_key(review.month, review.team_name)
+        if enqueue(
+            session=session,
+            dedupe_key=reminder_key(review.month, review.team_name),
+            kind="review.reminder",
+            channel=review.channel,
+            text=text,
+            blocks=blocks,
+            thread_key=key,
+        ):
+            count += 1
+        for item in waiting:
+            item.reminded_at = now
+    session.flush()
+    return count
+
+
+ChartRenderer = Callable[[Review], bytes]
+
+
+@dataclass
+class ReviewPostReport:
+    opened: list[str] = field(default_factory=list)
+    delivered: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    charts: list[str] = field(default_factory=list)
+
+
+def deliver_reviews(
+    *,
+    session_factory: sessionmaker[Session],
+    notifier: Notifier,
+    now: dt.datetime,
+    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None,
+    currency: str,
+    report: ReviewPostReport | None = None,
+) -> ReviewPostReport:
+    """Deliver pending review messages, record where they landed, upload pending charts."""
+    report = report or ReviewPostReport()
+    delivery = deliver_pending(
+        session_factory=session_factory,
+        notifier=notifier,
+        now=now,
+        find_posted=find_posted,
+        kinds=REVIEW_KINDS,
+    )
+    report.delivered += delivery.delivered
+    report.failed += delivery.failed
+    with session_scope(session_factory) as session:
+        sync_message_ts(session=session)
+        waiting = [
+            (r.id, r.month, r.team_name)
+            for r in session.scalars(select(Review).where(Review.parent_ts.is_not(None)))
+            if _delivered_ts(session, chart_key(r.month, r.team_name)) is None
+            and not _chart_claimed(session, chart_key(r.month, r.team_name))
+        ]
+    for review_id, month, team in waiting:
+        if upload_chart(
+            session_factory=session_factory,
+            notifier=notifier,
+            review_id=review_id,
+            now=now,
+            currency=currency,
+        ):
+            report.charts.append(chart_key(month, team))
+    return report
+
+
+def post_reviews(
+    *,
+    session_factory: sessionmaker[Session],
+    notifier: Notifier,
+    month: Period,
+    settings: Settings,
+    now: dt.datetime,
+    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    teams: set[str] | None = None,
+) -> ReviewPostReport:
+    """Open the month's reviews (once), post them, and upload each team's chart (once)."""
+    report = ReviewPostReport()
+    with session_scope(session_factory) as session:
+        report.opened = [
+            parent_key(r.month, r.team_name)
+            for r in open_reviews(
+                session=session, month=month, settings=settings, now=now, teams=teams
+            )
+        ]
+    return deliver_reviews(
+        session_factory=session_factory,
+        notifier=notifier,
+        now=now,
+        find_posted=find_posted,
+        currency=settings.currency,
+        report=report,
+    )
+
+
+def _chart_claimed(session: Session, key: str) -> bool:
+    return (
+        session.scalars(select(OutboxMessage.id).where(OutboxMessage.dedupe_key == key)).first()
+        is not None
+    )
+
+
+def upload_chart(
+    *,
+    session_factory: sessionmaker[Session],
+    notifier: Notifier,
+    review_id: int,
+    now: dt.datetime,
+    currency: str,
+) -> bool:
+    """Upload a review's chart into its thread at most once; return whether this call did it.
+
+    The upload is claimed with an outbox row in status `uploading` (which delivery never picks
+    up); a failed upload releases the claim for the next run. A process that dies mid-upload
+    leaves the claim, so the chart is never uploaded twice (the totals are in the message).
+    """
+    from bot.charts.review import render_review_chart
+
+    with session_scope(session_factory) as session:
+        review = session.scalars(
+            select(Review).where(Review.id == review_id).options(selectinload(Review.items))
+        ).one()
+        key = chart_key(review.month, review.team_name)
+        dialect = session.get_bind().dialect.name
+        insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+        claimed = session.execute(
+            insert_fn(OutboxMessage)
+            .values(
+                dedupe_key=key,
+                kind="review.chart",
+                channel=review.channel,
+                payload={"text": "", "blocks": []},
+                status="uploading",
+                attempts=1,
+                created_at=now,
+            )
+            .on_conflict_do_nothing(index_elements=["dedupe_key"])
+            .returning(OutboxMessage.id)
+        ).first()
+        if claimed is None:
+            return False
+        channel, parent_ts = review.channel, review.parent_ts
+        snaps = [i.snapshot for i in sorted(review.items, key=lambda i: i.id)]
+        month, team = review.month, review.team_name
+    try:
+        png = render_review_chart(month, team, snaps, currency)
+        notifier.upload_png(
+            channel,
+            f"mlcost-review-{team}-{month}.png",
+            png,
+            f"{team}: cost by model and stage, {month}",
+            thread_ts=parent_ts,
+        )
+    except Exception as exc:
+        log.warning("review chart %s not uploaded: %s", key, type(exc).__name__)
+        with session_scope(session_factory) as session:
+            session.execute(delete(OutboxMessage).where(OutboxMessage.dedupe_key == key))
+        return False
+    with session_scope(session_factory) as session:
+        row = session.scalars(select(OutboxMessage).where(OutboxMessage.dedupe_key == key)).one()
+        row.status = "delivered"
+        row.delivered_at = now
+        row.slack_channel = channel
+    return True
+
+
+def review_status(*, session: Session, month: str) -> list[tuple[Review, int, int]]:
+    """Return each review of the month with (decided, total) item counts."""
+    reviews = session.scalars(
+        select(Review)
+        .where(Review.month == month)
+        .options(selectinload(Review.items))
+        .order_by(Review.team_name)
+    ).all()
+    return [(r, sum(1 for i in r.items if i.decision), len(r.items)) for r in reviews]
+
+
+def latest_decision(*, session: Session, model: str) -> ReviewItem | None:
+    """Return the model's most recent decided review item."""
+    return session.scalars(
+        select(ReviewItem)
+        .join(Review)
+        .where(ReviewItem.model_name == model, ReviewItem.decision.is_not(None))
+        .order_by(Review.month.desc(), ReviewItem.decided_at.desc())
+        .options(selectinload(ReviewItem.review))
+    ).first()
+
+
+def may_post_reviews(session: Session, user_id: str) -> set[str] | None:
+    """Return the teams a user may post reviews for (None: all, for admins)."""
+    if is_admin(session, user_id):
+        return None
+    teams = session.scalars(select(Team).options(selectinload(Team.owners))).all()
+    return {t.name for t in teams if user_id in {o.user_id for o in t.owners}}

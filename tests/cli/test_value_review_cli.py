@@ -1,0 +1,55 @@
+"""`mlcost ingest value`, `mlcost review show` and the demo's unit-economics steps."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from tests.economics_data import REGISTRY
+
+
+def test_ingest_value_is_all_or_nothing_and_review_show(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--database-url", database_url]
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(REGISTRY)
+    assert main([*db, "registry", "import", str(registry)]) == 0
+    bad = tmp_path / "bad.csv"
+    bad.write_text(
+        "date,model,metric,units\n2026-11-01,recsys,predictions,10\n"
+        "2026-11-02,recsys,predictions,-4\n"
+    )
+    capsys.readouterr()
+    assert main([*db, "ingest", "value", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}:3: units:") and err.count("\n") == 1
+    good = tmp_path / "good.csv"
+    good.write_text(
+        "date,model,metric,units,revenue\n2026-11-01,recsys,predictions,2k,12.5\n"
+        "2026-10-01,recsys,predictions,1000,\n"
+    )
+    for _ in range(2):
+        assert main([*db, "ingest", "value", str(good)]) == 0
+    assert "recorded 2 value rows" in capsys.readouterr().out
+    assert main([*db, "review", "show", "--month", "2026-11", "--format", "json"]) == 0
+    data = {row["model"]: row for row in json.loads(capsys.readouterr().out)}
+    assert Decimal(data["recsys"]["current"]["units"]) == 2000  # the bad file changed nothing
+    assert Decimal(data["recsys"]["current"]["revenue"]) == Decimal("12.5")
+    assert Decimal(data["recsys"]["previous"]["units"]) == 1000
+
+
+def test_demo_prints_unit_economics_verdicts_and_gates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "1,001 value rows for 11 models" in out
+    assert "! recsys: Cost incident — cost up, value flat or down" in out
+    assert "! churn-predictor: Cost with no value" in out
+    assert "gate PASS: search-ranker" in out and "gate FAIL: recsys" in out
+    assert "FAIL budget: embeddings has no budget" in out

@@ -1,0 +1,192 @@
+"""The release gate: every failing reason, and a pass; the CLI's exit codes and JSON."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session
+
+from bot.cli import main
+from bot.config import Settings
+from bot.gate import evaluate_gate
+from bot.models import AlertSilence, Review, ReviewItem
+from tests.economics_data import add_spend, add_value
+from tests.helpers import load_registry
+
+AS_OF = dt.date(2026, 11, 30)
+REGISTRY = """\
+teams:
+  - {name: ranking, channel: C0RANKING, owners: [U0AAA111]}
+  - {name: lab, channel: C0LAB}
+models:
+  - {name: good, team: ranking, owners: [U0AAA111]}
+  - {name: stray, team: lab}
+  - {name: nobudget, team: ranking}
+budgets:
+  - {scope: "model:good", monthly: 1000}
+  - {scope: "model:good/stage:training", monthly: 400}
+  - {scope: "model:stray", monthly: 1000}
+admins: [U0ADMIN01]
+"""
+
+
+def steady(
+    session: Session,
+    model: str,
+    daily_cost: str = "10",
+    units: int = 1000,
+    recent_cost: str | None = None,
+    recent_units: int | None = None,
+) -> None:
+    """60 days of serving spend and predictions up to AS_OF; the last 30 may differ."""
+    for back in range(60):
+        day = AS_OF - dt.timedelta(days=back)
+        recent = back < 30
+        add_spend(
+            session,
+            model,
+            "t",
+            "serving",
+            day,
+            (recent_cost if recent and recent_cost else daily_cost),
+        )
+        add_value(session, model, day, recent_units if recent and recent_units else units)
+
+
+def gate(session: Session, model: str, **settings: object) -> tuple[bool, list[str]]:
+    result = evaluate_gate(
+        session=session, model_name=model, as_of=AS_OF, settings=Settings(**settings)
+    )  # type: ignore[arg-type]
+    return result.passed, result.reasons
+
+
+def test_a_model_with_owner_budget_and_steady_unit_cost_passes(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    steady(session, "good")
+    assert gate(session, "good") == (True, [])
+
+
+def test_fails_without_an_owner(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    steady(session, "stray")
+    passed, reasons = gate(session, "stray")
+    assert not passed and reasons == ["stray has no owner (set one in the registry)"]
+
+
+def test_fails_without_a_budget(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    steady(session, "nobudget")
+    passed, reasons = gate(session, "nobudget")
+    assert not passed and reasons == ["nobudget has no budget"]
+
+
+def test_fails_over_budget_until_acknowledged(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    steady(session, "good")
+    add_spend(session, "good", "ranking", "training", AS_OF, "450")  # over the stage budget
+    add_spend(session, "good", "ranking", "training", dt.date(2026, 10, 20), "450")  # steady
+    passed, reasons = gate(session, "good")
+    assert not passed and len(reasons) == 1
+    assert reasons[0].startswith("model:good/stage:training is over budget in 2026-11: $450")
+    session.add(
+        AlertSilence(
+            budget_scope="model:good/stage:training",
+            period="2026-10",
+            kind="ack",
+            user_id="U0AAA111",
+        )
+    )
+    session.add(
+        AlertSilence(
+            budget_scope="model:good/stage:training",
+            period="2026-11",
+            kind="snooze",
+            user_id="U0AAA111",
+        )
+    )
+    session.flush()
+    assert not gate(session, "good")[0]  # last month's ack and a snooze do not count
+    session.add(
+        AlertSilence(
+            budget_scope="model:good/stage:training",
+            period="2026-11",
+            kind="ack",
+            user_id="U0AAA111",
+        )
+    )
+    session.flush()
+    assert gate(session, "good") == (True, [])
+
+
+def test_fails_when_the_last_review_decided_kill(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    steady(session, "good")
+    october = Review(month="2026-10", team_name="ranking", channel="C0RANKING")
+    october.items.append(
+        ReviewItem(
+            model_name="good",
+            decision="kill",
+            decided_by="U0AAA111",
+            decided_at=dt.datetime(2026, 11, 2, tzinfo=dt.UTC),
+            reason="no lift",
+        )
+    )
+    session.add(october)
+    session.flush()
+    passed, reasons = gate(session, "good")
+    assert not passed
+    assert reasons == ["decided Kill in the 2026-10 review by U0AAA111 on 2026-11-02 (no lift)"]
+    november = Review(month="2026-11", team_name="ranking", channel="C0RANKING")
+    november.items.append(
+        ReviewItem(
+            model_name="good",
+            decision="keep",
+            decided_by="U0ADMIN01",
+            decided_at=dt.datetime(2026, 12, 1, tzinfo=dt.UTC),
+        )
+    )
+    session.add(november)
+    session.flush()
+    assert gate(session, "good") == (True, [])
+
+
+def test_fails_when_unit_cost_rose_past_the_limit_without_value_rising(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    steady(session, "good", daily_cost="10", recent_cost="12.50")  # +25 %, value flat
+    passed, reasons = gate(session, "good")
+    assert not passed and len(reasons) == 1
+    assert "unit cost rose +25 % (limit +20 %) while value changed 0 %" in reasons[0]
+    assert gate(session, "good", MLCOST_GATE_MAX_UNIT_COST_RISE_PCT=30) == (True, [])
+
+
+def test_unit_cost_rising_with_value_rising_passes(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    steady(session, "good", daily_cost="10", recent_cost="15", recent_units=1100)  # +36 % per unit
+    assert gate(session, "good") == (True, [])
+
+
+def test_cli_exit_codes_and_json(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(REGISTRY)
+    db = ["--database-url", database_url]
+    assert main([*db, "registry", "import", str(registry)]) == 0
+    values = tmp_path / "values.csv"
+    values.write_text("date,model,metric,units,revenue\n2026-11-30,good,predictions,1000,\n")
+    assert main([*db, "ingest", "value", str(values)]) == 0
+    capsys.readouterr()
+    assert main([*db, "gate", "good", "--as-of", "2026-11-30"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("gate PASS: good (as of 2026-11-30)")
+    assert main([*db, "gate", "nobudget", "--as-of", "2026-11-30", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["pass"] is False and data["reasons"] == ["nobudget has no budget"]
+    assert {c["name"] for c in data["checks"]} == {"owner", "budget", "review", "unit cost"}
+    assert main([*db, "gate", "stray", "--as-of", "2026-11-30"]) == 1
+    assert "FAIL owner: stray has no owner" in capsys.readouterr().out
+    assert main([*db, "gate", "goood"]) == 2
+    assert "Did you mean `good`" in capsys.readouterr().err

@@ -1,0 +1,366 @@
+"""A whole monthly review through signed requests to the real app and the fake Slack Web API."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.app import build_app
+from bot.db import make_engine, make_session_factory, session_scope
+from bot.models import AuditLog, OutboxMessage, Review, ReviewItem, SignOff
+from bot.review_jobs import (
+    run_monthly_review_job,
+    run_review_reminders_job,
+    run_weekly_signoff_job,
+)
+from bot.server import make_http_server, serve_in_thread
+from bot.services import AppServices
+from tests.economics_data import REGISTRY, seed_review_month
+from tests.helpers import load_registry
+from tests.slack.conftest import SlackHarness, seed
+from tests.slack.fake_slack import Call
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class Clock:
+    """A clock tests move by hand."""
+
+    def __init__(self, now: dt.datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """Tuesday 2026-12-01 09:00 UTC: the first working day after November."""
+    return Clock(dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC))
+
+
+def seed_org(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    seed_review_month(session)
+
+
+def posts(slack: SlackHarness) -> list[Call]:
+    return slack.fake.calls_to("chat.postMessage")
+
+
+def message(slack: SlackHarness, channel: str, ts: str) -> dict[str, Any]:
+    return slack.fake.messages[(channel, ts)]
+
+
+def find_post(slack: SlackHarness, needle: str) -> Call:
+    found = [c for c in posts(slack) if needle in dumps(c.params)]
+    assert len(found) == 1, f"{needle!r} in {len(found)} posts"
+    return found[0]
+
+
+def button_payload(
+    slack: SlackHarness, user: str, post: Call, action_id: str, value: str
+) -> dict[str, Any]:
+    ts = next(
+        ts
+        for (ch, ts), m in slack.fake.messages.items()
+        if ch == post.params["channel"] and m["text"] == post.params["text"]
+    )
+    channel = post.params["channel"]
+    stored = message(slack, channel, ts)
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user},
+        "api_app_id": "A1",
+        "token": "legacy",
+        "team": {"id": "T1"},
+        "trigger_id": f"trig-{time.time_ns()}",
+        "response_url": f"{slack.fake.url}respond/act-{time.time_ns()}",
+        "container": {
+            "type": "message",
+            "message_ts": ts,
+            "channel_id": channel,
+            "is_ephemeral": False,
+        },
+        "channel": {"id": channel, "name": "x"},
+        "message": {"ts": ts, "text": stored["text"], "blocks": stored["blocks"]},
+        "actions": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "block_id": "b",
+                "value": value,
+                "action_ts": str(time.time()),
+            }
+        ],
+    }
+
+
+def item_id(slack: SlackHarness, model: str) -> int:
+    with session_scope(slack.session_factory) as session:
+        return session.scalars(select(ReviewItem.id).where(ReviewItem.model_name == model)).one()
+
+
+def submit_payload(view: dict[str, Any], user: str, reason: str | None) -> dict[str, Any]:
+    return {
+        "type": "view_submission",
+        "user": {"id": user},
+        "team": {"id": "T1"},
+        "api_app_id": "A1",
+        "token": "legacy",
+        "trigger_id": "trig-view",
+        "view": {
+            "id": "V1",
+            "type": "modal",
+            "callback_id": view["callback_id"],
+            "private_metadata": view["private_metadata"],
+            "state": {
+                "values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}
+            },
+        },
+    }
+
+
+def decide(
+    slack: SlackHarness, user: str, model: str, decision: str, reason: str | None = None
+) -> None:
+    """Click a decision button as the user, then submit the modal it opens."""
+    opened = len(slack.fake.calls_to("views.open"))
+    post = find_post(slack, f'"{model}: ')
+    payload = button_payload(
+        slack, user, post, f"review_decide_{decision}", str(item_id(slack, model))
+    )
+    assert slack.action(payload).status == 200
+    view = slack.fake.wait_for("views.open", opened + 1)[-1].params["view"]
+    result = slack.action(submit_payload(view, user, reason))
+    assert result.status == 200 and not result.body
+
+
+def wait_until(check: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def second_app(slack: SlackHarness, clock: Clock) -> Iterator[SlackHarness]:
+    """A new app instance (a restart, or another replica) on the same database."""
+    url = slack.services.settings.database_url
+    engine = make_engine(url)
+    factory = make_session_factory(engine)
+    services = AppServices(
+        settings=slack.services.settings,
+        session_factory=factory,
+        client=slack.services.client,
+        clock=clock,
+    )
+    server = make_http_server(build_app(services), factory, "127.0.0.1", 0)
+    serve_in_thread(server)
+    yield SlackHarness(
+        url=f"http://127.0.0.1:{server.server_address[1]}/",
+        fake=slack.fake,
+        services=services,
+        session_factory=factory,
+    )
+    server.shutdown()
+    server.server_close()
+    engine.dispose()
+
+
+def test_a_whole_review(slack: SlackHarness, clock: Clock, second_app: SlackHarness) -> None:
+    seed(slack, seed_org)
+
+    # post: an admin asks for November's review
+    assert slack.command("review 2026-11", user="U0ADMIN01").status == 200
+    reply = slack.responses(1)[0]
+    assert "ranking in <#C0RANKING>: posted now, 0 of 2 decided" in reply["text"]
+    assert "risk in <#C0RISK>: posted now, 0 of 1 decided" in reply["text"]
+    parent = find_post(slack, "Monthly cost review · ranking · November 2026")
+    parent_ts = next(
+        ts
+        for (ch, ts), m in slack.fake.messages.items()
+        if ch == "C0RANKING" and m["thread_ts"] is None
+    )
+    parent_text = dumps(parent.params["blocks"])
+    assert "*2 models* cost *$1,950*" in parent_text and "Decided 0 of 2" in parent_text
+    recsys = find_post(slack, '"recsys: ')
+    assert recsys.params["thread_ts"] == parent_ts and recsys.params["channel"] == "C0RANKING"
+    recsys_blocks = dumps(recsys.params["blocks"])
+    assert "Cost incident" in recsys_blocks and "*$1.50*" in recsys_blocks
+    assert "was $1.00, +50 %" in recsys_blocks and "75 % of $2,000" in recsys_blocks
+    actions = next(b for b in recsys.params["blocks"] if b["type"] == "actions")
+    labels = [e["text"]["text"] for e in actions["elements"]]
+    assert labels == ["Keep", "Kill", "Right-size", "Needs discussion"]
+    assert "Cost with no value" in dumps(find_post(slack, '"churn: ').params["blocks"])
+    uploads = slack.fake.wait_for("files.completeUploadExternal", 2)
+    assert {u.params.get("thread_ts") for u in uploads} >= {parent_ts}
+    assert len(posts(slack)) == 5  # 2 parents + 3 models
+
+    # refusal: the owner of another model cannot decide recsys, and nothing changes
+    refusal = button_payload(
+        slack, "U0AAA113", recsys, "review_decide_kill", str(item_id(slack, "recsys"))
+    )
+    assert slack.action(refusal).status == 200
+    answer = slack.responses(2)[-1]
+    assert answer["response_type"] == "ephemeral"
+    assert "Only the owners of `recsys` (<@U0AAA111> <@U0AAA112>) or an admin" in answer["text"]
+    assert not slack.fake.calls_to("views.open") and not slack.fake.calls_to("chat.update")
+
+    # decide by an owner: the modal, then the message is updated in place
+    decide(slack, "U0AAA111", "recsys", "kill", "training spend doubled, no lift")
+    updates = slack.fake.wait_for("chat.update", 2)
+    recsys_ts = next(
+        ts
+        for (ch, ts), m in slack.fake.messages.items()
+        if ch == "C0RANKING" and (m["text"] or "").startswith("recsys:")
+    )
+    assert {u.params["ts"] for u in updates} == {recsys_ts, parent_ts}
+    shown = dumps(message(slack, "C0RANKING", recsys_ts)["blocks"])
+    assert "*Kill* — decided by <@U0AAA111> on 2026-12-01 09:00 UTC" in shown
+    assert "training spend doubled, no lift" in shown
+    assert "Decided 1 of 2" in dumps(message(slack, "C0RANKING", parent_ts)["blocks"])
+    assert len(posts(slack)) == 5  # updated in place, nothing new posted
+
+    # reminder: once, in the thread, after N days, naming the undecided model's owner
+    clock.now += dt.timedelta(days=2)
+    run_review_reminders_job(slack.services)
+    assert len(posts(slack)) == 5
+    clock.now += dt.timedelta(days=2)
+    run_review_reminders_job(slack.services)
+    run_review_reminders_job(slack.services)
+    reminder = find_post(slack, "undecided after 3 days: search")
+    assert reminder.params["thread_ts"] == parent_ts
+    assert "search" in reminder.params["text"] and "<@U0AAA113>" in dumps(reminder.params["blocks"])
+    assert "recsys" not in dumps(reminder.params["blocks"])
+    assert len(posts(slack)) == 7  # one reminder per review thread (ranking and risk)
+
+    # restart: a new app instance on the same database sees the review and records decisions
+    decide(second_app, "U0AAA113", "search", "keep")
+    wait_until(lambda: "All decided" in dumps(message(slack, "C0RANKING", parent_ts)["blocks"]))
+    summary = dumps(message(slack, "C0RANKING", parent_ts)["blocks"])
+    assert "kept 1, killed 1 (recsys: saves about *$1,500* a month once stopped)" in summary
+
+    # never double-posted: the job, the command and the reminders find everything posted
+    clock.now = dt.datetime(2026, 12, 2, 9, tzinfo=dt.UTC)
+    run_monthly_review_job(second_app.services)
+    run_review_reminders_job(second_app.services)
+    assert second_app.command("review 2026-11", user="U0ADMIN01").status == 200
+    wait_until(
+        lambda: any(
+            "already posted, 2 of 2 decided" in c.params.get("text", "")
+            for c in slack.fake.calls
+            if c.method.startswith("respond/")
+        )
+    )
+    assert len(posts(slack)) == 7
+    assert len(slack.fake.calls_to("files.completeUploadExternal")) == 2
+
+    with session_scope(slack.session_factory) as session:
+        items = {i.model_name: i for i in session.scalars(select(ReviewItem))}
+        assert (items["recsys"].decision, items["recsys"].decided_by) == ("kill", "U0AAA111")
+        assert items["search"].decision == "keep" and items["churn"].decision is None
+        ranking = session.scalars(select(Review).where(Review.team_name == "ranking")).one()
+        assert ranking.status == "decided" and ranking.parent_ts == parent_ts
+        audit = session.scalars(select(AuditLog).where(AuditLog.action == "review.decide")).all()
+        assert [(a.actor, a.detail["decision"]) for a in audit] == [
+            ("U0AAA111", "kill"),
+            ("U0AAA113", "keep"),
+        ]
+        statuses = set(session.scalars(select(OutboxMessage.status)))
+        assert statuses == {"delivered"}
+
+
+def test_the_monthly_job_posts_only_from_the_first_working_day(
+    slack: SlackHarness, clock: Clock
+) -> None:
+    seed(slack, seed_org)
+    clock.now = dt.datetime(2026, 11, 30, 9, tzinfo=dt.UTC)
+    assert run_monthly_review_job(slack.services) is None
+    clock.now = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
+    report = run_monthly_review_job(slack.services)
+    assert report is not None and len(report.opened) == 2 and len(report.delivered) == 5
+    again = run_monthly_review_job(slack.services)
+    assert again is not None and not again.opened and not again.delivered
+    assert len(posts(slack)) == 5
+
+
+def test_a_failed_post_is_retried_by_the_next_run_not_doubled(
+    slack: SlackHarness, clock: Clock
+) -> None:
+    seed(slack, seed_org)
+    slack.fake.fail("chat.postMessage", 500, times=1)
+    first = run_monthly_review_job(slack.services)
+    assert first is not None and first.failed
+    clock.now += dt.timedelta(hours=2)
+    run_review_reminders_job(slack.services)  # retries pending review posts
+    texts = [c.params["text"] for c in posts(slack)]
+    assert len(set(texts)) == 5
+    with session_scope(slack.session_factory) as session:
+        assert all(i.message_ts for i in session.scalars(select(ReviewItem)))
+
+
+def test_weekly_signoff_digest_and_button(slack: SlackHarness, clock: Clock) -> None:
+    seed(slack, seed_org)
+    clock.now = dt.datetime(2026, 11, 30, 9, tzinfo=dt.UTC)  # a Monday
+    assert run_weekly_signoff_job(slack.services) == 4  # recsys x2 owners, search, churn
+    assert run_weekly_signoff_job(slack.services) == 0
+    digest = next(c for c in posts(slack) if c.params["channel"] == "U0AAA111")
+    assert "23 Nov – 29 Nov 2026" in digest.params["text"]
+    blocks = dumps(digest.params["blocks"])
+    assert "*recsys*" in blocks and "Sign off" in blocks and "*search*" not in blocks
+
+    stranger = button_payload(
+        slack, "U0RRR111", digest, "signoff", dumps({"model": "recsys", "week": "2026-11-23"})
+    )
+    assert slack.action(stranger).status == 200
+    assert "Only the owners of `recsys`" in slack.responses(1)[0]["text"]
+    owner = button_payload(
+        slack, "U0AAA112", digest, "signoff", dumps({"model": "recsys", "week": "2026-11-23"})
+    )
+    assert slack.action(owner).status == 200
+    update = slack.fake.wait_for("chat.update", 1)[0]
+    assert "signed off by <@U0AAA112>" in dumps(update.params["blocks"])
+    with session_scope(slack.session_factory) as session:
+        signoff = session.scalars(select(SignOff)).one()
+        assert (signoff.model_name, signoff.week_start) == ("recsys", dt.date(2026, 11, 23))
+
+    # the monthly review shows models not signed off every week
+    clock.now = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
+    run_monthly_review_job(slack.services)
+    parent = find_post(slack, "Monthly cost review · ranking")
+    assert "Not signed off every week: recsys, search" in dumps(parent.params["blocks"])
+    recsys = find_post(slack, '"recsys: ')
+    assert "1 of 4 weeks" in dumps(recsys.params["blocks"])
+
+
+def test_value_and_gate_commands(slack: SlackHarness, clock: Clock) -> None:
+    seed(slack, seed_org)
+    assert (
+        slack.command(
+            "value recsys predictions 1.5m --date 2026-11-30 --revenue 120", user="U0AAA111"
+        ).status
+        == 200
+    )
+    assert "Recorded 1.5M predictions for `recsys` on 2026-11-30" in slack.responses(1)[0]["text"]
+    assert slack.command("value recsys predictions 10", user="U0RRR111").status == 200
+    assert "Only the owners of `recsys`" in slack.responses(2)[-1]["text"]
+    assert slack.command("value recsys 2026-11").status == 200
+    shown = dumps(slack.responses(3)[-1]["blocks"])
+    assert "2.5M* predictions" in shown and "Cost incident" not in shown  # value rose 150 %
+    assert slack.command("gate churn").status == 200
+    gate = slack.responses(4)[-1]
+    assert "passes the release gate" in gate["text"]
+    assert slack.command("gate recsy").status == 200
+    assert "Did you mean `recsys`" in slack.responses(5)[-1]["text"]
