@@ -8,6 +8,7 @@ from typing import Any
 
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from bot.db import session_scope
 from bot.errors import MlcostError
@@ -73,7 +74,17 @@ def send_reply(reply: Reply, body: dict[str, Any], respond: Respond, client: Web
     message = checked_message(reply.text, reply.blocks) if reply.blocks else {"text": reply.text}
     channel = body.get("channel_id")
     for chart in reply.charts:
-        client.files_upload_v2(channel=channel, filename=chart.filename, content=chart.data,
-                               title=chart.title)  # fmt: skip
+        try:
+            client.files_upload_v2(channel=channel, filename=chart.filename, content=chart.data,
+                                   title=chart.title)  # fmt: skip
+        except SlackApiError as exc:
+            # The numbers still go out; say why the chart did not (e.g. the bot is not invited).
+            error = str(exc.response.get("error", "upload failed"))[:60]
+            log.warning("chart upload to %s failed: %s", channel, error)
+            note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
+                f":warning: I could not post the chart here (`{error}`); invite me with "
+                "`/invite @mlcost` and try again.")}]}  # fmt: skip
+            if message.get("blocks") and len(message["blocks"]) < 50:
+                message = {**message, "blocks": [*message["blocks"], note]}
     respond(response_type="in_channel" if reply.in_channel else "ephemeral",
             replace_original=False, **message)  # fmt: skip

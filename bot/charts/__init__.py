@@ -1,0 +1,1 @@
+"""Charts: pandas/matplotlib (Agg) -> PNG bytes; no DB, no Slack."""
