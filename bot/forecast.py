@@ -28,6 +28,7 @@ LOOKBACK_DAYS = 28
 SEASONAL_MIN_DAYS = 14
 RECENT_DAYS = 7
 ZERO = Decimal(0)
+QUANTUM = Decimal("0.0000000001")
 
 METHOD_COMPLETE = "actual (month complete)"
 METHOD_NO_DATA = "no data yet"
@@ -71,7 +72,8 @@ def forecast_month(daily: Mapping[dt.date, Decimal], month: Period, as_of: dt.da
         method = METHOD_RUN_RATE
         rate = sum(history.values(), ZERO) / len(history)
         per_day = {day: rate for day in remaining}
-    projected = {day: max(ZERO, value) for day, value in per_day.items()}
+    # Quantize to the ledger's precision so repeated division leaves no 1e-26 dust.
+    projected = {day: max(ZERO, value.quantize(QUANTUM)) for day, value in per_day.items()}
     total = actual + sum(projected.values(), ZERO)
     return Forecast(total, method, len(history), actual, projected)
 
@@ -101,5 +103,5 @@ def _weekday_projection(
     by_weekday: dict[int, list[Decimal]] = {}
     for day in days:
         by_weekday.setdefault(day.weekday(), []).append(history[day])
-    factor = {w: (sum(v, ZERO) / len(v)) / overall for w, v in by_weekday.items()}
-    return {day: level * factor.get(day.weekday(), Decimal(1)) for day in remaining}
+    weekday_mean = {w: sum(v, ZERO) / len(v) for w, v in by_weekday.items()}
+    return {day: level * weekday_mean.get(day.weekday(), overall) / overall for day in remaining}
