@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
@@ -18,6 +19,8 @@ from bot.slack.guard import checked_message
 from handlers import subcommands
 
 log = logging.getLogger(__name__)
+
+COMMAND_WORKERS = 4
 
 
 def build_router() -> CommandRouter:
@@ -38,8 +41,13 @@ def register(app: App, services: AppServices) -> None:
             return
         ack(response_type="ephemeral", text=f"Working on `/mlcost {text[:80]}`…")
 
+    # Bolt runs ack functions and lazy listeners on one small thread pool; if slow chart work
+    # held those threads, other users' acks would queue behind it and miss Slack's 3 s. So the
+    # lazy listener only hands the command to this pool of its own and returns at once.
+    workers = ThreadPoolExecutor(max_workers=COMMAND_WORKERS, thread_name_prefix="mlcost-command")
+
     def run_command(body: dict[str, Any], respond: Respond, client: WebClient) -> None:
-        handle_command(body, respond, client, services, router)
+        workers.submit(handle_command, body, respond, client, services, router)
 
     app.command("/mlcost")(ack=ack_command, lazy=[run_command])
 

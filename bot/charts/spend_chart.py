@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import multiprocessing
 import threading
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -13,6 +15,7 @@ from bot.money import format_money
 
 WIDTH_IN, HEIGHT_IN, DPI = 12, 5, 100
 WIDTH_PX, HEIGHT_PX = WIDTH_IN * DPI, HEIGHT_IN * DPI
+RENDER_TIMEOUT_S = 60
 STAGE_COLOURS = {
     "training": "#1d3557",
     "serving": "#457b9d",
@@ -44,8 +47,40 @@ class SpendChart:
     forecast_label: str = ""
 
 
+_pool: ProcessPoolExecutor | None = None
+
+
+def start_render_processes(processes: int = 1) -> None:
+    """Render charts in worker processes from now on, off the server's GIL (idempotent).
+
+    Rendering is pure CPU in Python; in the server's own process it would compete for the GIL
+    with the threads answering other users' acks. The workers are spawned (not forked from a
+    threaded server) and warm matplotlib as they start.
+    """
+    global _pool
+    if _pool is None:
+        _pool = ProcessPoolExecutor(max_workers=processes, initializer=warm_up,
+                                    mp_context=multiprocessing.get_context("spawn"))  # fmt: skip
+
+
+def stop_render_processes() -> None:
+    """Go back to rendering in this process and stop the workers."""
+    global _pool
+    pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def render_spend_chart(chart: SpendChart) -> bytes:
-    """Render the chart to a PNG of WIDTH_PX x HEIGHT_PX."""
+    """Render the chart to a PNG of WIDTH_PX x HEIGHT_PX (in a worker process if started)."""
+    pool = _pool
+    if pool is not None:
+        return pool.submit(render_in_this_process, chart).result(timeout=RENDER_TIMEOUT_S)
+    return render_in_this_process(chart)
+
+
+def render_in_this_process(chart: SpendChart) -> bytes:
+    """Render the chart here, one at a time."""
     with _RENDER_LOCK:
         return _render(chart)
 
@@ -165,3 +200,14 @@ def _short_money(value: float, currency: str) -> str:
     else:
         body = f"{magnitude:.0f}"
     return f"{'-' if value < 0 else ''}{symbol}{body}"
+
+
+def warm_up() -> None:
+    """Import matplotlib and draw once, so the first user's chart does not pay for it."""
+    day = dt.date(2026, 1, 1)
+    render_in_this_process(SpendChart(title="warm-up", subtitle="", currency="USD",
+                                  stacks={"training": {day: Decimal(1)}}, month_start=day,
+                                  month_end=day + dt.timedelta(days=31), first_day=day,
+                                  month_actual={day: Decimal(1)},
+                                  projected={day + dt.timedelta(days=1): Decimal(1)},
+                                  budget=Decimal(10)))  # fmt: skip

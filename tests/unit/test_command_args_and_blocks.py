@@ -83,3 +83,18 @@ def test_chart_renders_with_no_data_at_all() -> None:
     chart = SpendChart(title="empty", subtitle="", currency="USD", stacks={},
                        month_start=NOV.start, month_end=NOV.end, first_day=NOV.start)  # fmt: skip
     assert render_spend_chart(chart)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_chart_renders_in_a_worker_process_the_same() -> None:
+    from bot.charts.spend_chart import start_render_processes, stop_render_processes
+
+    day = NOV.start
+    chart = SpendChart(title="t", subtitle="", currency="USD", stacks={"training": {day: Decimal(5)}},
+                       month_start=NOV.start, month_end=NOV.end, first_day=day)  # fmt: skip
+    start_render_processes(1)
+    try:
+        in_worker = render_spend_chart(chart)
+    finally:
+        stop_render_processes()
+    assert in_worker[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(in_worker) > 1000
