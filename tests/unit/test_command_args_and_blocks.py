@@ -89,8 +89,9 @@ def test_chart_renders_in_a_worker_process_the_same() -> None:
     from bot.charts.spend_chart import start_render_processes, stop_render_processes
 
     day = NOV.start
-    chart = SpendChart(title="t", subtitle="", currency="USD", stacks={"training": {day: Decimal(5)}},
-                       month_start=NOV.start, month_end=NOV.end, first_day=day)  # fmt: skip
+    chart = SpendChart(title="t", subtitle="", currency="USD",
+                       stacks={"training": {day: Decimal(5)}}, month_start=NOV.start,
+                       month_end=NOV.end, first_day=day)  # fmt: skip
     start_render_processes(1)
     try:
         in_worker = render_spend_chart(chart)
