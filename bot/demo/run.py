@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 from bot.cli.context import CliContext
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
 from bot.ledger import ingest
+from bot.money import format_money, format_percent
 from bot.periods import month_period
 from bot.registry import import_registry, load_registry_file
 from bot.reports import spend_report
@@ -49,4 +51,34 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
         unowned = spend_report(session=session, period=month_period(DEMO_MONTH),
                                by=["service", "resource"], where={"model": None})  # fmt: skip
     print(render(unowned, "table", ctx.settings.currency), end="")
+    show_slack_model_report(ctx, folder)
     return 0
+
+
+def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
+    """Print what `/mlcost model recsys` posts, and write its chart PNG to the demo folder."""
+    from bot.blocks.common import signed_percent
+    from bot.charts.spend_chart import render_spend_chart
+    from bot.model_report import model_chart, model_report
+
+    as_of = dt.date(2026, 11, 20)  # mid-month, so the forecast has work to do
+    section(f"5. Slack: /mlcost model recsys (as of {as_of}, no Slack needed)")
+    currency = ctx.settings.currency
+    with ctx.session() as session:
+        report = model_report(session=session, name="recsys", today=as_of)
+    money = lambda v: format_money(v, currency)  # noqa: E731
+    print(f"month to date   {money(report.month_to_date)} (data through {report.span.as_of})")
+    print(
+        f"budget          {money(report.budget or 0)} · {format_percent(report.budget_used)} used"
+    )
+    print(f"forecast        {money(report.forecast.amount)} ({report.forecast.describe()})")
+    print(f"vs last month   {signed_percent(report.change_vs_last_month)} against "
+          f"{money(report.last_month_same_days)} in the same days")  # fmt: skip
+    print(f"GPU-hours       {report.gpu_hours:,.0f}")
+    print("by stage        " + ", ".join(f"{s} {money(c)}" for s, c in report.by_stage))
+    print(f"top resource    {report.top_resources[0].resource} "
+          f"{money(report.top_resources[0].cost)}" if report.top_resources else "")  # fmt: skip
+    print(f"cost basis      {report.basis}")
+    path = folder / "recsys-2026-11.png"
+    path.write_bytes(render_spend_chart(model_chart(report, currency)))
+    print(f"chart           {path.resolve()} (what the bot uploads to the channel)")
