@@ -52,6 +52,11 @@ def normalise_scope(text: str) -> str:
     return scope if ":" in scope else f"model:{scope}"
 
 
+def current_amount(session: Session, scope: str) -> Decimal | None:
+    """Return a scope's monthly budget, or None when it has none."""
+    return session.scalar(select(Budget.monthly_amount).where(Budget.scope == scope))
+
+
 def budget_status(session: Session, budget: Budget, span: ReportingWindow,
                   basis: str = "billed") -> BudgetStatus:  # fmt: skip
     """Compute one budget's month so far and forecast."""

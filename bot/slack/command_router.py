@@ -104,6 +104,7 @@ class CommandRouter:
             intro = f"I don't know `{_safe(unknown)}`.{hint} Here is what I can do:"
         for sub in self.subcommands:
             lines.append(f"• `/mlcost {sub.usage}` — {sub.summary}\n    e.g. `{sub.example}`")
+        lines.append("• `/mlcost help` — this list")
         body = "\n".join(lines)
         blocks = [
             {"type": "section", "text": {"type": "mrkdwn", "text": intro}},

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 from pydantic import ValidationError
-from sqlalchemy import select
 
 from bot.blocks.budget import (
     build_budget_list_blocks,
@@ -13,9 +12,8 @@ from bot.blocks.budget import (
     build_budget_show_blocks,
 )
 from bot.budget_admin import parse_amount, set_budget
-from bot.budget_status import budget_board, normalise_scope
+from bot.budget_status import budget_board, current_amount, normalise_scope
 from bot.errors import UsageError
-from bot.models import Budget
 from bot.money import format_money
 from bot.slack.command_args import clip_word, cost_basis, split_options
 from bot.slack.command_router import Invocation, Reply, Subcommand
@@ -74,8 +72,8 @@ def _set(inv: Invocation, rest: list[str], options: dict[str, str]) -> Reply:
     scope = normalise_scope(rest[0])
     amount = parse_amount(rest[1])
     thresholds = parse_thresholds(options["--alert"]) if "--alert" in options else None
-    existing = inv.session.scalars(select(Budget).where(Budget.scope == scope)).first()
-    before = format_money(existing.monthly_amount, inv.settings.currency) if existing else None
+    existing = current_amount(inv.session, scope)
+    before = format_money(existing, inv.settings.currency) if existing is not None else None
     try:
         budget = set_budget(session=inv.session, user_id=inv.user_id, scope=scope, amount=amount,
                             thresholds=thresholds)  # fmt: skip
