@@ -47,14 +47,15 @@ class RecordingClient:
         self.uploads.append(kwargs)
 
 
-def assert_helpful(replies: list[dict[str, Any]]) -> None:
+def assert_helpful(replies: list[dict[str, Any]], sent: str) -> None:
     assert len(replies) == 1, replies
     reply = replies[0]
     assert reply["response_type"] in ("ephemeral", "in_channel")
     text = reply["text"]
     assert text.strip()
     for word in FORBIDDEN:
-        assert word not in text, text
+        if word.lower() not in sent.lower():  # a reply may quote the user's own words back
+            assert word not in text, text
     if text.startswith(":warning:"):
         assert reply["response_type"] == "ephemeral"
     if reply.get("blocks"):
@@ -73,7 +74,7 @@ def test_router_answers_every_text_helpfully(demo: SlackHarness, text: str, user
     ):
         handle_command(body, lambda **kw: replies.append(kw), RecordingClient(),  # type: ignore[arg-type]
                        demo.services, router)  # fmt: skip
-    assert_helpful(replies)
+    assert_helpful(replies, text)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
@@ -86,4 +87,4 @@ def test_random_commands_over_http_get_200_and_one_reply(demo: SlackHarness, tex
     ack = result.json()
     if ack is not None:
         assert "Traceback" not in ack.get("text", "")
-    assert_helpful(demo.responses(1))
+    assert_helpful(demo.responses(1), text)

@@ -99,3 +99,9 @@ def test_chart_renders_in_a_worker_process_the_same() -> None:
         stop_render_processes()
     assert in_worker[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(in_worker) > 1000
+
+
+def test_control_characters_never_reach_the_database() -> None:
+    from bot.slack.command_router import split_command_text
+
+    assert split_command_text("model \x00rec\x07sys\x1b") == ["model", "rec", "sys"]
