@@ -29,7 +29,7 @@ class Period:
 def month_period(text: str) -> Period:
     """Parse `YYYY-MM` into that calendar month."""
     match = _MONTH_RE.match(text.strip())
-    if not match or not 1 <= int(match[2]) <= 12:
+    if not match or not 1 <= int(match[2]) <= 12 or not 1970 <= int(match[1]) <= 9998:
         raise UsageError(f"{text!r} is not a month; use YYYY-MM, e.g. 2026-11")
     year, month = int(match[1]), int(match[2])
     start = dt.date(year, month, 1)

@@ -25,6 +25,7 @@ DIMENSIONS: dict[str, Any] = {
     "resource": DailySpend.resource_id,
     "day": DailySpend.day,
     "category": DailySpend.charge_category,
+    "tag": DailySpend.model_tag_value,
 }
 BASES = ("billed", "effective")
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from bot.db import session_scope
 from bot.errors import MlcostError
@@ -17,6 +19,8 @@ from bot.slack.guard import checked_message
 from handlers import subcommands
 
 log = logging.getLogger(__name__)
+
+COMMAND_WORKERS = 4
 
 
 def build_router() -> CommandRouter:
@@ -37,8 +41,13 @@ def register(app: App, services: AppServices) -> None:
             return
         ack(response_type="ephemeral", text=f"Working on `/mlcost {text[:80]}`…")
 
+    # Bolt runs ack functions and lazy listeners on one small thread pool; if slow chart work
+    # held those threads, other users' acks would queue behind it and miss Slack's 3 s. So the
+    # lazy listener only hands the command to this pool of its own and returns at once.
+    workers = ThreadPoolExecutor(max_workers=COMMAND_WORKERS, thread_name_prefix="mlcost-command")
+
     def run_command(body: dict[str, Any], respond: Respond, client: WebClient) -> None:
-        handle_command(body, respond, client, services, router)
+        workers.submit(handle_command, body, respond, client, services, router)
 
     app.command("/mlcost")(ack=ack_command, lazy=[run_command])
 
@@ -73,7 +82,17 @@ def send_reply(reply: Reply, body: dict[str, Any], respond: Respond, client: Web
     message = checked_message(reply.text, reply.blocks) if reply.blocks else {"text": reply.text}
     channel = body.get("channel_id")
     for chart in reply.charts:
-        client.files_upload_v2(channel=channel, filename=chart.filename, content=chart.data,
-                               title=chart.title)  # fmt: skip
+        try:
+            client.files_upload_v2(channel=channel, filename=chart.filename, content=chart.data,
+                                   title=chart.title)  # fmt: skip
+        except SlackApiError as exc:
+            # The numbers still go out; say why the chart did not (e.g. the bot is not invited).
+            error = str(exc.response.get("error", "upload failed"))[:60]
+            log.warning("chart upload to %s failed: %s", channel, error)
+            note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
+                f":warning: I could not post the chart here (`{error}`); invite me with "
+                "`/invite @mlcost` and try again.")}]}  # fmt: skip
+            if message.get("blocks") and len(message["blocks"]) < 50:
+                message = {**message, "blocks": [*message["blocks"], note]}
     respond(response_type="in_channel" if reply.in_channel else "ephemeral",
             replace_original=False, **message)  # fmt: skip

@@ -2,26 +2,54 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from decimal import Decimal
 from typing import Any
 
-from bot.money import format_money
-from bot.reports import SpendReport
+from bot.blocks.common import basis_words, context, header, section
+from bot.money import format_money, format_percent, percent_of
 from bot.slack.guard import clip
+from bot.unallocated import UnallocatedReport
+
+MAX_GROUPS = 12
+MAX_SERVICES = 4
 
 
 def build_unallocated_blocks(
-    report: SpendReport, currency: str
+    unallocated: UnallocatedReport, currency: str
 ) -> tuple[str, list[dict[str, Any]]]:
-    """Unallocated spend grouped by the report's dimensions, largest first."""
-    total = format_money(report.unallocated, currency)
-    text = f"Unallocated spend {report.period.label}: {total} of {format_money(report.total)}"
-    lines = []
-    for line in report.lines[:15]:
-        label = " · ".join(str(v) if v is not None else "no team" for v in line.group.values())
-        lines.append(f"• {clip(label, 120)}: *{format_money(line.cost, currency)}*")
+    """Unallocated spend grouped by the model tag value that would fix it, then by service."""
+    money = lambda v: format_money(v, currency)  # noqa: E731
+    report = unallocated.lines
+    total = money(report.total)
+    share = format_percent(percent_of(report.total, unallocated.all_spend))
+    text = (f"Unallocated spend {report.period.label}: {total} of {money(unallocated.all_spend)} "
+            f"({share}); {basis_words(report.basis)}")  # fmt: skip
+    groups: dict[str | None, list[tuple[str, Decimal]]] = defaultdict(list)
+    for line in report.lines:
+        groups[line.group.get("tag")].append((str(line.group.get("service")), line.cost))
+    ranked = sorted(groups.items(), key=lambda kv: -sum(c for _, c in kv[1]))
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": clip(text, 150)}},
-        {"type": "section", "text": {"type": "mrkdwn",
-                                     "text": "\n".join(lines) or "Nothing unallocated."}},
-    ]  # fmt: skip
+        header(f"Unallocated spend · {report.period.label}: {total} ({share})"),
+    ]
+    for tag, services in ranked[:MAX_GROUPS]:
+        amount = money(sum((c for _, c in services), Decimal(0)))
+        if tag:
+            fix = (f"*Model tag `{clip(tag, 80)}`* — {amount}\nNo registered model has this "
+                   f"name: register `{clip(tag, 80)}` in the registry, or retag these resources "
+                   "with an existing model's name.")  # fmt: skip
+        else:
+            fix = (f"*No model tag* — {amount}\nTag these resources with `ml:model=<model>` or "
+                   "add a `match:` rule to a model in the registry.")  # fmt: skip
+        detail = "\n".join(f"  • {clip(service, 80)}: {money(cost)}"
+                           for service, cost in services[:MAX_SERVICES])  # fmt: skip
+        more = f"\n  • …and {len(services) - MAX_SERVICES} more services" if len(
+            services) > MAX_SERVICES else ""  # fmt: skip
+        blocks.append(section(f"{fix}\n{detail}{more}"))
+    if not ranked:
+        blocks.append(section("Nothing unallocated: every dollar has a model. :tada:"))
+    elif len(ranked) > MAX_GROUPS:
+        blocks.append(section(f"…and {len(ranked) - MAX_GROUPS} more tag values"))
+    blocks.append(context(f"{basis_words(report.basis)} · by the model tag value found on the "
+                          "spend, then by service"))  # fmt: skip
     return text, blocks

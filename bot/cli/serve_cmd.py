@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from typing import Any
 
 from bot.app import ConfigurationError, build_app
+from bot.charts.spend_chart import start_render_processes, stop_render_processes
 from bot.cli.context import CliContext
 from bot.services import AppServices
 from bot.slack.client import make_web_client
@@ -42,6 +44,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     logging.getLogger().setLevel(logging.INFO)
     services = build_services(ctx)
     app = build_app(services)
+    # Charts render after the ack, in worker processes so they never hold the GIL that acks need;
+    # the workers warm matplotlib as they start.
+    start_render_processes(max(1, (os.cpu_count() or 2) - 1))
     stop_scheduler = _start_scheduler(services, ctx, enabled=not args.no_scheduler)
     try:
         if args.socket:
@@ -62,6 +67,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         pass
     finally:
         stop_scheduler()
+        stop_render_processes()
     return 0
 
 

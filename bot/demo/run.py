@@ -10,6 +10,7 @@ from bot.cli.context import CliContext
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
 from bot.ledger import ingest
+from bot.money import format_money, format_percent
 from bot.periods import month_period
 from bot.registry import import_registry, load_registry_file
 from bot.reports import spend_report
@@ -53,9 +54,10 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
                                by=["service", "resource"], where={"model": None})  # fmt: skip
     print(render(unowned, "table", ctx.settings.currency), end="")
 
+    show_slack_model_report(ctx, folder)
     run_unit_economics_demo(ctx)
 
-    section("8. Waste as of 2026-11-30: money that burns silently")
+    section("9. Waste as of 2026-11-30: money that burns silently")
     with ctx.session() as session:
         findings = find_waste(session=session, as_of=dt.date(2026, 11, 30))
     print(render_waste_text(findings, ctx.settings.currency), end="")
@@ -73,13 +75,13 @@ def run_unit_economics_demo(ctx: CliContext) -> int:
     from bot.unit_economics import economics_for, verdict_rules
     from bot.value_metrics import known_model_names, read_value_csv, record_values
 
-    section("5. Value metrics: daily predictions per model (re-ingest replaces)")
+    section("6. Value metrics: daily predictions per model (re-ingest replaces)")
     with ctx.session() as session:
         rows = read_value_csv(DATA / "value-metrics.csv", known_model_names(session))
         record_values(rows, session=session, source="csv", recorded_by="demo")
     print(f"{len(rows):,} value rows for {len({r.model for r in rows})} models")
 
-    section(f"6. Unit economics and verdicts for {DEMO_MONTH}")
+    section(f"7. Unit economics and verdicts for {DEMO_MONTH}")
     month = month_period(DEMO_MONTH)
     with ctx.session() as session:
         economics = economics_for(
@@ -91,7 +93,7 @@ def run_unit_economics_demo(ctx: CliContext) -> int:
     print(render_economics(economics.values(), month, ctx.settings.currency), end="")
 
     as_of = month.end - dt.timedelta(days=1)
-    section(f"7. Release gate (`mlcost gate <model> --as-of {as_of}`)")
+    section(f"8. Release gate (`mlcost gate <model> --as-of {as_of}`)")
     with ctx.session() as session:
         for model in GATE_MODELS:
             result = evaluate_gate(
@@ -99,3 +101,32 @@ def run_unit_economics_demo(ctx: CliContext) -> int:
             )
             print(result.as_text())
     return 0
+
+
+def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
+    """Print what `/mlcost model recsys` posts, and write its chart PNG to the demo folder."""
+    from bot.blocks.common import signed_percent
+    from bot.charts.spend_chart import render_spend_chart
+    from bot.model_report import model_chart, model_report
+
+    as_of = dt.date(2026, 11, 20)  # mid-month, so the forecast has work to do
+    section(f"5. Slack: /mlcost model recsys (as of {as_of}, no Slack needed)")
+    currency = ctx.settings.currency
+    with ctx.session() as session:
+        report = model_report(session=session, name="recsys", today=as_of)
+    money = lambda v: format_money(v, currency)  # noqa: E731
+    print(f"month to date   {money(report.month_to_date)} (data through {report.span.as_of})")
+    print(
+        f"budget          {money(report.budget or 0)} · {format_percent(report.budget_used)} used"
+    )
+    print(f"forecast        {money(report.forecast.amount)} ({report.forecast.describe()})")
+    print(f"vs last month   {signed_percent(report.change_vs_last_month)} against "
+          f"{money(report.last_month_same_days)} in the same days")  # fmt: skip
+    print(f"GPU-hours       {report.gpu_hours:,.0f}")
+    print("by stage        " + ", ".join(f"{s} {money(c)}" for s, c in report.by_stage))
+    print(f"top resource    {report.top_resources[0].resource} "
+          f"{money(report.top_resources[0].cost)}" if report.top_resources else "")  # fmt: skip
+    print(f"cost basis      {report.basis}")
+    path = folder / "recsys-2026-11.png"
+    path.write_bytes(render_spend_chart(model_chart(report, currency)))
+    print(f"chart           {path.resolve()} (what the bot uploads to the channel)")

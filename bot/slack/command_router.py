@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 MAX_COMMAND_TEXT = 2000
 HELP_WORDS = ("help", "-h", "--help", "?")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ class Subcommand:
 def split_command_text(text: str) -> list[str]:
     """Split command text like a shell, tolerating unbalanced quotes and Slack's smart quotes."""
     cleaned = (text or "").replace("\u201c", '"').replace("\u201d", '"').replace("\u2019", "'")
-    cleaned = cleaned.replace("\u00a0", " ").strip()
+    # Control characters (NUL above all: PostgreSQL rejects it in text) are never meaningful.
+    cleaned = _CONTROL.sub(" ", cleaned.replace("\u00a0", " ")).strip()
     if len(cleaned) > MAX_COMMAND_TEXT:
         raise UsageError(f"that command is {len(cleaned)} characters long; the limit is "
                          f"{MAX_COMMAND_TEXT}")  # fmt: skip
@@ -108,6 +111,7 @@ class CommandRouter:
             intro = f"I don't know `{_safe(unknown)}`.{hint} Here is what I can do:"
         for sub in self.subcommands:
             lines.append(f"• `/mlcost {sub.usage}` — {sub.summary}\n    e.g. `{sub.example}`")
+        lines.append("• `/mlcost help` — this list")
         body = "\n".join(lines)
         blocks = [
             {"type": "section", "text": {"type": "mrkdwn", "text": intro}},

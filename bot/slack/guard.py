@@ -50,3 +50,17 @@ def checked_message(text: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
 def clip(text: str, limit: int) -> str:
     """Shorten text to the limit with an ellipsis."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+MAX_VIEW_BLOCKS = 100
+
+
+def checked_view(view: dict[str, Any]) -> dict[str, Any]:
+    """Return a Home/modal view after checking its block limit and each block."""
+    blocks = view.get("blocks") or []
+    if not 1 <= len(blocks) <= MAX_VIEW_BLOCKS:
+        raise MessageTooLarge(f"view has {len(blocks)} blocks (1 to {MAX_VIEW_BLOCKS})")
+    checked_message("view", blocks[:MAX_BLOCKS])
+    for start in range(MAX_BLOCKS, len(blocks), MAX_BLOCKS):
+        checked_message("view", blocks[start : start + MAX_BLOCKS])
+    return view

@@ -1,5 +1,5 @@
 """Subcommand modules; each exposes SUBCOMMANDS, listed here in help order."""
 
-from handlers.subcommands import review, spend, waste
+from handlers.subcommands import budget, model, owner, review, spend, team, waste
 
-MODULES = [spend, waste, review]
+MODULES = [model, team, budget, owner, spend, review, waste]

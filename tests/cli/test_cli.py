@@ -119,3 +119,14 @@ def test_cost_explorer_command_through_moto(
     assert code == 0, err
     assert "1 API requests" in out
     assert "reconciliation OK" in out
+
+
+def test_demo_shows_the_slack_model_report_and_writes_its_chart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "demo", "--dir", str(tmp_path / "demo"))
+    assert code == 0
+    assert "month to date   $17,139 (data through 2026-11-20)" in out
+    assert "forecast        $28,131 (weekday run-rate over 28 days)" in out
+    png = (tmp_path / "demo" / "recsys-2026-11.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -116,6 +116,15 @@ def clock() -> Callable[[], dt.datetime]:
 def slack(database_url: str, fake_slack: FakeSlack,
           clock: Callable[[], dt.datetime]) -> Iterator[SlackHarness]:  # fmt: skip
     """The real app served over HTTP on a fresh database."""
+    harness, stop = start_app(database_url, fake_slack, clock)
+    yield harness
+    stop()
+
+
+def start_app(
+    database_url: str, fake_slack: FakeSlack, clock: Callable[[], dt.datetime]
+) -> tuple[SlackHarness, Callable[[], None]]:
+    """Serve the real app over HTTP on a database; return the harness and a stop function."""
     settings = Settings(database_url=database_url, slack_bot_token="xoxb-test",
                         slack_signing_secret=SECRET, slack_api_url=fake_slack.url)  # fmt: skip
     engine = make_engine(database_url)
@@ -127,10 +136,14 @@ def slack(database_url: str, fake_slack: FakeSlack,
     server = make_http_server(app, factory, "127.0.0.1", 0)
     serve_in_thread(server)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
-    yield SlackHarness(url=url, fake=fake_slack, services=services, session_factory=factory)
-    server.shutdown()
-    server.server_close()
-    engine.dispose()
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        engine.dispose()
+
+    harness = SlackHarness(url=url, fake=fake_slack, services=services, session_factory=factory)
+    return harness, stop
 
 
 def seed(harness: SlackHarness, fn: Callable[[Session], None]) -> None:

@@ -1,0 +1,205 @@
+"""Benchmark `/mlcost model`: ack latency and time to the uploaded chart, through the real app.
+
+    python benchmarks/commands.py [--models 200] [--days 365] [--database-url URL]
+                                  [--charts 20] [--clients 4] [--per-client 15]
+
+Seeds one year of daily spend (four stages and two services a day) for 200 models, serves the
+real Bolt app over HTTP with its WebClient on the local fake Slack Web API, then measures:
+
+1. time to chart: one `/mlcost model <m>` at a time, from sending the signed request to the
+   fake recording `files.completeUploadExternal` (query, render, upload all included);
+2. ack latency under load: several clients sending `/mlcost model <m>` back to back, so acks are
+   answered while charts render in the background.
+
+Targets (issue 3): ack p99 under 100 ms; chart delivered under 1.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import os  # noqa: E402
+
+from sqlalchemy import insert  # noqa: E402
+
+from bot.app import build_app  # noqa: E402
+from bot.charts.spend_chart import start_render_processes, stop_render_processes  # noqa: E402
+from bot.config import Settings  # noqa: E402
+from bot.db import make_engine, make_session_factory, session_scope, upgrade  # noqa: E402
+from bot.models import Budget, DailySpend, IngestionRun, MLModel, Owner, Team  # noqa: E402
+from bot.server import make_http_server, serve_in_thread  # noqa: E402
+from bot.services import AppServices  # noqa: E402
+from bot.slack.client import make_web_client  # noqa: E402
+from tests.slack.conftest import SECRET, SlackHarness  # noqa: E402
+from tests.slack.fake_slack import FakeSlack  # noqa: E402
+
+TODAY = dt.date(2026, 11, 20)
+STAGES = {
+    "training": ("Amazon Elastic Compute Cloud", 0.55),
+    "serving": ("Amazon SageMaker", 0.25),
+    "storage": ("Amazon Simple Storage Service", 0.15),
+    "data": ("AWS Glue", 0.05),
+}
+
+
+def seed(factory: object, models: int, days: int) -> int:
+    """Insert teams, models, budgets and a year of daily spend; return the rows written."""
+    rng = random.Random(7)
+    rows = 0
+    with session_scope(factory) as session:  # type: ignore[arg-type]
+        teams = [Team(name=f"team-{i:02d}", channel=f"C0TEAM{i:04d}") for i in range(20)]
+        session.add_all(teams)
+        session.flush()
+        names = [f"model-{i:03d}" for i in range(models)]
+        for i, name in enumerate(names):
+            model = MLModel(name=name, team_id=teams[i % 20].id, match={})
+            model.owners.append(Owner(user_id=f"U{i:08d}"))
+            session.add(model)
+            session.add(Budget(scope=f"model:{name}", model_name=name,
+                               monthly_amount=Decimal(rng.randint(5, 50) * 1000),
+                               thresholds=[50, 80, 100], forecast=True))  # fmt: skip
+        run = IngestionRun(source="benchmark", location="synthetic", status="done")
+        session.add(run)
+        session.flush()
+        start = TODAY - dt.timedelta(days=days - 1)
+        batch: list[dict[str, object]] = []
+        for name in names:
+            base = rng.uniform(50, 2000)
+            for d in range(days):
+                day = start + dt.timedelta(days=d)
+                weekday = 0.6 if day.weekday() >= 5 else 1.0
+                for stage, (service, share) in STAGES.items():
+                    cost = Decimal(str(round(base * share * weekday * rng.uniform(0.8, 1.2), 4)))
+                    batch.append({
+                        "run_id": run.id, "day": day, "billing_period": day.replace(day=1),
+                        "provider": "AWS", "billing_account": "bench", "service": service,
+                        "resource_id": f"{name}-{stage}", "model": name, "stage": stage,
+                        "team": f"team-{names.index(name) % 20:02d}", "attribution": "tag",
+                        "billed_cost": cost, "effective_cost": cost,
+                        "gpu_hours": Decimal(8) if stage == "training" else Decimal(0),
+                        "charge_category": "Usage", "estimated": False,
+                    })  # fmt: skip
+            if len(batch) >= 20_000:
+                session.execute(insert(DailySpend), batch)
+                rows += len(batch)
+                batch = []
+        if batch:
+            session.execute(insert(DailySpend), batch)
+            rows += len(batch)
+    return rows
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Return the pct-th percentile (nearest rank)."""
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, default=200)
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--database-url")
+    parser.add_argument("--charts", type=int, default=20, help="sequential chart timings")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent clients for acks")
+    parser.add_argument("--per-client", type=int, default=15, help="commands per client")
+    args = parser.parse_args()
+
+    folder = Path(tempfile.mkdtemp(prefix="mlcost-bench-commands-"))
+    url = args.database_url or f"sqlite:///{folder / 'bench.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    started = time.perf_counter()
+    rows = seed(factory, args.models, args.days)
+    print(f"seeded {rows:,} ledger rows ({args.models} models x {args.days} days x 4 stages) "
+          f"in {time.perf_counter() - started:.1f} s on {engine.dialect.name}")  # fmt: skip
+
+    fake = FakeSlack().start()
+    settings = Settings(database_url=url, slack_bot_token="xoxb-bench",
+                        slack_signing_secret=SECRET, slack_api_url=fake.url)  # fmt: skip
+    services = AppServices(settings=settings, session_factory=factory,
+                           client=make_web_client(settings),
+                           clock=lambda: dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC))  # fmt: skip
+    # What `mlcost serve` does at start-up: chart worker processes that warm matplotlib.
+    start_render_processes(max(1, (os.cpu_count() or 2) - 1))
+    server = make_http_server(build_app(services), factory, "127.0.0.1", 0)
+    serve_in_thread(server)
+    harness = SlackHarness(url=f"http://127.0.0.1:{server.server_address[1]}/", fake=fake,
+                           services=services, session_factory=factory)  # fmt: skip
+    names = [f"model-{i:03d}" for i in range(args.models)]
+
+    # 1. Time to the uploaded chart, one command at a time.
+    chart_times: list[float] = []
+    sequential_acks: list[float] = []
+    for i in range(args.charts + 1):
+        before = len(fake.calls_to("files.completeUploadExternal"))
+        t0 = time.monotonic()
+        result = harness.command(f"model {names[i * 7 % len(names)]}")
+        assert result.status == 200, result
+        done = fake.wait_for("files.completeUploadExternal", before + 1, timeout=30)[-1]
+        if i:  # the first one warms the database caches
+            chart_times.append(done.at - t0)
+            sequential_acks.append(result.elapsed)
+    upload = fake.calls_to("upload/F123")[-1]
+    print(f"\nchart PNG: {len(upload.body):,} bytes")
+    print(f"time to uploaded chart ({len(chart_times)} sequential `/mlcost model`): "
+          f"p50 {statistics.median(chart_times) * 1000:.0f} ms, "
+          f"p99 {percentile(chart_times, 99) * 1000:.0f} ms, "
+          f"max {max(chart_times) * 1000:.0f} ms  (target < 1500 ms)")  # fmt: skip
+
+    # 2. Ack latency while charts render: clients sending commands back to back.
+    acks: list[float] = []
+    lock = threading.Lock()
+    expected = len(fake.calls_to("files.completeUploadExternal"))
+
+    def client(seed_: int) -> None:
+        rng = random.Random(seed_)
+        for _ in range(args.per_client):
+            result = harness.command(f"model {rng.choice(names)}")
+            with lock:
+                acks.append(result.elapsed)
+            time.sleep(rng.uniform(0, 0.05))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(args.clients)]
+    t0 = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    sent = time.perf_counter() - t0
+    total = args.clients * args.per_client
+    fake.wait_for("files.completeUploadExternal", expected + total, timeout=600)
+    drained = time.perf_counter() - t0
+    all_acks = acks + sequential_acks
+    print(f"ack latency ({len(all_acks)} signed requests, {args.clients} concurrent clients, "
+          f"charts rendering meanwhile): p50 {statistics.median(all_acks) * 1000:.1f} ms, "
+          f"p99 {percentile(all_acks, 99) * 1000:.1f} ms, max {max(all_acks) * 1000:.1f} ms  "
+          f"(target p99 < 100 ms)")  # fmt: skip
+    print(f"  {total} commands sent in {sent:.1f} s; all {total} charts uploaded after "
+          f"{drained:.1f} s ({total / drained:.1f} charts/s)")  # fmt: skip
+    server.shutdown()
+    server.server_close()
+    fake.stop()
+    engine.dispose()
+    stop_render_processes()
+    ok = percentile(all_acks, 99) < 0.1 and percentile(chart_times, 99) < 1.5
+    print("\ntargets met" if ok else "\ntargets NOT met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Where each budget stands this month: spent, percent used, forecast."""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+from dataclasses import dataclass
+from decimal import Decimal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.daily_spend import ReportingWindow, daily_totals, reporting_window, scope_filters
+from bot.errors import NotFoundError
+from bot.forecast import Forecast, forecast_month
+from bot.models import Budget
+from bot.money import percent_of
+
+
+@dataclass
+class BudgetStatus:
+    scope: str
+    amount: Decimal
+    thresholds: list[int]
+    forecast_alerts: bool
+    spent: Decimal
+    forecast: Forecast
+    updated_by: str | None
+    updated_at: dt.datetime | None
+
+    @property
+    def used(self) -> Decimal | None:
+        """Return spend so far as a percentage of the budget."""
+        return percent_of(self.spent, self.amount)
+
+    @property
+    def forecast_used(self) -> Decimal | None:
+        """Return the forecast as a percentage of the budget."""
+        return percent_of(self.forecast.amount, self.amount)
+
+
+@dataclass
+class BudgetBoard:
+    span: ReportingWindow
+    basis: str
+    statuses: list[BudgetStatus]
+
+
+def normalise_scope(text: str) -> str:
+    """Accept `recsys` as shorthand for `model:recsys`; lower-case the rest."""
+    scope = text.strip().lower()
+    return scope if ":" in scope else f"model:{scope}"
+
+
+def current_amount(session: Session, scope: str) -> Decimal | None:
+    """Return a scope's monthly budget, or None when it has none."""
+    return session.scalar(select(Budget.monthly_amount).where(Budget.scope == scope))
+
+
+def budget_status(session: Session, budget: Budget, span: ReportingWindow,
+                  basis: str = "billed") -> BudgetStatus:  # fmt: skip
+    """Compute one budget's month so far and forecast."""
+    start = min(span.month.start, span.query_start())
+    daily = daily_totals(session, where=scope_filters(budget.scope), start=start,
+                         end=span.as_of + dt.timedelta(days=1), basis=basis)  # fmt: skip
+    forecast = forecast_month(daily, span.month, span.as_of)
+    return BudgetStatus(budget.scope, budget.monthly_amount, list(budget.thresholds or []),
+                        budget.forecast, forecast.actual, forecast, budget.updated_by,
+                        budget.updated_at)  # fmt: skip
+
+
+def budget_board(*, session: Session, today: dt.date, scope: str | None = None,
+                 basis: str = "billed") -> BudgetBoard:  # fmt: skip
+    """Return every budget's status (or one scope's), most used first."""
+    span = reporting_window(session, today, None)
+    query = select(Budget).order_by(Budget.scope)
+    if scope is not None:
+        wanted = normalise_scope(scope)
+        query = query.where(Budget.scope == wanted)
+    budgets = list(session.scalars(query))
+    if scope is not None and not budgets:
+        known = list(session.scalars(select(Budget.scope).order_by(Budget.scope)))
+        close = difflib.get_close_matches(wanted, known, n=3, cutoff=0.5)
+        hint = ("Did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close else (
+            "`/mlcost budget list` shows them all.")  # fmt: skip
+        raise NotFoundError(f"No budget for `{wanted[:80]}`. {hint}")
+    statuses = [budget_status(session, b, span, basis) for b in budgets]
+    statuses.sort(key=lambda s: (-(s.used or Decimal(0)), s.scope))
+    return BudgetBoard(span, basis, statuses)

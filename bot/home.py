@@ -1,0 +1,44 @@
+"""The App Home dashboard: the models a user owns, this month."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from bot.catalog import is_admin, model_owner_ids
+from bot.daily_spend import ReportingWindow, reporting_window
+from bot.models import DailySpend, MLModel, Team
+from bot.team_report import ModelLine, daily_by_model, model_budgets, model_line
+
+
+@dataclass
+class HomeDashboard:
+    user_id: str
+    span: ReportingWindow
+    models: list[ModelLine]
+    admin: bool
+
+
+def owned_models(session: Session, user_id: str) -> list[str]:
+    """Return the names of the models the user owns (directly, or as owner of an unowned team)."""
+    models = session.scalars(
+        select(MLModel).options(selectinload(MLModel.owners),
+                                selectinload(MLModel.team).selectinload(Team.owners))
+    )  # fmt: skip
+    return sorted(m.name for m in models if user_id in model_owner_ids(m))
+
+
+def home_dashboard(*, session: Session, user_id: str, today: dt.date) -> HomeDashboard:
+    """Summarise each model the user owns: month to date, budget used, forecast."""
+    span = reporting_window(session, today, None)
+    names = owned_models(session, user_id)
+    lines: list[ModelLine] = []
+    if names:
+        series = daily_by_model(session, span, "billed", [DailySpend.model.in_(names)])
+        budgets = model_budgets(session)
+        lines = [model_line(n, series.get(n, {}), span, budgets.get(n)) for n in names]
+        lines.sort(key=lambda line: (-line.month_to_date, line.name))
+    return HomeDashboard(user_id, span, lines, is_admin(session, user_id))

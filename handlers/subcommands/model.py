@@ -1,0 +1,39 @@
+"""`/mlcost model <name> [30d|90d|YYYY-MM] [--cost billed|effective]`."""
+
+from __future__ import annotations
+
+from bot.blocks.model import build_model_report_blocks
+from bot.charts.spend_chart import render_spend_chart
+from bot.errors import UsageError
+from bot.model_report import model_chart, model_report
+from bot.slack.command_args import clip_word, cost_basis, split_options
+from bot.slack.command_router import ChartFile, Invocation, Reply, Subcommand
+
+USAGE = "model <name> [30d|90d|YYYY-MM] [--cost effective]"
+
+
+def handle_model_command(inv: Invocation) -> Reply:
+    """A model's spend: chart to the channel, numbers beside it."""
+    words, options = split_options(inv.args, ["--cost"])
+    if not words:
+        raise UsageError(f"which model? Usage: `/mlcost {USAGE}`, e.g. `/mlcost model recsys`")
+    if len(words) > 2:
+        extra = " ".join(clip_word(w) for w in words[2:])
+        raise UsageError(f"unexpected `{clip_word(extra)}`. Usage: `/mlcost {USAGE}`")
+    report = model_report(session=inv.session, name=words[0], today=inv.now.date(),
+                          window=words[1] if len(words) > 1 else None,
+                          basis=cost_basis(options))  # fmt: skip
+    currency = inv.settings.currency
+    text, blocks = build_model_report_blocks(report, currency)
+    png = render_spend_chart(model_chart(report, currency))
+    label = report.span.window.label
+    chart = ChartFile(f"mlcost-{report.model}-{label}.png", png,
+                      f"{report.model}: daily spend by stage ({label})")  # fmt: skip
+    return Reply(text=text, blocks=blocks, in_channel=True, charts=[chart])
+
+
+SUBCOMMANDS = [
+    Subcommand("model", USAGE, "/mlcost model recsys 30d",
+               "a model's spend: chart by stage, budget, forecast, top resources",
+               handle_model_command),
+]  # fmt: skip

@@ -1,0 +1,107 @@
+"""Command-word parsing and Block Kit builders stay within Slack's limits (pure)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from bot.blocks.home import build_home_view
+from bot.blocks.model import build_model_report_blocks
+from bot.charts.spend_chart import SpendChart, render_spend_chart
+from bot.daily_spend import ReportingWindow
+from bot.errors import UsageError
+from bot.forecast import forecast_month
+from bot.home import HomeDashboard
+from bot.model_report import ModelReport, ResourceCost
+from bot.periods import month_period, trailing_days
+from bot.slack.command_args import parse_channel, parse_user, split_options
+from bot.slack.guard import checked_message, checked_view
+from bot.team_report import ModelLine
+
+NOV = month_period("2026-11")
+AS_OF = dt.date(2026, 11, 19)
+
+
+def test_split_options() -> None:
+    assert split_options(["set", "x", "--alert", "50,80"], ["--alert"]) == (
+        ["set", "x"], {"--alert": "50,80"})  # fmt: skip
+    assert split_options(["--alert=1"], ["--alert"]) == ([], {"--alert": "1"})
+    assert split_options(["-5"], []) == (["-5"], {})
+    with pytest.raises(UsageError, match="unknown option `--x`"):
+        split_options(["--x"], ["--alert"])
+    with pytest.raises(UsageError, match="needs a value"):
+        split_options(["--alert"], ["--alert"])
+
+
+def test_mentions_as_slack_escapes_them() -> None:
+    assert parse_user("<@U0AAA111|alice>") == "U0AAA111"
+    assert parse_user("<@W0AAA111>") == "W0AAA111"
+    assert parse_user("@alice") is None
+    assert parse_channel("<#C0RECSYS|recsys>") == "C0RECSYS"
+    assert parse_channel("#recsys") is None
+
+
+def span() -> ReportingWindow:
+    return ReportingWindow(trailing_days(30, AS_OF), NOV, AS_OF, AS_OF)
+
+
+def huge_report() -> ModelReport:
+    """A model with absurdly long names everywhere."""
+    daily = {AS_OF - dt.timedelta(days=i): Decimal("1234.5") for i in range(40)}
+    return ModelReport(
+        model="m" * 100, team="t" * 100, owners=[f"U{i:08d}" for i in range(300)],
+        channel="C0RECSYS", basis="billed", span=span(),
+        daily_by_stage={d: {"training": v} for d, v in daily.items()},
+        month_to_date=Decimal("123456789.12"),
+        by_stage=[(s * 50, Decimal(1)) for s in ("training", "serving")],
+        gpu_hours=Decimal("12345.678"),
+        top_resources=[ResourceCost("arn:" + "x" * 3000, "S" * 500, "training", Decimal(9))] * 5,
+        forecast=forecast_month(daily, NOV, AS_OF), budget=Decimal(0),
+        last_month_same_days=Decimal(0), last_month_total=Decimal(0),
+    )  # fmt: skip
+
+
+def test_model_blocks_fit_slacks_limits_even_for_absurd_input() -> None:
+    text, blocks = build_model_report_blocks(huge_report(), "USD")
+    checked_message(text, blocks)
+    assert "$123,456,789" in text
+    assert "no budget" in text
+
+
+def test_home_view_fits_for_many_models() -> None:
+    empty = forecast_month({}, NOV, AS_OF)
+    lines = [ModelLine(f"model-{i}", Decimal(i * 100), Decimal(50), empty, Decimal(1000))
+             for i in range(120)]  # fmt: skip
+    view = checked_view(build_home_view(HomeDashboard("U1", span(), lines, True), "USD"))
+    assert len(view["blocks"]) <= 100
+    assert "…and 80 more models" in str(view)
+
+
+def test_chart_renders_with_no_data_at_all() -> None:
+    chart = SpendChart(title="empty", subtitle="", currency="USD", stacks={},
+                       month_start=NOV.start, month_end=NOV.end, first_day=NOV.start)  # fmt: skip
+    assert render_spend_chart(chart)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_chart_renders_in_a_worker_process_the_same() -> None:
+    from bot.charts.spend_chart import start_render_processes, stop_render_processes
+
+    day = NOV.start
+    chart = SpendChart(title="t", subtitle="", currency="USD",
+                       stacks={"training": {day: Decimal(5)}}, month_start=NOV.start,
+                       month_end=NOV.end, first_day=day)  # fmt: skip
+    start_render_processes(1)
+    try:
+        in_worker = render_spend_chart(chart)
+    finally:
+        stop_render_processes()
+    assert in_worker[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(in_worker) > 1000
+
+
+def test_control_characters_never_reach_the_database() -> None:
+    from bot.slack.command_router import split_command_text
+
+    assert split_command_text("model \x00rec\x07sys\x1b") == ["model", "rec", "sys"]

@@ -1,0 +1,81 @@
+"""The month-end forecast: actual to date plus an explainable projection."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.forecast import (
+    METHOD_COMPLETE,
+    METHOD_NO_DATA,
+    METHOD_RUN_RATE,
+    METHOD_WEEKDAY,
+    forecast_month,
+)
+from bot.periods import month_period
+
+NOV = month_period("2026-11")
+
+
+def days(start: dt.date, n: int) -> list[dt.date]:
+    return [start + dt.timedelta(days=i) for i in range(n)]
+
+
+def test_complete_month_is_the_actual_total() -> None:
+    daily = {d: Decimal(10) for d in days(NOV.start, 30)}
+    result = forecast_month(daily, NOV, dt.date(2026, 11, 30))
+    assert (result.amount, result.method, result.projected) == (Decimal(300), METHOD_COMPLETE, {})
+
+
+def test_no_data_forecasts_nothing_and_says_so() -> None:
+    result = forecast_month({}, NOV, dt.date(2026, 11, 10))
+    assert (result.amount, result.method, result.describe()) == (0, METHOD_NO_DATA, "no data yet")
+
+
+def test_short_history_uses_a_flat_run_rate() -> None:
+    daily = {d: Decimal(100) for d in days(dt.date(2026, 11, 1), 10)}
+    result = forecast_month(daily, NOV, dt.date(2026, 11, 10))
+    assert result.method == METHOD_RUN_RATE
+    assert result.days_of_data == 10
+    assert result.actual == Decimal(1000)
+    assert result.amount == Decimal(3000)
+    assert result.describe() == "run-rate over 10 days"
+
+
+def test_weekday_seasonality_carries_quiet_weekends_forward() -> None:
+    # Four weeks of history: weekdays cost 100, weekends 20.
+    history = days(dt.date(2026, 10, 24), 28)  # to 2026-11-20, a Friday
+    daily = {d: Decimal(20) if d.weekday() >= 5 else Decimal(100) for d in history}
+    result = forecast_month(daily, NOV, dt.date(2026, 11, 20))
+    assert result.method == METHOD_WEEKDAY
+    assert result.days_of_data == 28
+    assert result.projected[dt.date(2026, 11, 21)] == Decimal(20)  # Saturday
+    assert result.projected[dt.date(2026, 11, 23)] == Decimal(100)  # Monday
+    # Nov 1-20 has 5 weekend days and 15 weekdays; Nov 21-30 has 4 and 6.
+    assert result.actual == Decimal(5 * 20 + 15 * 100)
+    assert result.amount == result.actual + Decimal(4 * 20 + 6 * 100)
+    assert result.describe() == "weekday run-rate over 28 days"
+
+
+def test_days_without_rows_count_as_zero_and_credits_never_project_negative() -> None:
+    daily = {dt.date(2026, 11, 1): Decimal(50), dt.date(2026, 11, 3): Decimal(-80)}
+    result = forecast_month(daily, NOV, dt.date(2026, 11, 3))
+    assert result.days_of_data == 3
+    assert all(v == 0 for v in result.projected.values())
+    assert result.amount == Decimal(-30)
+
+
+@given(st.lists(st.decimals(min_value=0, max_value=10_000, places=2), min_size=1, max_size=60),
+       st.integers(min_value=0, max_value=29))  # fmt: skip
+def test_forecast_is_at_least_the_actual_and_covers_every_remaining_day(
+    costs: list[Decimal], as_of_day: int
+) -> None:
+    as_of = NOV.start + dt.timedelta(days=as_of_day)
+    daily = dict(zip(days(as_of - dt.timedelta(days=len(costs) - 1), len(costs)), costs,
+                     strict=True))  # fmt: skip
+    result = forecast_month(daily, NOV, as_of)
+    assert result.amount >= result.actual
+    assert sorted(result.projected) == days(as_of + dt.timedelta(days=1), 29 - as_of_day)
