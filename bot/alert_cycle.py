@@ -68,9 +68,14 @@ class CycleReport:
     delivery: DeliveryReport | None = None
 
 
+def local_today(now: dt.datetime, timezone: str) -> dt.date:
+    """Return today's date in the organisation's time zone."""
+    return now.astimezone(ZoneInfo(timezone)).date()
+
+
 def default_as_of(now: dt.datetime, timezone: str) -> dt.date:
     """Return yesterday in the organisation's time zone: the last complete day of billing."""
-    return now.astimezone(ZoneInfo(timezone)).date() - dt.timedelta(days=1)
+    return local_today(now, timezone) - dt.timedelta(days=1)
 
 
 class Router:
@@ -334,6 +339,27 @@ def queue_posts(session: Session, posts: Iterable[PlannedPost]) -> int:
         )
         for p in posts
     )
+
+
+def configured_sources(
+    settings: Settings, today: dt.date, *, ce_client: Any = None
+) -> list[SpendSource]:
+    """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES), trailing window."""
+    sources: list[SpendSource] = []
+    for name in settings.poll_source_names():
+        if name in ("cost-explorer", "ce"):
+            from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
+
+            sources.append(CostExplorerSource(
+                ce_client or make_ce_client(),
+                today - dt.timedelta(days=settings.poll_lookback_days), today,
+                model_tag_key=settings.model_tag_keys[0],
+                second_group=settings.cost_explorer_group_key,
+                billing_account=settings.aws_billing_account or "aws",
+            ))  # fmt: skip
+        else:
+            raise MlcostError(f"MLCOST_POLL_SOURCES: unknown source {name!r}; use cost-explorer")
+    return sources
 
 
 def fetch_sources(

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
@@ -191,7 +191,7 @@ def _claim(
             query = query.where(OutboxMessage.kind.in_(kinds))
         if session.get_bind().dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
-        for row in session.scalars(query):
+        for row in session.scalars(query).all():
             thread_ts = None
             if row.thread_key:
                 parent = session.scalars(
@@ -200,9 +200,18 @@ def _claim(
                 if parent is None or parent.slack_ts is None:
                     continue  # the parent is not posted yet; the child waits
                 thread_ts = parent.slack_ts
-            row.status = "sending"
-            row.attempts += 1
-            row.next_attempt_at = now + lease  # the lease: re-claimable if this worker dies
+            # Compare-and-set on (status, attempts): of two workers that read the same row (SQLite
+            # has no SKIP LOCKED), only one wins the claim.
+            claimed = session.execute(
+                update(OutboxMessage)
+                .where(OutboxMessage.id == row.id, OutboxMessage.status == row.status,
+                       OutboxMessage.attempts == row.attempts)
+                .values(status="sending", attempts=row.attempts + 1,
+                        next_attempt_at=now + lease)  # the lease: re-claimable if we die
+                .execution_options(synchronize_session=False)
+            )  # fmt: skip
+            if getattr(claimed, "rowcount", 0) != 1:
+                continue
             return (row.id, row.dedupe_key, row.channel, dict(row.payload), thread_ts,
-                    row.attempts, row.created_at)  # fmt: skip
+                    row.attempts + 1, row.created_at)  # fmt: skip
     return None

@@ -5,10 +5,10 @@ from __future__ import annotations
 from slack_bolt import App
 
 from bot.services import AppServices
-from handlers import commands
+from handlers import alerts, commands
 
 
 def register_all(app: App, services: AppServices) -> None:
     """Register every listener module on the app."""
-    for module in (commands,):
+    for module in (commands, alerts):
         module.register(app, services)

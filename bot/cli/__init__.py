@@ -7,11 +7,12 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from bot.cli import db_cmd, demo_cmd, ingest_cmd, registry_cmd, report_cmd, serve_cmd
+from bot.cli import db_cmd, demo_cmd, ingest_cmd, poll_cmd, registry_cmd, report_cmd, serve_cmd
 from bot.cli.context import CliContext
 from bot.errors import MlcostError
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
+COMMAND_MODULES += [poll_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:
