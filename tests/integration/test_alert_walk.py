@@ -109,11 +109,11 @@ def test_no_forecast_alert_in_the_first_days_even_when_the_run_rate_is_alarming(
         seed_walk(factory)
         for day in days(MONTH_START, MONTH_START + dt.timedelta(days=5)):
             with session_scope(factory) as session:
-                # alpha spends ten times its usual: a forecast would scream from day one
+                # alpha spends three times its usual: a forecast would scream from day one
                 add_spend(
                     session,
                     [
-                        {**r, "billed_cost": r["billed_cost"] * 10}
+                        {**r, "billed_cost": r["billed_cost"] * 3}
                         for r in walk_day_rows(day)
                         if r["model"] == "alpha"
                     ],
@@ -130,4 +130,4 @@ def test_no_forecast_alert_in_the_first_days_even_when_the_run_rate_is_alarming(
             )
             forecasts = [k for k in notifier.keys if ":forecast:" in k and "alpha" in k]
             assert bool(forecasts) == (n >= 5), (n, notifier.keys)
-        assert "budget:model:alpha:2026-11:actual:50" in notifier.keys  # day 2: 1,100 × 2
+        assert "budget:model:alpha:2026-11:actual:50" in notifier.keys  # day 5: 5 × $330
