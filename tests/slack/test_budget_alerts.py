@@ -80,7 +80,9 @@ def test_429_and_500_delay_delivery_but_every_alert_posts_exactly_once(
     keys = posted_keys(slack)
     assert len(keys) == 5 and Counter(keys).most_common(1)[0][1] == 1
     assert {m.status for m in outbox(slack).values()} == {"delivered"}
-    assert len(slack.fake.calls_to("chat.postMessage")) == 5 + 2 + 2  # two 429s (one retried by the client), two 500s
+    assert (
+        len(slack.fake.calls_to("chat.postMessage")) == 5 + 2 + 2
+    )  # two 429s (one retried by the client), two 500s
 
 
 def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: SlackHarness) -> None:
