@@ -319,7 +319,8 @@ class LeaderElection:
     def stop(self) -> None:
         """Stop electing, stop the scheduler if this process leads, and release the lock."""
         self._stopped.set()
-        self._thread.join(timeout=self.interval + 5)
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.interval + 5)
         self._demote()
         self.lock.release()
 
