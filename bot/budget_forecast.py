@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 from bot.money import CENT
 from bot.periods import Period, month_of
@@ -84,31 +85,46 @@ def summarize_daily(
     return SpendSummary(as_of, first_day, mtd, last7, tuple(weekday))
 
 
+def _weekday_counts(days: list[dt.date]) -> tuple[int, ...]:
+    counts = [0] * 7
+    for day in days:
+        counts[day.weekday()] += 1
+    return tuple(counts)
+
+
+@lru_cache(maxsize=64)
+def _calendar(as_of: dt.date, first_day: dt.date) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Return (history days per weekday, remaining days of the month per weekday)."""
+    month_end = month_of(as_of).end
+    remaining = [as_of + dt.timedelta(days=i) for i in range(1, (month_end - as_of).days)]
+    return _weekday_counts(history_window(as_of, first_day)), _weekday_counts(remaining)
+
+
 def forecast_month_end(summary: SpendSummary) -> BudgetForecast | None:
     """Forecast the month's total spend, or None while fewer than five days are known."""
     if summary.month_days_known < MIN_MONTH_DAYS:
         return None
-    month = summary.month
-    remaining = [
-        summary.as_of + dt.timedelta(days=i) for i in range(1, (month.end - summary.as_of).days)
-    ]
+    history_counts, remaining_counts = _calendar(summary.as_of, summary.first_day)
     history = summary.history_days
     if history >= SEASONAL_MIN_HISTORY:
-        counts = [0] * 7
-        for day in history_window(summary.as_of, summary.first_day):
-            counts[day.weekday()] += 1
+        # Each remaining day is the last week's daily level scaled by its weekday's share.
         average = sum(summary.weekday_totals, ZERO) / history
-        level = summary.last_7_days / RUN_RATE_DAYS
         projected = ZERO
         if average > 0:
-            for day in remaining:
-                w = day.weekday()
-                weekday_average = summary.weekday_totals[w] / counts[w] if counts[w] else average
-                projected += level * weekday_average / average
+            level = summary.last_7_days / RUN_RATE_DAYS
+            weighted = sum(
+                (
+                    remaining_counts[w] * summary.weekday_totals[w] / history_counts[w]
+                    for w in range(7)
+                    if remaining_counts[w]
+                ),
+                ZERO,
+            )
+            projected = level * weighted / average
         method = f"last-7-day run-rate shaped by the weekday pattern of the last {history} days"
     else:
         days = min(RUN_RATE_DAYS, history)
-        projected = summary.last_7_days / days * len(remaining)
+        projected = summary.last_7_days / days * sum(remaining_counts)
         method = (
             f"run-rate of the last {days} days (only {history} days of history, "
             "too few for a weekday pattern)"
