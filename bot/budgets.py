@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import and_, case, func, literal, select, union_all
+from sqlalchemy import Date, and_, case, func, literal, literal_column, select, text, union_all
 from sqlalchemy.orm import Session
 
 from bot.budget_forecast import (
@@ -124,6 +124,11 @@ def budget_sums(
     month = month_of(as_of)
     history = history_window(as_of, first_day)
     window_start = min(month.start, as_of - dt.timedelta(days=HISTORY_DAYS - 1))
+    day: Any = DailySpend.day
+    if session.get_bind().dialect.name == "sqlite":
+        # SQLite would pick the (day, ...) index and sort; `+day` steers it to the covering
+        # rollup index, whose (model, team, stage) order lets the grouping stream.
+        day = literal_column("+daily_spend.day", Date)
     conditions: dict[str, Any] = {
         "mtd": DailySpend.day >= month.start,
         "last7": DailySpend.day >= as_of - dt.timedelta(days=RUN_RATE_DAYS - 1),
@@ -138,7 +143,7 @@ def budget_sums(
             DailySpend.stage,
             *(func.sum(case((conditions[name], cost))).label(name) for name in BUCKETS),
         )
-        .where(DailySpend.day >= window_start, DailySpend.day <= as_of)
+        .where(day >= window_start, day <= as_of)
         .group_by(DailySpend.model, DailySpend.team, DailySpend.stage)
         .cte("base")
     )
@@ -154,6 +159,9 @@ def budget_sums(
             .where(*_shape_of(Budget.model_name, Budget.team_name, Budget.stage, shape))
             .group_by(Budget.id)
         )
+    if session.get_bind().dialect.name == "postgresql":
+        # the window's groups fit in memory: hash them without spilling to disk
+        session.execute(text("SET LOCAL work_mem = '64MB'"))
     result: dict[int, dict[str, Decimal]] = {}
     for row in session.execute(union_all(*selects)):
         values = row._mapping
