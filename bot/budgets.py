@@ -237,9 +237,17 @@ def top_drivers(
         "resources": func.coalesce(DailySpend.resource_id, DailySpend.service),
         "days": DailySpend.day,
     }
+    shapes = [
+        shape
+        for shape in SHAPES
+        if any(
+            (s.model_name is not None, s.team_name is not None, s.stage is not None) == shape
+            for s in wanted
+        )
+    ]
     for attribute, dimension in dimensions.items():
         selects = []
-        for shape in SHAPES:
+        for shape in shapes:
             total = func.sum(cost)
             rank = func.row_number().over(partition_by=Budget.id, order_by=total.desc())
             selects.append(
@@ -259,7 +267,7 @@ def top_drivers(
                 )
                 .group_by(Budget.id, dimension)
             )
-        ranked = union_all(*selects).subquery()
+        ranked = (union_all(*selects) if len(selects) > 1 else selects[0]).subquery()
         query = (
             select(ranked.c.budget_id, ranked.c.label, ranked.c.cost)
             .where(ranked.c.rank <= limit)

@@ -53,8 +53,8 @@ def enqueue(
         .values(**values)
         .on_conflict_do_nothing(index_elements=["dedupe_key"])
     )
-    result = session.execute(statement)
-    return bool(getattr(result, "rowcount", 0))
+    # RETURNING, not rowcount: psycopg reports -1 for a skipped ON CONFLICT DO NOTHING row
+    return session.execute(statement.returning(OutboxMessage.id)).first() is not None
 
 
 @dataclass
