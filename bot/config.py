@@ -55,6 +55,29 @@ class Settings(BaseSettings):
         default=Decimal(20), validation_alias="MLCOST_GATE_MAX_UNIT_COST_RISE_PCT"
     )
 
+    poll_sources: str = Field(default="", validation_alias="MLCOST_POLL_SOURCES")
+    budget_cost_basis: str = Field(default="billed", validation_alias="MLCOST_BUDGET_COST_BASIS")
+    anomaly_min_dollars: Decimal = Field(
+        default=Decimal(100), validation_alias="MLCOST_ANOMALY_MIN_DOLLARS"
+    )
+    unallocated_min_dollars: Decimal = Field(
+        default=Decimal(100), validation_alias="MLCOST_UNALLOCATED_MIN_DOLLARS"
+    )
+    anomaly_hour: int = Field(default=9, ge=0, le=23, validation_alias="MLCOST_ANOMALY_HOUR")
+    delivery_interval_seconds: float = Field(
+        default=60.0, gt=0, validation_alias="MLCOST_DELIVERY_INTERVAL_SECONDS"
+    )
+    outbox_lease_seconds: float = Field(
+        default=120.0, gt=0, validation_alias="MLCOST_OUTBOX_LEASE_SECONDS"
+    )
+    leader_check_seconds: float = Field(
+        default=10.0, gt=0, validation_alias="MLCOST_LEADER_CHECK_SECONDS"
+    )
+
+    def poll_source_names(self) -> list[str]:
+        """Return the sources the scheduled poll reads (`MLCOST_POLL_SOURCES=cost-explorer`)."""
+        return [name.strip().lower() for name in self.poll_sources.split(",") if name.strip()]
+
     def slack_base_url(self) -> str:
         """Return the Web API base URL with the trailing slash slack_sdk needs."""
         return self.slack_api_url if self.slack_api_url.endswith("/") else self.slack_api_url + "/"

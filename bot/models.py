@@ -215,6 +215,17 @@ class DailySpend(Base):
         Index("ix_daily_spend_day_model", "day", "model"),
         Index("ix_daily_spend_day_team", "day", "team"),
         Index("ix_daily_spend_scope", "provider", "billing_account", "day"),
+        # budget evaluation: GROUP BY model, team, stage streams from this covering index
+        Index(
+            "ix_daily_spend_rollup",
+            "model",
+            "team",
+            "stage",
+            "day",
+            "billed_cost",
+            "effective_cost",
+            "gpu_hours",
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

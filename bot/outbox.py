@@ -15,19 +15,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db import session_scope
 from bot.models import OutboxMessage
+from bot.slack.guard import MessageTooLarge
 from bot.slack.notifier import Notifier, Posted
 
 log = logging.getLogger(__name__)
 
 LEASE = dt.timedelta(minutes=2)
 METADATA_EVENT = "mlcost_outbox"
+# Slack errors that no retry will fix: the message is marked failed and logged.
+PERMANENT_ERRORS = frozenset({
+    "channel_not_found", "is_archived", "not_in_channel", "invalid_blocks",
+    "invalid_blocks_format", "msg_too_long", "no_text", "invalid_metadata_format",
+    "invalid_metadata_schema", "metadata_too_large", "too_many_attachments",
+})  # fmt: skip
 
 
 def enqueue(
@@ -54,8 +61,9 @@ def enqueue(
 @dataclass
 class DeliveryReport:
     delivered: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    recovered: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # will be retried
+    recovered: list[str] = field(default_factory=list)  # found already posted; not re-sent
+    dead: list[str] = field(default_factory=list)  # permanently undeliverable
 
 
 class HistoryLookup:
@@ -89,6 +97,14 @@ def _retry_delay(exc: Exception, attempts: int) -> dt.timedelta:
     return dt.timedelta(seconds=min(3600, 30 * 2 ** min(attempts, 7)))
 
 
+def _is_permanent(exc: Exception) -> bool:
+    if isinstance(exc, MessageTooLarge):
+        return True
+    response: Any = getattr(exc, "response", None)
+    error = response.get("error") if response is not None and hasattr(response, "get") else None
+    return error in PERMANENT_ERRORS
+
+
 def _error_text(exc: Exception) -> str:
     response = getattr(exc, "response", None)
     code = getattr(response, "status_code", None)
@@ -98,12 +114,17 @@ def _error_text(exc: Exception) -> str:
 def deliver_pending(
     *, session_factory: sessionmaker[Session], notifier: Notifier, now: dt.datetime,
     find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
-    limit: int = 200, kinds: tuple[str, ...] | None = None,
+    limit: int = 200, kinds: tuple[str, ...] | None = None, lease: dt.timedelta = LEASE,
 ) -> DeliveryReport:  # fmt: skip
-    """Deliver due messages one by one; a failure leaves the message for the next cycle."""
+    """Deliver due messages one by one; a failure leaves the message for the next cycle.
+
+    A transient failure (429, 5xx, network) ends this round: Slack is unwell or asks us to wait,
+    and the next cycle retries after Retry-After (or a backoff). A permanent one (unknown
+    channel, invalid blocks) marks the message failed and moves on.
+    """
     report = DeliveryReport()
     for _ in range(limit):
-        claimed = _claim(session_factory, now, kinds)
+        claimed = _claim(session_factory, now, kinds, lease)
         if claimed is None:
             break
         message_id, key, channel, payload, thread_ts, attempts, created_at = claimed
@@ -117,16 +138,21 @@ def deliver_pending(
                 blocks = payload["blocks"]
                 posted = _post(notifier, channel, payload["text"], blocks, thread_ts, key)
         except Exception as exc:
-            log.warning("outbox %s not delivered (attempt %d): %s", key, attempts,
-                        _error_text(exc))  # fmt: skip
+            permanent = _is_permanent(exc)
+            log.log(logging.ERROR if permanent else logging.WARNING,
+                    "outbox %s not delivered (attempt %d%s): %s", key, attempts,
+                    ", giving up" if permanent else "", _error_text(exc))  # fmt: skip
             with session_scope(session_factory) as session:
                 row = session.get(OutboxMessage, message_id)
                 if row is not None:
-                    row.status = "pending"
+                    row.status = "failed" if permanent else "pending"
                     row.last_error = _error_text(exc)
-                    row.next_attempt_at = now + _retry_delay(exc, attempts)
+                    row.next_attempt_at = None if permanent else now + _retry_delay(exc, attempts)
+            if permanent:
+                report.dead.append(key)
+                continue
             report.failed.append(key)
-            continue
+            break
         with session_scope(session_factory) as session:
             row = session.get(OutboxMessage, message_id)
             if row is not None:
@@ -150,7 +176,10 @@ def _post(notifier: Notifier, channel: str, text: str, blocks: list[dict[str, An
 
 
 def _claim(
-    factory: sessionmaker[Session], now: dt.datetime, kinds: tuple[str, ...] | None
+    factory: sessionmaker[Session],
+    now: dt.datetime,
+    kinds: tuple[str, ...] | None,
+    lease: dt.timedelta,
 ) -> tuple[int, str, str, dict[str, Any], str | None, int, dt.datetime] | None:
     with session_scope(factory) as session:
         due = or_(
@@ -163,7 +192,7 @@ def _claim(
             query = query.where(OutboxMessage.kind.in_(kinds))
         if session.get_bind().dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
-        for row in session.scalars(query):
+        for row in session.scalars(query).all():
             thread_ts = None
             if row.thread_key:
                 parent = session.scalars(
@@ -172,9 +201,18 @@ def _claim(
                 if parent is None or parent.slack_ts is None:
                     continue  # the parent is not posted yet; the child waits
                 thread_ts = parent.slack_ts
-            row.status = "sending"
-            row.attempts += 1
-            row.next_attempt_at = now + LEASE  # the lease: re-claimable if this worker dies
+            # Compare-and-set on (status, attempts): of two workers that read the same row (SQLite
+            # has no SKIP LOCKED), only one wins the claim.
+            claimed = session.execute(
+                update(OutboxMessage)
+                .where(OutboxMessage.id == row.id, OutboxMessage.status == row.status,
+                       OutboxMessage.attempts == row.attempts)
+                .values(status="sending", attempts=row.attempts + 1,
+                        next_attempt_at=now + lease)  # the lease: re-claimable if we die
+                .execution_options(synchronize_session=False)
+            )  # fmt: skip
+            if getattr(claimed, "rowcount", 0) != 1:
+                continue
             return (row.id, row.dedupe_key, row.channel, dict(row.payload), thread_ts,
-                    row.attempts, row.created_at)  # fmt: skip
+                    row.attempts + 1, row.created_at)  # fmt: skip
     return None

@@ -5,10 +5,10 @@ from __future__ import annotations
 from slack_bolt import App
 
 from bot.services import AppServices
-from handlers import commands, home, review_actions
+from handlers import alerts, commands, home, review_actions
 
 
 def register_all(app: App, services: AppServices) -> None:
     """Register every listener module on the app."""
-    for module in (commands, home, review_actions):
+    for module in (commands, home, alerts, review_actions):
         module.register(app, services)

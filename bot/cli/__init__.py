@@ -12,6 +12,7 @@ from bot.cli import (
     demo_cmd,
     gate_cmd,
     ingest_cmd,
+    poll_cmd,
     registry_cmd,
     report_cmd,
     review_cmd,
@@ -21,7 +22,7 @@ from bot.cli.context import CliContext
 from bot.errors import MlcostError
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
-COMMAND_MODULES += [review_cmd, gate_cmd]
+COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
+from bot.alert_cycle import PlannedPost, plan_alerts
 from bot.blocks.waste import render_waste_text
 from bot.cli.context import CliContext
 from bot.cli.ingest_cmd import print_report
@@ -55,9 +57,10 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
     print(render(unowned, "table", ctx.settings.currency), end="")
 
     show_slack_model_report(ctx, folder)
+    show_alerts(ctx)
     run_unit_economics_demo(ctx)
 
-    section("9. Waste as of 2026-11-30: money that burns silently")
+    section("10. Waste as of 2026-11-30: money that burns silently")
     with ctx.session() as session:
         findings = find_waste(session=session, as_of=dt.date(2026, 11, 30))
     print(render_waste_text(findings, ctx.settings.currency), end="")
@@ -75,13 +78,13 @@ def run_unit_economics_demo(ctx: CliContext) -> int:
     from bot.unit_economics import economics_for, verdict_rules
     from bot.value_metrics import known_model_names, read_value_csv, record_values
 
-    section("6. Value metrics: daily predictions per model (re-ingest replaces)")
+    section("7. Value metrics: daily predictions per model (re-ingest replaces)")
     with ctx.session() as session:
         rows = read_value_csv(DATA / "value-metrics.csv", known_model_names(session))
         record_values(rows, session=session, source="csv", recorded_by="demo")
     print(f"{len(rows):,} value rows for {len({r.model for r in rows})} models")
 
-    section(f"7. Unit economics and verdicts for {DEMO_MONTH}")
+    section(f"8. Unit economics and verdicts for {DEMO_MONTH}")
     month = month_period(DEMO_MONTH)
     with ctx.session() as session:
         economics = economics_for(
@@ -93,7 +96,7 @@ def run_unit_economics_demo(ctx: CliContext) -> int:
     print(render_economics(economics.values(), month, ctx.settings.currency), end="")
 
     as_of = month.end - dt.timedelta(days=1)
-    section(f"8. Release gate (`mlcost gate <model> --as-of {as_of}`)")
+    section(f"9. Release gate (`mlcost gate <model> --as-of {as_of}`)")
     with ctx.session() as session:
         for model in GATE_MODELS:
             result = evaluate_gate(
@@ -130,3 +133,40 @@ def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
     path = folder / "recsys-2026-11.png"
     path.write_bytes(render_spend_chart(model_chart(report, currency)))
     print(f"chart           {path.resolve()} (what the bot uploads to the channel)")
+
+
+ALERTS_THROUGH = dt.date(2026, 11, 20)
+
+
+def show_alerts(ctx: CliContext) -> None:
+    """Walk the demo month day by day and print each alert on the day it would have posted."""
+    section(f"6. Budget alerts and anomalies, day by day to {ALERTS_THROUGH} (no Slack needed)")
+    sent: set[str] = set()
+    first: PlannedPost | None = None
+    day = ALERTS_THROUGH.replace(day=1)
+    while day <= ALERTS_THROUGH:
+        now = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(6), dt.UTC)
+        with ctx.session() as session:
+            report = plan_alerts(
+                session=session, settings=ctx.settings, as_of=day, now=now, also_sent=sent
+            )
+        for post in report.planned:
+            sent.add(post.dedupe_key)
+            first = first or (post if post.kind.startswith("budget") else None)
+            print(f"{day:%b %d}  {post.channel:<10} {post.text}")
+        day += dt.timedelta(days=1)
+    if first is not None:
+        print(f"\nThe first budget alert as posted in {first.channel}:")
+        for block in first.blocks:
+            for text in _block_texts(block):
+                print("  " + text.replace("\n", "\n  "))
+    print("\n`mlcost poll --as-of 2026-11-20 --dry-run` prints what would be posted on one day.")
+
+
+def _block_texts(block: dict[str, Any]) -> list[str]:
+    if block.get("type") == "actions":
+        return ["[ " + " ] [ ".join(e["text"]["text"] for e in block["elements"]) + " ]"]
+    texts = [(block.get("text") or {}).get("text", "")]
+    texts += [f.get("text", "") for f in block.get("fields") or []]
+    texts += [e.get("text", "") for e in block.get("elements") or []]
+    return [t for t in texts if t]

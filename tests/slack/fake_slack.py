@@ -40,6 +40,7 @@ class FakeSlack:
         self._ts = 1_700_000_000
         self._lock = threading.Lock()
         self.handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+        self.delays: dict[str, float] = {}  # seconds to wait before answering (after acting)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -131,7 +132,10 @@ class FakeSlack:
                 headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after else {}
                 self._send(request, fault.status, {"ok": False, "error": "fake_failure"}, headers)
             return
-        self._send(request, 200, self._respond(path, params))
+        response = self._respond(path, params)
+        if self.delays.get(path):
+            time.sleep(self.delays[path])
+        self._send(request, 200, response)
 
     def _respond(self, method: str, params: dict[str, Any]) -> Any:
         if method in self.handlers:

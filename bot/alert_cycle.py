@@ -1,0 +1,431 @@
+"""One poll-and-alert cycle: re-read spend, evaluate budgets, find anomalies, post each once.
+
+The cycle records every alert in the outbox (keyed per budget, month and threshold, or per
+anomaly and day) before anything is posted; delivery then sends what is pending. A dry run plans
+the same alerts without writing anything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, selectinload, sessionmaker
+
+from bot.alerts import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
+from bot.anomalies import Anomaly, find_anomalies
+from bot.blocks.alerts import (
+    AlertContext,
+    build_anomaly_alert,
+    build_budget_alert,
+    build_unallocated_alert,
+)
+from bot.budgets import Drivers, evaluate_budgets, ledger_first_day, top_drivers
+from bot.catalog import model_owner_ids
+from bot.config import Settings
+from bot.db import session_scope
+from bot.errors import MlcostError
+from bot.ledger import IngestReport, ingest
+from bot.models import AlertSilence, DailySpend, MLModel, OutboxMessage, RegistrySetting, Team
+from bot.outbox import DeliveryReport, deliver_pending, enqueue
+from bot.reports import cost_column
+from bot.slack.notifier import Notifier, Posted
+from bot.sources.base import SpendSource
+
+log = logging.getLogger(__name__)
+
+ALL_CHECKS = ("budgets", "anomalies", "unallocated")
+
+
+@dataclass(frozen=True)
+class PlannedPost:
+    """An alert ready for the outbox."""
+
+    dedupe_key: str
+    kind: str
+    channel: str
+    text: str
+    blocks: list[dict[str, Any]]
+
+
+@dataclass
+class CycleReport:
+    """What one cycle read, planned, queued and delivered."""
+
+    as_of: dt.date
+    budgets_evaluated: int = 0
+    planned: list[PlannedPost] = field(default_factory=list)
+    queued: int = 0
+    unroutable: list[str] = field(default_factory=list)
+    fetched: list[IngestReport] = field(default_factory=list)
+    fetch_errors: list[str] = field(default_factory=list)
+    delivery: DeliveryReport | None = None
+
+
+def local_today(now: dt.datetime, timezone: str) -> dt.date:
+    """Return today's date in the organisation's time zone."""
+    return now.astimezone(ZoneInfo(timezone)).date()
+
+
+def default_as_of(now: dt.datetime, timezone: str) -> dt.date:
+    """Return yesterday in the organisation's time zone: the last complete day of billing."""
+    return local_today(now, timezone) - dt.timedelta(days=1)
+
+
+class Router:
+    """Find the channel and owners for a scope, loading only the models and teams needed."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        finops = session.get(RegistrySetting, "finops_channel")
+        self.finops_channel: str | None = finops.value if finops is not None else None
+        self._models: dict[str, MLModel | None] = {}
+        self._teams: dict[str, Team | None] = {}
+
+    def preload(self, models: Iterable[str], teams: Iterable[str]) -> None:
+        """Load the named models and teams with their owners in two queries."""
+        wanted_models = {m for m in models if m not in self._models}
+        if wanted_models:
+            for model in self.session.scalars(
+                select(MLModel)
+                .where(MLModel.name.in_(wanted_models))
+                .options(
+                    selectinload(MLModel.owners),
+                    selectinload(MLModel.team).selectinload(Team.owners),
+                )
+            ):
+                self._models[model.name] = model
+            for name in wanted_models:
+                self._models.setdefault(name, None)
+        wanted_teams = {t for t in teams if t not in self._teams}
+        if wanted_teams:
+            for team in self.session.scalars(
+                select(Team).where(Team.name.in_(wanted_teams)).options(selectinload(Team.owners))
+            ):
+                self._teams[team.name] = team
+            for name in wanted_teams:
+                self._teams.setdefault(name, None)
+
+    def route(
+        self, model_name: str | None, team_name: str | None
+    ) -> tuple[str | None, frozenset[str]]:
+        """Return (channel, owners): the model's channel, else its team's, else FinOps."""
+        if model_name is not None:
+            self.preload([model_name], [])
+            model = self._models.get(model_name)
+            if model is not None:
+                channel = model.effective_channel or self.finops_channel
+                return channel, frozenset(model_owner_ids(model))
+        elif team_name is not None:
+            self.preload([], [team_name])
+            team = self._teams.get(team_name)
+            if team is not None:
+                owners = frozenset(o.user_id for o in team.owners)
+                return team.channel or self.finops_channel, owners
+        return self.finops_channel, frozenset()
+
+
+def load_silences(session: Session, period: str, now: dt.datetime) -> dict[str, Silence]:
+    """Return the silences in force this month, by budget scope."""
+    silences: dict[str, Silence] = {}
+    rows = session.scalars(
+        select(AlertSilence).where(AlertSilence.period == period).order_by(AlertSilence.at)
+    )
+    for row in rows:
+        current = silences.get(row.budget_scope, Silence())
+        if row.kind == "ack":
+            current = Silence(row.user_id, current.snoozed_until, current.snoozed_by)
+        elif row.kind == "snooze" and row.until is not None and row.until > now:
+            current = Silence(current.acknowledged_by, row.until, row.user_id)
+        silences[row.budget_scope] = current
+    return silences
+
+
+def recorded_keys(session: Session, like: str) -> set[str]:
+    """Return the outbox keys matching a LIKE pattern."""
+    return set(
+        session.scalars(select(OutboxMessage.dedupe_key).where(OutboxMessage.dedupe_key.like(like)))
+    )
+
+
+def plan_budget_posts(
+    *,
+    session: Session,
+    settings: Settings,
+    as_of: dt.date,
+    now: dt.datetime,
+    router: Router,
+    also_sent: Iterable[str] = (),
+) -> tuple[list[PlannedPost], list[str], int]:
+    """Evaluate every budget and return (posts due, unroutable keys, budgets evaluated)."""
+    basis = settings.budget_cost_basis
+    statuses = evaluate_budgets(session=session, as_of=as_of, basis=basis)
+    if not statuses:
+        return [], [], 0
+    period = statuses[0].month.label
+    sent = sent_by_scope([*recorded_keys(session, f"budget:%:{period}:%"), *also_sent])
+    silences = load_silences(session, period, now)
+    due: list[BudgetAlert] = []
+    for status in statuses:
+        due.extend(
+            plan_budget_alerts(
+                status,
+                sent=sent.get(status.scope, set()),
+                silence=silences.get(status.scope),
+                now=now,
+            )
+        )
+    if not due:
+        return [], [], len(statuses)
+    alerting = {a.status.budget_id: a.status for a in due}
+    drivers = top_drivers(session=session, statuses=alerting.values(), basis=basis)
+    router.preload(
+        [s.model_name for s in alerting.values() if s.model_name],
+        [s.team_name for s in alerting.values() if s.team_name],
+    )
+    posts, unroutable = [], []
+    for alert in due:
+        status = alert.status
+        channel, owners = router.route(status.model_name, status.team_name)
+        if channel is None:
+            unroutable.append(alert.dedupe_key)
+            continue
+        ctx = AlertContext(
+            channel=channel,
+            owners=owners,
+            drivers=drivers.get(status.budget_id, Drivers()),
+            currency=settings.currency,
+            basis=basis,
+        )
+        text, blocks = build_budget_alert(alert, ctx)
+        posts.append(PlannedPost(alert.dedupe_key, f"budget_{alert.kind}", channel, text, blocks))
+    return posts, unroutable, len(statuses)
+
+
+def plan_anomaly_posts(
+    *, session: Session, settings: Settings, as_of: dt.date, router: Router
+) -> tuple[list[PlannedPost], list[str]]:
+    """Find the day's anomalies and return (posts, unroutable keys)."""
+    anomalies: Sequence[Anomaly] = find_anomalies(
+        session=session,
+        day=as_of,
+        min_excess=settings.anomaly_min_dollars,
+        basis=settings.budget_cost_basis,
+    )
+    posts, unroutable = [], []
+    for anomaly in anomalies:
+        channel, owners = router.route(anomaly.model_name, None)
+        if channel is None:
+            unroutable.append(anomaly.dedupe_key)
+            continue
+        ctx = AlertContext(
+            channel=channel,
+            owners=owners,
+            currency=settings.currency,
+            basis=settings.budget_cost_basis,
+        )
+        text, blocks = build_anomaly_alert(anomaly, ctx)
+        posts.append(
+            PlannedPost(anomaly.dedupe_key, f"anomaly_{anomaly.kind}", channel, text, blocks)
+        )
+    return posts, unroutable
+
+
+def last_complete_week(as_of: dt.date) -> tuple[dt.date, dt.date]:
+    """Return (Monday, Sunday) of the latest ISO week that ended on or before as_of."""
+    sunday = as_of - dt.timedelta(days=(as_of.weekday() + 1) % 7)
+    return sunday - dt.timedelta(days=6), sunday
+
+
+def plan_unallocated_post(
+    *, session: Session, settings: Settings, as_of: dt.date, router: Router
+) -> tuple[list[PlannedPost], list[str]]:
+    """Return the weekly unallocated alert for the last complete week, if it is worth posting."""
+    monday, sunday = last_complete_week(as_of)
+    key = f"unallocated:{monday.isoformat()}"
+    first_day = ledger_first_day(session)
+    if first_day is None or first_day > monday:
+        return [], []  # the ledger does not cover the whole week
+    cost = cost_column(settings.budget_cost_basis)
+    total_cost = func.sum(cost)
+    rows = session.execute(
+        select(DailySpend.service, DailySpend.model_tag_value, total_cost)
+        .where(DailySpend.model.is_(None), DailySpend.day >= monday, DailySpend.day <= sunday)
+        .group_by(DailySpend.service, DailySpend.model_tag_value)
+        .order_by(total_cost.desc())
+    ).all()
+    lines = [(str(service), tag, Decimal(amount or 0)) for service, tag, amount in rows]
+    total = sum((amount for _, _, amount in lines), Decimal(0))
+    if total < settings.unallocated_min_dollars:
+        return [], []
+    if router.finops_channel is None:
+        return [], [key]
+    label = f"the week of {monday:%b %-d}–{sunday:%b %-d}"
+    text, blocks = build_unallocated_alert(lines, total, label, settings.currency)
+    return [PlannedPost(key, "unallocated", router.finops_channel, text, blocks)], []
+
+
+def plan_alerts(
+    *,
+    session: Session,
+    settings: Settings,
+    as_of: dt.date,
+    now: dt.datetime,
+    checks: Sequence[str] = ALL_CHECKS,
+    also_sent: Iterable[str] = (),
+) -> CycleReport:
+    """Plan every alert due as of a day (nothing is written)."""
+    report = CycleReport(as_of=as_of)
+    router = Router(session)
+    if "budgets" in checks:
+        posts, unroutable, evaluated = plan_budget_posts(
+            session=session,
+            settings=settings,
+            as_of=as_of,
+            now=now,
+            router=router,
+            also_sent=also_sent,
+        )
+        report.planned.extend(posts)
+        report.unroutable.extend(unroutable)
+        report.budgets_evaluated = evaluated
+    extra: list[PlannedPost] = []
+    if "anomalies" in checks:
+        posts, unroutable = plan_anomaly_posts(
+            session=session, settings=settings, as_of=as_of, router=router
+        )
+        extra.extend(posts)
+        report.unroutable.extend(unroutable)
+    if "unallocated" in checks:
+        posts, unroutable = plan_unallocated_post(
+            session=session, settings=settings, as_of=as_of, router=router
+        )
+        extra.extend(posts)
+        report.unroutable.extend(unroutable)
+    if extra:
+        known = set(also_sent) | set(
+            session.scalars(
+                select(OutboxMessage.dedupe_key).where(
+                    OutboxMessage.dedupe_key.in_([p.dedupe_key for p in extra])
+                )
+            )
+        )
+        report.planned.extend(p for p in extra if p.dedupe_key not in known)
+    for key in report.unroutable:
+        log.warning(
+            "alert %s has no channel: set the model's or team's channel, or "
+            "finops_channel in the registry",
+            key,
+        )
+    return report
+
+
+def queue_posts(session: Session, posts: Iterable[PlannedPost]) -> int:
+    """Record planned posts in the outbox; return how many were new."""
+    return sum(
+        enqueue(
+            session=session,
+            dedupe_key=p.dedupe_key,
+            kind=p.kind,
+            channel=p.channel,
+            text=p.text,
+            blocks=p.blocks,
+        )
+        for p in posts
+    )
+
+
+def configured_sources(
+    settings: Settings, today: dt.date, *, ce_client: Any = None
+) -> list[SpendSource]:
+    """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES), trailing window."""
+    sources: list[SpendSource] = []
+    for name in settings.poll_source_names():
+        if name in ("cost-explorer", "ce"):
+            from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
+
+            sources.append(CostExplorerSource(
+                ce_client or make_ce_client(),
+                today - dt.timedelta(days=settings.poll_lookback_days), today,
+                model_tag_key=settings.model_tag_keys[0],
+                second_group=settings.cost_explorer_group_key,
+                billing_account=settings.aws_billing_account or "aws",
+            ))  # fmt: skip
+        else:
+            raise MlcostError(f"MLCOST_POLL_SOURCES: unknown source {name!r}; use cost-explorer")
+    return sources
+
+
+def fetch_sources(
+    session_factory: sessionmaker[Session], sources: Sequence[SpendSource], report: CycleReport
+) -> None:
+    """Ingest each source in its own transaction; a failing source does not stop the cycle."""
+    for source in sources:
+        try:
+            with session_scope(session_factory) as session:
+                report.fetched.append(ingest(source, session=session))
+        except MlcostError as exc:
+            log.error("poll of %s failed: %s", source.location, exc)
+            report.fetch_errors.append(str(exc))
+
+
+def run_cycle(
+    *,
+    session_factory: sessionmaker[Session],
+    settings: Settings,
+    now: dt.datetime,
+    as_of: dt.date | None = None,
+    sources: Sequence[SpendSource] = (),
+    notifier: Notifier | None = None,
+    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    checks: Sequence[str] = ALL_CHECKS,
+    dry_run: bool = False,
+) -> CycleReport:
+    """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending."""
+    day = as_of or default_as_of(now, settings.timezone)
+    fetched = CycleReport(as_of=day)
+    if not dry_run:
+        fetch_sources(session_factory, sources, fetched)
+    with session_scope(session_factory) as session:
+        report = plan_alerts(session=session, settings=settings, as_of=day, now=now, checks=checks)
+        if not dry_run:
+            report.queued = queue_posts(session, report.planned)
+    report.fetched, report.fetch_errors = fetched.fetched, fetched.fetch_errors
+    if notifier is not None and not dry_run:
+        report.delivery = deliver_outbox(
+            session_factory=session_factory,
+            settings=settings,
+            notifier=notifier,
+            now=now,
+            find_posted=find_posted,
+        )
+    return report
+
+
+def deliver_outbox(
+    *,
+    session_factory: sessionmaker[Session],
+    settings: Settings,
+    notifier: Notifier,
+    now: dt.datetime,
+    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+) -> DeliveryReport:
+    """Deliver every pending outbox message that is due."""
+    return deliver_pending(
+        session_factory=session_factory,
+        notifier=notifier,
+        now=now,
+        find_posted=find_posted,
+        lease=dt.timedelta(seconds=settings.outbox_lease_seconds),
+    )
+
+
+def alert_summary(post: PlannedPost) -> str:
+    """Return one line describing a planned post."""
+    return f"{post.channel:<12} {post.text}"

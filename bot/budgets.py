@@ -1,0 +1,280 @@
+"""Budget status as of a day: month-to-date spend and forecast for every budget, in SQL.
+
+One statement aggregates the ledger window once (by model, team, stage, with one conditional sum
+per bucket the forecast needs) and rolls it up for every budget shape (model, team, stage,
+model×stage, team×stage) with equality joins, so the cost is one scan however many budgets exist.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Date, and_, case, func, literal, literal_column, select, text, union_all
+from sqlalchemy.orm import Session
+
+from bot.budget_forecast import (
+    HISTORY_DAYS,
+    RUN_RATE_DAYS,
+    BudgetForecast,
+    SpendSummary,
+    forecast_month_end,
+    history_window,
+)
+from bot.models import Budget, DailySpend
+from bot.periods import Period, month_of
+from bot.reports import cost_column
+
+ZERO = Decimal(0)
+BUCKETS = ("mtd", "last7", *(f"wd{i}" for i in range(7)))
+# (model, team, stage): which dimensions a budget of each shape constrains
+SHAPES: tuple[tuple[bool, bool, bool], ...] = (
+    (True, False, False),
+    (False, True, False),
+    (False, False, True),
+    (True, False, True),
+    (False, True, True),
+)
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """One budget's month so far."""
+
+    budget_id: int
+    scope: str
+    model_name: str | None
+    team_name: str | None
+    stage: str | None
+    amount: Decimal
+    thresholds: tuple[int, ...]
+    forecast_enabled: bool
+    forecast_threshold: int
+    month: Period
+    as_of: dt.date
+    month_to_date: Decimal
+    forecast: BudgetForecast | None
+
+    @property
+    def percent(self) -> Decimal | None:
+        """Return month-to-date as a percentage of the budget (None for a zero budget)."""
+        return self.month_to_date * 100 / self.amount if self.amount else None
+
+    @property
+    def forecast_percent(self) -> Decimal | None:
+        """Return the forecast as a percentage of the budget."""
+        if self.forecast is None or not self.amount:
+            return None
+        return self.forecast.amount * 100 / self.amount
+
+    def reached(self, percent: int, value: Decimal | None = None) -> bool:
+        """Return whether spend (or the given value) has reached `percent` of the budget."""
+        spent = self.month_to_date if value is None else value
+        if self.amount == 0:
+            return spent > 0
+        return spent * 100 >= self.amount * percent
+
+
+@dataclass(frozen=True)
+class Driver:
+    label: str
+    cost: Decimal
+
+
+@dataclass
+class Drivers:
+    """The largest contributors to a budget's month so far."""
+
+    stages: list[Driver] = field(default_factory=list)
+    resources: list[Driver] = field(default_factory=list)
+    days: list[Driver] = field(default_factory=list)
+
+
+def _shape_of(
+    budget_model: Any, budget_team: Any, budget_stage: Any, shape: tuple[bool, bool, bool]
+) -> list[Any]:
+    columns = (budget_model, budget_team, budget_stage)
+    return [
+        c.is_not(None) if wanted else c.is_(None) for c, wanted in zip(columns, shape, strict=True)
+    ]
+
+
+def _join_condition(source: Any, shape: tuple[bool, bool, bool]) -> Any:
+    pairs = (
+        (source.model, Budget.model_name),
+        (source.team, Budget.team_name),
+        (source.stage, Budget.stage),
+    )
+    return and_(*(a == b for (a, b), wanted in zip(pairs, shape, strict=True) if wanted))
+
+
+def ledger_first_day(session: Session) -> dt.date | None:
+    """Return the first day the ledger covers."""
+    return session.scalar(select(func.min(DailySpend.day)))
+
+
+def budget_sums(
+    *, session: Session, as_of: dt.date, first_day: dt.date, basis: str = "billed"
+) -> dict[int, dict[str, Decimal]]:
+    """Return, per budget id, the month-to-date, last-7-day and per-weekday history sums."""
+    cost = cost_column(basis)
+    month = month_of(as_of)
+    history = history_window(as_of, first_day)
+    window_start = min(month.start, as_of - dt.timedelta(days=HISTORY_DAYS - 1))
+    day: Any = DailySpend.day
+    if session.get_bind().dialect.name == "sqlite":
+        # SQLite would pick the (day, ...) index and sort; `+day` steers it to the covering
+        # rollup index, whose (model, team, stage) order lets the grouping stream.
+        day = literal_column("+daily_spend.day", Date)
+    conditions: dict[str, Any] = {
+        "mtd": DailySpend.day >= month.start,
+        "last7": DailySpend.day >= as_of - dt.timedelta(days=RUN_RATE_DAYS - 1),
+    }
+    for weekday in range(7):
+        days = [d for d in history if d.weekday() == weekday]
+        conditions[f"wd{weekday}"] = DailySpend.day.in_(days) if days else literal(False)
+    base = (
+        select(
+            DailySpend.model,
+            DailySpend.team,
+            DailySpend.stage,
+            *(func.sum(case((conditions[name], cost))).label(name) for name in BUCKETS),
+        )
+        .where(day >= window_start, day <= as_of)
+        .group_by(DailySpend.model, DailySpend.team, DailySpend.stage)
+        .cte("base")
+    )
+    selects = []
+    for shape in SHAPES:
+        selects.append(
+            select(
+                Budget.id.label("budget_id"),
+                *(func.sum(base.c[name]).label(name) for name in BUCKETS),
+            )
+            .select_from(Budget)
+            .join(base, _join_condition(base.c, shape))
+            .where(*_shape_of(Budget.model_name, Budget.team_name, Budget.stage, shape))
+            .group_by(Budget.id)
+        )
+    if session.get_bind().dialect.name == "postgresql":
+        # the window's groups fit in memory: hash them without spilling to disk
+        session.execute(text("SET LOCAL work_mem = '64MB'"))
+    result: dict[int, dict[str, Decimal]] = {}
+    for row in session.execute(union_all(*selects)):
+        values = row._mapping
+        result[int(values["budget_id"])] = {name: Decimal(values[name] or 0) for name in BUCKETS}
+    return result
+
+
+def evaluate_budgets(
+    *, session: Session, as_of: dt.date, basis: str = "billed"
+) -> list[BudgetStatus]:
+    """Return the status of every budget as of a day (spend through that day, inclusive)."""
+    month = month_of(as_of)
+    first_day = ledger_first_day(session) or month.start
+    sums = budget_sums(session=session, as_of=as_of, first_day=first_day, basis=basis)
+    empty = dict.fromkeys(BUCKETS, ZERO)
+    statuses = []
+    rows = session.execute(
+        select(
+            Budget.id,
+            Budget.scope,
+            Budget.model_name,
+            Budget.team_name,
+            Budget.stage,
+            Budget.monthly_amount,
+            Budget.thresholds,
+            Budget.forecast,
+            Budget.forecast_threshold,
+        ).order_by(Budget.scope)
+    )
+    for row in rows:
+        values = sums.get(row.id, empty)
+        summary = SpendSummary(
+            as_of=as_of,
+            first_day=first_day,
+            month_to_date=values["mtd"],
+            last_7_days=values["last7"],
+            weekday_totals=tuple(values[f"wd{i}"] for i in range(7)),
+        )
+        statuses.append(
+            BudgetStatus(
+                budget_id=row.id,
+                scope=row.scope,
+                model_name=row.model_name,
+                team_name=row.team_name,
+                stage=row.stage,
+                amount=Decimal(row.monthly_amount),
+                thresholds=tuple(sorted(row.thresholds or [])),
+                forecast_enabled=bool(row.forecast),
+                forecast_threshold=int(row.forecast_threshold or 100),
+                month=month,
+                as_of=as_of,
+                month_to_date=values["mtd"],
+                forecast=forecast_month_end(summary),
+            )
+        )
+    return statuses
+
+
+def top_drivers(
+    *, session: Session, statuses: Iterable[BudgetStatus], basis: str = "billed", limit: int = 3
+) -> dict[int, Drivers]:
+    """Return the top stages, resources and days of each budget's month so far."""
+    wanted = list(statuses)
+    drivers: dict[int, Drivers] = {s.budget_id: Drivers() for s in wanted}
+    if not wanted:
+        return drivers
+    cost = cost_column(basis)
+    as_of = wanted[0].as_of
+    month = month_of(as_of)
+    ids = [s.budget_id for s in wanted]
+    dimensions = {
+        "stages": DailySpend.stage,
+        "resources": func.coalesce(DailySpend.resource_id, DailySpend.service),
+        "days": DailySpend.day,
+    }
+    shapes = [
+        shape
+        for shape in SHAPES
+        if any(
+            (s.model_name is not None, s.team_name is not None, s.stage is not None) == shape
+            for s in wanted
+        )
+    ]
+    for attribute, dimension in dimensions.items():
+        selects = []
+        for shape in shapes:
+            total = func.sum(cost)
+            rank = func.row_number().over(partition_by=Budget.id, order_by=total.desc())
+            selects.append(
+                select(
+                    Budget.id.label("budget_id"),
+                    dimension.label("label"),
+                    total.label("cost"),
+                    rank.label("rank"),
+                )
+                .select_from(Budget)
+                .join(DailySpend, _join_condition(DailySpend, shape))
+                .where(
+                    Budget.id.in_(ids),
+                    DailySpend.day >= month.start,
+                    DailySpend.day <= as_of,
+                    *_shape_of(Budget.model_name, Budget.team_name, Budget.stage, shape),
+                )
+                .group_by(Budget.id, dimension)
+            )
+        ranked = (union_all(*selects) if len(selects) > 1 else selects[0]).subquery()
+        query = (
+            select(ranked.c.budget_id, ranked.c.label, ranked.c.cost)
+            .where(ranked.c.rank <= limit)
+            .order_by(ranked.c.budget_id, ranked.c.rank)
+        )
+        for budget_id, label, amount in session.execute(query):
+            if amount:
+                name = label.strftime("%a %b %-d") if isinstance(label, dt.date) else str(label)
+                getattr(drivers[budget_id], attribute).append(Driver(name, Decimal(amount)))
+    return drivers

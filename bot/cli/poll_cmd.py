@@ -1,0 +1,99 @@
+"""`mlcost poll [--as-of YYYY-MM-DD] [--dry-run]`: one poll-and-alert cycle now."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Any
+
+from bot.alert_cycle import ALL_CHECKS, CycleReport, configured_sources, local_today, run_cycle
+from bot.cli.context import CliContext
+from bot.cli.ingest_cmd import print_report
+from bot.errors import UsageError
+from bot.outbox import HistoryLookup
+from bot.services import system_clock
+from bot.slack.client import make_web_client
+from bot.slack.notifier import SlackNotifier
+
+
+def register(commands: Any) -> None:
+    poll = commands.add_parser(
+        "poll", help="one poll-and-alert cycle now (re-read sources, evaluate, post once)"
+    )
+    poll.add_argument(
+        "--as-of",
+        type=dt.date.fromisoformat,
+        metavar="YYYY-MM-DD",
+        help="evaluate as of this day, from the ledger only (default: yesterday, after polling)",
+    )
+    poll.add_argument(
+        "--dry-run", action="store_true", help="print what would be posted; change nothing"
+    )
+    poll.add_argument("--no-fetch", action="store_true", help="do not poll MLCOST_POLL_SOURCES")
+    poll.add_argument(
+        "--only", help=f"comma-separated checks to run (default all: {','.join(ALL_CHECKS)})"
+    )
+    poll.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Run one cycle and print what it fetched, planned and delivered."""
+    checks = ALL_CHECKS
+    if args.only:
+        checks = tuple(c.strip() for c in args.only.split(",") if c.strip())
+        unknown = [c for c in checks if c not in ALL_CHECKS]
+        if unknown:
+            raise UsageError(f"--only: unknown check {unknown[0]!r}; use {', '.join(ALL_CHECKS)}")
+    settings = ctx.settings
+    now = system_clock()
+    fetch = not (args.as_of or args.no_fetch or args.dry_run)
+    sources = configured_sources(settings, local_today(now, settings.timezone)) if fetch else []
+    notifier = find_posted = None
+    if not args.dry_run and settings.slack_bot_token is not None:
+        client = make_web_client(settings)
+        notifier, find_posted = SlackNotifier(client), HistoryLookup(client)
+    report = run_cycle(
+        session_factory=ctx.session_factory,
+        settings=settings,
+        now=now,
+        as_of=args.as_of,
+        sources=sources,
+        notifier=notifier,
+        find_posted=find_posted,
+        checks=checks,
+        dry_run=args.dry_run,
+    )
+    print_cycle(report, dry_run=args.dry_run, delivering=notifier is not None)
+    return 1 if report.fetch_errors else 0
+
+
+def print_cycle(report: CycleReport, *, dry_run: bool, delivering: bool) -> None:
+    """Print one cycle's outcome."""
+    for fetched in report.fetched:
+        print_report(fetched)
+    for error in report.fetch_errors:
+        print(f"error: {error}")
+    verb = "would post" if dry_run else "new"
+    print(
+        f"as of {report.as_of}: {report.budgets_evaluated} budgets evaluated, "
+        f"{len(report.planned)} alerts due ({verb})"
+    )
+    for post in report.planned:
+        print(f"  {post.channel:<12} {post.text}")
+    for key in report.unroutable:
+        print(f"  no channel for {key}: set the model's or team's channel, or finops_channel")
+    if dry_run:
+        return
+    print(f"{report.queued} queued in the outbox")
+    if report.delivery is not None:
+        delivery = report.delivery
+        print(
+            f"delivered {len(delivery.delivered)}, found already posted "
+            f"{len(delivery.recovered)}, to retry {len(delivery.failed)}, "
+            f"undeliverable {len(delivery.dead)}"
+        )
+    elif not delivering:
+        print(
+            "SLACK_BOT_TOKEN is not set: nothing was posted; `mlcost serve` (or a poll with "
+            "the token) delivers what is queued"
+        )

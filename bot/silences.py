@@ -1,0 +1,81 @@
+"""Acknowledge or snooze a budget's alerts: permission-checked, recorded with who and when."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.budget_admin import check_budget_permission
+from bot.errors import NotFoundError
+from bot.models import AlertSilence, AuditLog, Budget
+
+SNOOZE_DAYS = 7
+
+
+def find_budget(session: Session, scope: str) -> Budget:
+    """Return the budget with this scope, or raise NotFoundError."""
+    budget = session.scalars(select(Budget).where(Budget.scope == scope)).first()
+    if budget is None:
+        raise NotFoundError(f"There is no budget `{scope}` any more.")
+    return budget
+
+
+def acknowledge_budget(
+    *, session: Session, user_id: str, scope: str, period: str, now: dt.datetime
+) -> AlertSilence:
+    """Silence a budget for the rest of the month (except being exceeded); audited."""
+    find_budget(session, scope)
+    check_budget_permission(session, user_id, scope)
+    silence = AlertSilence(budget_scope=scope, period=period, kind="ack", user_id=user_id, at=now)
+    session.add(silence)
+    session.add(
+        AuditLog(
+            at=now,
+            actor=user_id,
+            action="budget.acknowledge",
+            target=scope,
+            detail={"period": period},
+        )
+    )
+    session.flush()
+    return silence
+
+
+def snooze_budget(
+    *,
+    session: Session,
+    user_id: str,
+    scope: str,
+    period: str,
+    now: dt.datetime,
+    days: int = SNOOZE_DAYS,
+) -> AlertSilence:
+    """Silence a budget's alerts for `days` days; audited."""
+    find_budget(session, scope)
+    check_budget_permission(session, user_id, scope)
+    until = now + dt.timedelta(days=days)
+    silence = AlertSilence(
+        budget_scope=scope, period=period, kind="snooze", until=until, user_id=user_id, at=now
+    )
+    session.add(silence)
+    session.add(
+        AuditLog(
+            at=now,
+            actor=user_id,
+            action="budget.snooze",
+            target=scope,
+            detail={"period": period, "until": until.isoformat()},
+        )
+    )
+    session.flush()
+    return silence
+
+
+def budget_for_raise(*, session: Session, user_id: str, scope: str) -> Decimal:
+    """Check the user may change the budget and return its current amount."""
+    budget = find_budget(session, scope)
+    check_budget_permission(session, user_id, scope)
+    return budget.monthly_amount

@@ -1,0 +1,130 @@
+"""Budget alert buttons: Acknowledge, Snooze 7 days, and Raise budget (a modal)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from slack_bolt import Ack, App
+from slack_sdk import WebClient
+
+from bot.blocks.alerts import (
+    ACK_ACTION,
+    AMOUNT_BLOCK,
+    RAISE_ACTION,
+    RAISE_CALLBACK,
+    SNOOZE_ACTION,
+    build_raise_modal,
+    format_when,
+    replace_actions,
+)
+from bot.budget_admin import parse_amount, set_budget
+from bot.db import session_scope
+from bot.errors import MlcostError
+from bot.money import format_money
+from bot.services import AppServices
+from bot.silences import acknowledge_budget, budget_for_raise, snooze_budget
+
+log = logging.getLogger(__name__)
+
+
+def _where(body: dict[str, Any]) -> tuple[str, str, str]:
+    """Return (channel, message ts, user) of a button click."""
+    container = body.get("container") or {}
+    channel = container.get("channel_id") or (body.get("channel") or {}).get("id", "")
+    ts = container.get("message_ts") or (body.get("message") or {}).get("ts", "")
+    return channel, ts, (body.get("user") or {}).get("id", "")
+
+
+def _target(body: dict[str, Any]) -> tuple[str, str]:
+    """Return (budget scope, period) from the clicked button's value."""
+    action = (body.get("actions") or [{}])[0]
+    value = json.loads(action.get("value") or "{}")
+    return str(value.get("scope", "")), str(value.get("period", ""))
+
+
+def _tell(client: WebClient, channel: str, user: str, text: str) -> None:
+    client.chat_postEphemeral(channel=channel, user=user, text=text)
+
+
+def register(app: App, services: AppServices) -> None:
+    def silence(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        ack()
+        channel, ts, user = _where(body)
+        scope, period = _target(body)
+        action_id = (body.get("actions") or [{}])[0].get("action_id")
+        now = services.clock()
+        try:
+            with session_scope(services.session_factory) as session:
+                if action_id == ACK_ACTION:
+                    acknowledge_budget(
+                        session=session, user_id=user, scope=scope, period=period, now=now
+                    )
+                    note = (
+                        f":white_check_mark: Acknowledged by <@{user}> on {format_when(now)}: "
+                        f"no more alerts for `{scope}` in {period} "
+                        "unless it is exceeded."
+                    )
+                else:
+                    snoozed = snooze_budget(
+                        session=session, user_id=user, scope=scope, period=period, now=now
+                    )
+                    until = format_when(snoozed.until or now)
+                    note = f":zzz: Snoozed by <@{user}> until {until}."
+        except MlcostError as exc:
+            _tell(client, channel, user, f":warning: {exc}")
+            return
+        message = body.get("message") or {}
+        blocks = replace_actions(message.get("blocks") or [], note)
+        client.chat_update(channel=channel, ts=ts, text=message.get("text") or note, blocks=blocks)
+
+    def open_raise(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        ack()
+        channel, ts, user = _where(body)
+        scope, period = _target(body)
+        try:
+            with session_scope(services.session_factory) as session:
+                current = budget_for_raise(session=session, user_id=user, scope=scope)
+        except MlcostError as exc:
+            _tell(client, channel, user, f":warning: {exc}")
+            return
+        view = build_raise_modal(
+            scope,
+            period,
+            current,
+            services.settings.currency,
+            {"channel": channel, "ts": ts},
+        )
+        client.views_open(trigger_id=body["trigger_id"], view=view)
+
+    def submit_raise(
+        ack: Ack, body: dict[str, Any], view: dict[str, Any], client: WebClient
+    ) -> None:
+        user = (body.get("user") or {}).get("id", "")
+        meta = json.loads(view.get("private_metadata") or "{}")
+        raw = view["state"]["values"][AMOUNT_BLOCK][AMOUNT_BLOCK].get("value") or ""
+        try:
+            amount = parse_amount(raw)
+            with session_scope(services.session_factory) as session:
+                budget = set_budget(
+                    session=session, user_id=user, scope=meta["scope"], amount=amount
+                )
+        except MlcostError as exc:
+            ack(response_action="errors", errors={AMOUNT_BLOCK: str(exc)[:150]})
+            return
+        ack()
+        new = format_money(budget.monthly_amount, services.settings.currency)
+        if meta.get("channel"):
+            text = (
+                f":moneybag: <@{user}> set the monthly budget of `{meta['scope']}` to {new} "
+                f"on {format_when(services.clock())}."
+            )
+            client.chat_postMessage(
+                channel=meta["channel"], thread_ts=meta.get("ts") or None, text=text
+            )
+
+    app.action(ACK_ACTION)(silence)
+    app.action(SNOOZE_ACTION)(silence)
+    app.action(RAISE_ACTION)(open_raise)
+    app.view(RAISE_CALLBACK)(submit_raise)

@@ -1,0 +1,148 @@
+"""Budget sums in SQL agree with a plain Python reference, for every budget shape."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from decimal import Decimal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.anomalies import find_anomalies
+from bot.budget_forecast import forecast_month_end, summarize_daily
+from bot.budgets import evaluate_budgets, top_drivers
+from bot.models import Budget, ValueMetric
+from bot.registry import import_registry, parse_registry
+from tests.alert_fixtures import ALERT_REGISTRY, add_spend, days, spend_row
+
+FIRST = dt.date(2026, 10, 20)
+AS_OF = dt.date(2026, 11, 17)
+TEAMS = {"alpha": "ranking", "beta": "ranking", "gamma": "platform"}
+
+
+def test_sql_sums_match_a_python_reference_for_every_shape(session: Session) -> None:
+    import_registry(parse_registry(ALERT_REGISTRY), session=session, actor="test")
+    session.add_all(
+        [
+            Budget(
+                scope="team:ranking/stage:serving",
+                team_name="ranking",
+                stage="serving",
+                monthly_amount=Decimal(900),
+                thresholds=[100],
+                forecast=True,
+            ),
+            Budget(
+                scope="model:nobody",
+                model_name="nobody",
+                monthly_amount=Decimal(10),
+                thresholds=[100],
+            ),
+        ]
+    )
+    rng = random.Random(7)
+    rows = []
+    for day in days(FIRST, AS_OF + dt.timedelta(days=3)):  # rows after as_of must not count
+        for model in [*TEAMS, None]:
+            for stage in ("training", "serving", "storage"):
+                if rng.random() < 0.7:
+                    cost = f"{rng.randint(0, 50_000) / 100:.2f}"
+                    rows.append(
+                        spend_row(
+                            day,
+                            model,
+                            stage,
+                            TEAMS.get(model or ""),
+                            cost,
+                            resource=f"r-{rng.randint(1, 4)}",
+                        )
+                    )
+    add_spend(session, rows)
+    session.flush()
+
+    def matches(row: dict, budget: Budget) -> bool:  # type: ignore[type-arg]
+        return (
+            (budget.model_name is None or row["model"] == budget.model_name)
+            and (budget.team_name is None or row["team"] == budget.team_name)
+            and (budget.stage is None or row["stage"] == budget.stage)
+        )
+
+    statuses = {s.scope: s for s in evaluate_budgets(session=session, as_of=AS_OF)}
+    assert len(statuses) == 7
+    for budget in session.scalars(select(Budget)):
+        daily: dict[dt.date, Decimal] = {}
+        for row in rows:
+            if row["day"] <= AS_OF and matches(row, budget):
+                daily[row["day"]] = daily.get(row["day"], Decimal(0)) + row["billed_cost"]
+        reference = summarize_daily(daily, as_of=AS_OF, first_day=FIRST)
+        status = statuses[budget.scope]
+        assert status.month_to_date == reference.month_to_date, budget.scope
+        assert status.forecast == forecast_month_end(reference), budget.scope
+    assert statuses["model:nobody"].month_to_date == 0
+
+    drivers = top_drivers(session=session, statuses=[statuses["model:alpha"]])
+    alpha = next(iter(drivers.values()))
+    assert [d.label for d in alpha.stages] == sorted(
+        ("training", "serving", "storage"),
+        key=lambda s: (
+            -sum(
+                r["billed_cost"]
+                for r in rows
+                if r["model"] == "alpha"
+                and r["stage"] == s
+                and dt.date(2026, 11, 1) <= r["day"] <= AS_OF
+            )
+        ),
+    )
+    assert len(alpha.resources) == 3 and len(alpha.days) == 3
+    assert sum(d.cost for d in alpha.stages) == statuses["model:alpha"].month_to_date
+
+
+def test_gpu_hours_rising_beyond_the_workload_is_an_anomaly(session: Session) -> None:
+    import_registry(parse_registry(ALERT_REGISTRY), session=session, actor="test")
+    rows = []
+    for day in days(dt.date(2026, 10, 1), dt.date(2026, 11, 21)):
+        # 24 GPU-hours a day at $4. On Nov 20 an orphaned pod adds 48 GPU-hours at a discounted
+        # rate: spend rises only $60 (under the $100 minimum) while GPU-hours triple.
+        rows.append(
+            spend_row(day, "alpha", "training", "ranking", "96", resource="i-train", gpu_hours="24")
+        )
+        rows.append(
+            spend_row(day, "beta", "serving", "ranking", "96", resource="i-serve", gpu_hours="24")
+        )
+    rows.append(
+        spend_row(
+            dt.date(2026, 11, 20),
+            "alpha",
+            "training",
+            "ranking",
+            "60",
+            resource="pod-orphan-7",
+            gpu_hours="48",
+        )
+    )
+    rows.append(
+        spend_row(
+            dt.date(2026, 11, 20),
+            "beta",
+            "serving",
+            "ranking",
+            "60",
+            resource="i-serve-2",
+            gpu_hours="48",
+        )
+    )
+    add_spend(session, rows)
+    # beta served three times its usual predictions that day: its GPU-hours are explained
+    for day in days(dt.date(2026, 10, 1), dt.date(2026, 11, 21)):
+        units = Decimal(3_000_000 if day == dt.date(2026, 11, 20) else 1_000_000)
+        session.add(ValueMetric(model_name="beta", day=day, metric="predictions", units=units))
+    session.flush()
+    found = find_anomalies(session=session, day=dt.date(2026, 11, 20), min_excess=Decimal(100))
+    gpu = [a for a in found if a.kind == "gpu"]
+    assert [a.scope for a in gpu] == ["model:alpha"]
+    assert gpu[0].value == 72 and gpu[0].baseline.median == 24
+    assert gpu[0].excess_cost >= 100
+    assert gpu[0].resources[0][0] == "pod-orphan-7" and gpu[0].resources[0][2] is True
+    assert not [a for a in found if a.kind == "spend" and a.scope == "model:alpha"]

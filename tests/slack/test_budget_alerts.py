@@ -1,0 +1,259 @@
+"""Budget alerts through the real app and a fake Slack: faults, restarts, and the buttons."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.alert_cycle import run_cycle
+from bot.db import session_scope
+from bot.models import AlertSilence, AuditLog, Budget, OutboxMessage
+from bot.outbox import HistoryLookup, deliver_pending
+from bot.slack.notifier import SlackNotifier
+from tests.alert_fixtures import MONTH_START, add_spend, days, seed_walk, walk_day_rows
+from tests.slack.conftest import SlackHarness
+
+T0 = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)  # evaluates as of Nov 20
+
+
+def seed_month(slack: SlackHarness) -> None:
+    seed_walk(slack.session_factory)
+    with session_scope(slack.session_factory) as session:
+        add_spend(
+            session, [r for d in days(MONTH_START, dt.date(2026, 12, 1)) for r in walk_day_rows(d)]
+        )
+
+
+def cycle(slack: SlackHarness, now: dt.datetime, **kw: Any) -> Any:
+    client = slack.services.client
+    kw.setdefault("notifier", SlackNotifier(client))
+    return run_cycle(
+        session_factory=slack.session_factory,
+        settings=slack.services.settings,
+        now=now,
+        find_posted=HistoryLookup(client),
+        **kw,
+    )
+
+
+def posted_keys(slack: SlackHarness) -> list[str]:
+    """Return the outbox key of every message the fake Slack accepted."""
+    return [
+        m["metadata"]["event_payload"]["key"]
+        for m in slack.fake.messages.values()
+        if m.get("metadata")
+    ]
+
+
+def outbox(slack: SlackHarness) -> dict[str, OutboxMessage]:
+    with session_scope(slack.session_factory) as session:
+        return {m.dedupe_key: m for m in session.scalars(select(OutboxMessage))}
+
+
+def test_429_and_500_delay_delivery_but_every_alert_posts_exactly_once(
+    slack: SlackHarness,
+) -> None:
+    seed_month(slack)
+    slack.fake.fail("chat.postMessage", 429, times=2, retry_after=1)
+    first = cycle(slack, T0)
+    assert first.queued == 5 and first.delivery is not None
+    assert first.delivery.delivered == [] and len(first.delivery.failed) == 1  # round stopped
+    waiting = [m for m in outbox(slack).values() if m.last_error]
+    assert len(waiting) == 1 and "429" in (waiting[0].last_error or "")
+    assert waiting[0].next_attempt_at == T0 + dt.timedelta(seconds=1)  # Retry-After honoured
+
+    slack.fake.fail("chat.postMessage", 500, times=2)
+    second = cycle(slack, T0 + dt.timedelta(seconds=5))
+    assert second.queued == 0 and second.delivery and len(second.delivery.failed) == 1
+    third = cycle(slack, T0 + dt.timedelta(minutes=5))
+    assert third.delivery and third.delivery.failed and not third.delivery.delivered
+    assert posted_keys(slack) == []
+
+    recovered = cycle(slack, T0 + dt.timedelta(hours=1))
+    assert recovered.delivery and len(recovered.delivery.delivered) == 5
+    again = cycle(slack, T0 + dt.timedelta(hours=2))
+    assert again.queued == 0 and again.delivery and again.delivery.delivered == []
+    keys = posted_keys(slack)
+    assert len(keys) == 5 and Counter(keys).most_common(1)[0][1] == 1
+    assert {m.status for m in outbox(slack).values()} == {"delivered"}
+    assert (
+        len(slack.fake.calls_to("chat.postMessage")) == 5 + 2 + 2
+    )  # two 429s (one retried by the client), two 500s
+
+
+def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: SlackHarness) -> None:
+    seed_month(slack)
+    cycle(slack, T0, checks=("budgets",), notifier=None)
+    queued = outbox(slack)
+    key = "budget:model:alpha:2026-11:actual:50"
+    message = queued[key]
+    # The worker posts, then dies before recording it: the row stays `sending` under its lease.
+    SlackNotifier(slack.services.client).post_with_metadata(
+        message.channel,
+        message.payload["text"],
+        message.payload["blocks"],
+        None,
+        {"event_type": "mlcost_outbox", "event_payload": {"key": key}},
+    )
+    with session_scope(slack.session_factory) as session:
+        row = session.get(OutboxMessage, message.id)
+        assert row is not None
+        row.status, row.attempts, row.next_attempt_at = "sending", 1, T0 + dt.timedelta(minutes=2)
+    client = slack.services.client
+    report = deliver_pending(
+        session_factory=slack.session_factory,
+        notifier=SlackNotifier(client),
+        now=T0 + dt.timedelta(minutes=3),
+        find_posted=HistoryLookup(client),
+    )
+    assert report.recovered == [key] and key in report.delivered
+    assert Counter(posted_keys(slack))[key] == 1
+    assert len(posted_keys(slack)) == len(queued)
+
+
+def click(slack: SlackHarness, key: str, action_id: str, user: str) -> None:
+    channel, message = next(
+        (c, m)
+        for (c, _), m in slack.fake.messages.items()
+        if (m.get("metadata") or {}).get("event_payload", {}).get("key") == key
+    )
+    button = next(
+        e
+        for b in message["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"] == action_id
+    )
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user},
+        "team": {"id": "T1"},
+        "api_app_id": "A1",
+        "token": "legacy",
+        "trigger_id": "trig-1",
+        "container": {"type": "message", "channel_id": channel, "message_ts": message["ts"]},
+        "channel": {"id": channel},
+        "response_url": f"{slack.fake.url}respond/click",
+        "message": {"ts": message["ts"], "text": message["text"], "blocks": message["blocks"]},
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "budget_alert_actions",
+                "type": "button",
+                "value": button["value"],
+                "action_ts": "1",
+            }
+        ],
+    }
+    assert slack.action(payload).status == 200
+
+
+def test_snooze_and_acknowledge_stop_repeats_and_are_recorded(slack: SlackHarness) -> None:
+    seed_month(slack)
+    cycle(slack, T0)
+    alpha, platform = (
+        "budget:model:alpha:2026-11:actual:50",
+        "budget:team:platform:2026-11:forecast:100",
+    )
+    assert {alpha, platform} <= set(posted_keys(slack))
+
+    click(slack, alpha, "budget_ack", "U0STRANGER")
+    slack.fake.wait_for("chat.postEphemeral")
+    click(slack, alpha, "budget_ack", "U0AAA111")
+    click(slack, platform, "budget_snooze", "U0PPP111")
+    updates = slack.fake.wait_for("chat.update", 2)
+    notes = [str(u.params["blocks"]) for u in updates]
+    assert any("Acknowledged by <@U0AAA111> on 2026-11-20 12:00 UTC" in n for n in notes)
+    assert any("Snoozed by <@U0PPP111> until 2026-11-27 12:00 UTC" in n for n in notes)
+    assert all("budget_alert_actions" not in n for n in notes)  # buttons replaced by the note
+    ephemeral = slack.fake.calls_to("chat.postEphemeral")[0].params
+    assert ephemeral["user"] == "U0STRANGER" and "Only the owners" in ephemeral["text"]
+    with session_scope(slack.session_factory) as session:
+        silences = [
+            (s.budget_scope, s.kind, s.user_id, s.at, s.until)
+            for s in session.scalars(select(AlertSilence).order_by(AlertSilence.id))
+        ]
+        audit = [
+            (a.actor, a.action, a.target)
+            for a in session.scalars(
+                select(AuditLog).where(AuditLog.action.like("budget.%")).order_by(AuditLog.id)
+            )
+        ]
+    clicked = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)
+    assert silences == [
+        ("model:alpha", "ack", "U0AAA111", clicked, None),
+        ("team:platform", "snooze", "U0PPP111", clicked, clicked + dt.timedelta(days=7)),
+    ]
+    assert audit == [
+        ("U0AAA111", "budget.acknowledge", "model:alpha"),
+        ("U0PPP111", "budget.snooze", "team:platform"),
+    ]
+
+    posted_on: dict[int, list[str]] = {}
+    for day in days(dt.date(2026, 11, 21), dt.date(2026, 12, 1)):
+        before = set(posted_keys(slack))
+        cycle(
+            slack,
+            dt.datetime.combine(day + dt.timedelta(days=1), dt.time(6), dt.UTC),
+            checks=("budgets",),
+        )
+        new = sorted(set(posted_keys(slack)) - before)
+        if new:
+            posted_on[day.day] = new
+    assert posted_on == {
+        # alpha's 80 % (Nov 22) is acknowledged away; being exceeded still posts
+        25: ["budget:model:alpha/stage:training:2026-11:actual:100"],
+        # platform crossed 100 % on Nov 26 while snoozed; posted once the snooze ended
+        27: ["budget:stage:storage:2026-11:actual:80", "budget:team:platform:2026-11:actual:100"],
+        28: ["budget:model:alpha:2026-11:actual:100"],
+    }
+
+
+def test_raise_budget_opens_a_modal_for_owners_only_and_changes_the_budget(
+    slack: SlackHarness,
+) -> None:
+    seed_month(slack)
+    cycle(slack, T0)
+    alpha = "budget:model:alpha:2026-11:actual:50"
+    click(slack, alpha, "budget_raise", "U0PPP111")
+    slack.fake.wait_for("chat.postEphemeral")
+    assert slack.fake.calls_to("views.open") == []
+    click(slack, alpha, "budget_raise", "U0AAA111")
+    view = slack.fake.wait_for("views.open")[0].params["view"]
+    assert view["callback_id"] == "budget_raise_submit"
+    assert view["blocks"][1]["element"]["initial_value"] == "3000"
+
+    def submit(value: str) -> Any:
+        payload = {
+            "type": "view_submission",
+            "user": {"id": "U0AAA111"},
+            "team": {"id": "T1"},
+            "api_app_id": "A1",
+            "token": "legacy",
+            "trigger_id": "trig-2",
+            "view": {
+                **view,
+                "id": "V1",
+                "state": {
+                    "values": {"amount": {"amount": {"type": "plain_text_input", "value": value}}}
+                },
+            },
+        }
+        return slack.action(payload)
+
+    refused = submit("lots")
+    assert refused.status == 200 and refused.json()["response_action"] == "errors"
+    assert submit("4,500").status == 200
+    thread = slack.fake.wait_for("chat.postMessage", len(posted_keys(slack)) + 1)[-1].params
+    assert "set the monthly budget of `model:alpha` to $4,500" in thread["text"]
+    assert thread["thread_ts"]
+    with session_scope(slack.session_factory) as session:
+        budget = session.scalars(select(Budget).where(Budget.scope == "model:alpha")).one()
+        audit = session.scalars(select(AuditLog).where(AuditLog.action == "budget.set")).one()
+    assert budget.monthly_amount == 4500 and budget.updated_by == "U0AAA111"
+    assert audit.actor == "U0AAA111" and audit.detail["before"]["monthly"].startswith("3000")
+    assert json.loads(view["private_metadata"])["scope"] == "model:alpha"
