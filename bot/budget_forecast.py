@@ -103,42 +103,54 @@ def _calendar(as_of: dt.date, first_day: dt.date) -> tuple[tuple[int, ...], tupl
 QUANTUM = Decimal("0.0000000001")
 
 
-def project_remaining(summary: SpendSummary) -> tuple[dict[dt.date, Decimal], str]:
-    """Project each remaining day of the month; return the projections and the method in words.
+def weekday_rates(summary: SpendSummary) -> tuple[tuple[Decimal, ...], str] | None:
+    """Return the projected spend of one day per weekday (Mon..Sun) and the method in words.
 
-    With two weeks of history each day is the last week's daily level scaled by its weekday's
-    share of the window; with less, a flat run-rate of the last days. Never negative: credits are
-    real, but not a trend to extrapolate.
+    With two weeks of history a day is the last week's daily level scaled by its weekday's share
+    of the window; with less, a flat run-rate of the last days. Never negative: credits are real,
+    but not a trend to extrapolate. None when there is no history at all.
     """
-    month_end = summary.month.end
-    remaining = [summary.as_of + dt.timedelta(days=i)
-                 for i in range(1, (month_end - summary.as_of).days)]  # fmt: skip
     history = summary.history_days
     if history <= 0:
-        return {}, "no data yet"
+        return None
     if history >= SEASONAL_MIN_HISTORY:
         history_counts, _ = _calendar(summary.as_of, summary.first_day)
         average = sum(summary.weekday_totals, ZERO) / history
         level = summary.last_7_days / RUN_RATE_DAYS
-        per_day = {
-            day: (level * summary.weekday_totals[day.weekday()]
-                  / history_counts[day.weekday()] / average) if average > 0 else ZERO
-            for day in remaining
-        }  # fmt: skip
+        rates = tuple(
+            level * summary.weekday_totals[w] / history_counts[w] / average
+            if average > 0 and history_counts[w] else ZERO
+            for w in range(7)
+        )  # fmt: skip
         method = f"last-7-day run-rate shaped by the weekday pattern of the last {history} days"
     else:
         days = min(RUN_RATE_DAYS, history)
-        rate = summary.last_7_days / days
-        per_day = dict.fromkeys(remaining, rate)
+        rates = (summary.last_7_days / days,) * 7
         method = (f"run-rate of the last {days} days (only {history} days of history, "
                   "too few for a weekday pattern)")  # fmt: skip
-    return {day: max(ZERO, value.quantize(QUANTUM)) for day, value in per_day.items()}, method
+    return tuple(max(ZERO, r) for r in rates), method
+
+
+def project_remaining(summary: SpendSummary) -> tuple[dict[dt.date, Decimal], str]:
+    """Project each remaining day of the month (for charts); return them and the method."""
+    found = weekday_rates(summary)
+    if found is None:
+        return {}, "no data yet"
+    rates, method = found
+    remaining = [summary.as_of + dt.timedelta(days=i)
+                 for i in range(1, (summary.month.end - summary.as_of).days)]  # fmt: skip
+    return {day: rates[day.weekday()].quantize(QUANTUM) for day in remaining}, method
 
 
 def forecast_month_end(summary: SpendSummary) -> BudgetForecast | None:
     """Forecast the month's total spend, or None while fewer than five days are known."""
     if summary.month_days_known < MIN_MONTH_DAYS:
         return None
-    projected, method = project_remaining(summary)
-    amount = (summary.month_to_date + sum(projected.values(), ZERO)).quantize(CENT)
+    found = weekday_rates(summary)
+    if found is None:
+        return None
+    rates, method = found
+    _, remaining_counts = _calendar(summary.as_of, summary.first_day)
+    projected = sum((rates[w] * remaining_counts[w] for w in range(7)), ZERO)
+    amount = (summary.month_to_date + projected).quantize(CENT)
     return BudgetForecast(amount=amount, method=method, days_of_data=summary.month_days_known)
