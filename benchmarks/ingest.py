@@ -2,8 +2,14 @@
 
     python benchmarks/ingest.py [--scale 10] [--database-url URL] [--repeat N] [--data DIR]
 
+mlcost: `ingest()` of the CUR files into a fresh, migrated database (SQLite file, or a throwaway
+PostgreSQL database on the --database-url server) with a registry that reads two tags, commit
+included. pandas: `read_parquet` of every column of the same files, then a float groupby of the
+unblended cost by day, product, resource and the same two tags; nothing written.
+
 Each measurement runs in its own subprocess, so the peak RSS reported (the child's ru_maxrss) is
-that run's alone. Times exclude interpreter start-up and module imports, for both sides.
+that run's alone; children inherit the environment (e.g. ARROW_DEFAULT_MEMORY_POOL). Times
+exclude interpreter start-up and module imports, for both sides; CPU s counts every thread.
 """
 
 from __future__ import annotations
@@ -112,7 +118,7 @@ def child(kind: str, files: list[Path], url: str | None = None) -> dict[str, Any
 
 def print_table(rows: int, results: dict[str, list[dict[str, Any]]]) -> None:
     print()
-    print(f"{'':28} {'seconds':>8} {'rows/s':>11} {'peak RSS':>9}  groups")
+    print(f"{'':28} {'seconds':>8} {'CPU s':>7} {'rows/s':>11} {'peak RSS':>9}  output rows")
     labels = {
         "mlcost": "mlcost ingest (DB writes)",
         "pandas": "pandas read_parquet+groupby",
@@ -121,8 +127,9 @@ def print_table(rows: int, results: dict[str, list[dict[str, Any]]]) -> None:
         if not runs:
             continue
         seconds = statistics.median(r["seconds"] for r in runs)
+        cpu = statistics.median(r["cpu"] for r in runs)
         rss = statistics.median(r["peak_rss_mb"] for r in runs)
-        print(f"{labels[kind]:28} {seconds:8.2f} {rows / seconds:11,.0f} {rss:7.0f} MB  "
+        print(f"{labels[kind]:28} {seconds:8.2f} {cpu:7.2f} {rows / seconds:11,.0f} {rss:7.0f} MB  "
               f"{runs[0]['groups']:,}")  # fmt: skip
     extra = results["mlcost"][0]
     print(f"\nmlcost wrote {extra['rows_written']:,} ledger rows; {extra['reconciliation']}")
@@ -216,15 +223,15 @@ def run_mlcost(files: list[str], url: str) -> dict[str, Any]:
 
     engine = make_engine(url)
     factory = make_session_factory(engine)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with session_scope(factory) as session:
         report = ingest(CurSource(files), session=session)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     engine.dispose()
     if not report.reconciled:
         raise SystemExit(report.reconciliation_line())
     return {
-        "seconds": seconds, "peak_rss_mb": peak_rss_mb(), "rows": report.rows_read,
+        "seconds": seconds, "cpu": cpu, "peak_rss_mb": peak_rss_mb(), "rows": report.rows_read,
         "groups": report.rows_written, "rows_written": report.rows_written,
         "reconciliation": report.reconciliation_line(),
     }  # fmt: skip
@@ -235,13 +242,13 @@ def run_pandas(files: list[str]) -> dict[str, Any]:
     import pandas as pd
     import pyarrow  # noqa: F401
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
     frame["day"] = frame["line_item_usage_start_date"].dt.floor("D")
     grouped = frame.groupby(PANDAS_KEYS, dropna=False)["line_item_unblended_cost"].sum()
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     return {
-        "seconds": seconds, "peak_rss_mb": peak_rss_mb(), "rows": len(frame),
+        "seconds": seconds, "cpu": cpu, "peak_rss_mb": peak_rss_mb(), "rows": len(frame),
         "groups": len(grouped),
     }  # fmt: skip
 
