@@ -7,9 +7,11 @@ PostgreSQL database on the --database-url server) with a registry that reads two
 included. pandas: `read_parquet` of every column of the same files, then a float groupby of the
 unblended cost by day, product, resource and the same two tags; nothing written.
 
-Each measurement runs in its own subprocess, so the peak RSS reported (the child's ru_maxrss) is
-that run's alone; children inherit the environment (e.g. ARROW_DEFAULT_MEMORY_POOL). Times
-exclude interpreter start-up and module imports, for both sides; CPU s counts every thread.
+Each measurement runs in its own subprocess and the peak RSS reported is the child's ru_maxrss.
+Linux carries the parent's RSS into a child's ru_maxrss across fork and exec, so this parent
+imports only the standard library: it prepares the input and the databases in subprocesses too.
+Children inherit the environment (e.g. ARROW_DEFAULT_MEMORY_POOL). Times exclude interpreter
+start-up and module imports, for both sides; CPU s counts every thread.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,60 +61,63 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=1, help="repeat the input N times (10: 10x)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side (median shown)")
     parser.add_argument("--skip-pandas", action="store_true")
-    parser.add_argument("--child", choices=["mlcost", "pandas"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     parser.add_argument("--files", nargs="*", default=[], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child == "mlcost":
-        print(json.dumps(run_mlcost(args.files, args.url)))
-        return 0
-    if args.child == "pandas":
-        print(json.dumps(run_pandas(args.files)))
+    if args.child:
+        print(json.dumps(CHILDREN[args.child](args)))
         return 0
     return run_parent(args)
 
 
-# --- parent ------------------------------------------------------------------------------
+# --- parent: standard library only ---------------------------------------------------------
 
 
 def run_parent(args: argparse.Namespace) -> int:
     data = args.data or (SHARED_DATA if SHARED_DATA.is_dir() else TEST_DATA)
-    files = sorted(data.glob(PATTERN))
+    files = [str(f) for f in sorted(data.glob(PATTERN))]
     if not files:
         print(f"no {PATTERN} files in {data}", file=sys.stderr)
         return 1
+    server = ["--database-url", args.database_url] if args.database_url else []
     with tempfile.TemporaryDirectory(prefix="mlcost-bench-") as tmp:
         work = Path(tmp)
         if args.scale > 1:
             print(f"writing the input {args.scale}x (one row group per copy) ...", flush=True)
-            files = scale_files(files, args.scale, work / "input")
-        rows = sum(parquet_rows(f) for f in files)
-        size = sum(f.stat().st_size for f in files) / 1e6
+        prepared = child(
+            "prepare", "--scale", str(args.scale), "--out", str(work / "input"), "--files", *files
+        )
+        files, rows = prepared["files"], prepared["rows"]
         backend = "PostgreSQL" if args.database_url else "SQLite file"
-        print(f"{len(files)} files, {rows:,} rows, {size:.1f} MB; database: {backend}; "
+        print(f"{len(files)} files, {rows:,} rows, {prepared['mb']:.1f} MB; database: {backend}; "
               f"median of {args.repeat} runs, each in a fresh process", flush=True)  # fmt: skip
         results: dict[str, list[dict[str, Any]]] = {"mlcost": [], "pandas": []}
         for attempt in range(args.repeat):
-            url = fresh_database(args.database_url, work / f"run{attempt}.db")
+            url = child("database", "--out", str(work / f"run{attempt}.db"), *server)["url"]
             try:
-                results["mlcost"].append(child("mlcost", files, url))
+                results["mlcost"].append(child("mlcost", "--url", url, "--files", *files))
             finally:
-                drop_database(args.database_url, url)
+                if args.database_url:
+                    child("drop", "--url", url, *server)
             if not args.skip_pandas:
-                results["pandas"].append(child("pandas", files))
+                results["pandas"].append(child("pandas", "--files", *files))
+            for kind, runs in results.items():
+                if runs:
+                    print(f"  run {attempt + 1} {kind}: {runs[-1]['seconds']:.2f} s, "
+                          f"{runs[-1]['peak_rss_mb']:.0f} MB", flush=True)  # fmt: skip
     print_table(rows, results)
     return 0
 
 
-def child(kind: str, files: list[Path], url: str | None = None) -> dict[str, Any]:
-    """Run one measurement in a fresh interpreter and return what it printed."""
-    command = [sys.executable, __file__, "--child", kind, "--files", *map(str, files)]
-    if url:
-        command += ["--url", url]
+def child(kind: str, *options: str) -> dict[str, Any]:
+    """Run one step in a fresh interpreter and return the JSON it printed."""
+    command = [sys.executable, __file__, "--child", kind, *options]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
     if done.returncode != 0:
-        raise SystemExit(f"{kind} run failed:\n{done.stderr}")
+        raise SystemExit(f"{kind} failed:\n{done.stderr}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -135,10 +141,21 @@ def print_table(rows: int, results: dict[str, list[dict[str, Any]]]) -> None:
     print(f"\nmlcost wrote {extra['rows_written']:,} ledger rows; {extra['reconciliation']}")
 
 
-def parquet_rows(path: Path) -> int:
+# --- children ----------------------------------------------------------------------------
+
+
+def prepare(args: argparse.Namespace) -> dict[str, Any]:
+    """Scale the input if asked; describe it."""
     import pyarrow.parquet as pq
 
-    return int(pq.ParquetFile(path).metadata.num_rows)
+    files = [Path(f) for f in args.files]
+    if args.scale > 1:
+        files = scale_files(files, args.scale, args.out)
+    return {
+        "files": [str(f) for f in files],
+        "rows": sum(pq.ParquetFile(f).metadata.num_rows for f in files),
+        "mb": sum(f.stat().st_size for f in files) / 1e6,
+    }
 
 
 def scale_files(files: list[Path], scale: int, target: Path) -> list[Path]:
@@ -166,7 +183,7 @@ def scale_files(files: list[Path], scale: int, target: Path) -> list[Path]:
     return written
 
 
-def fresh_database(server_url: str | None, sqlite_path: Path) -> str:
+def fresh_database(args: argparse.Namespace) -> dict[str, str]:
     """Create an empty migrated database with the benchmark registry; return its URL."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
@@ -174,15 +191,16 @@ def fresh_database(server_url: str | None, sqlite_path: Path) -> str:
     from bot.db import make_engine, make_session_factory, session_scope, upgrade
     from bot.registry import import_registry, parse_registry
 
-    if server_url:
+    if args.database_url:
         name = f"mlcost_bench_{uuid.uuid4().hex[:10]}"
-        admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+        admin = create_engine(args.database_url, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
         admin.dispose()
-        url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
+        server = make_url(args.database_url)
+        url = server.set(database=name).render_as_string(hide_password=False)
     else:
-        url = f"sqlite:///{sqlite_path}"
+        url = f"sqlite:///{args.out}"
     engine = make_engine(url)
     try:
         upgrade(engine)
@@ -190,30 +208,26 @@ def fresh_database(server_url: str | None, sqlite_path: Path) -> str:
             import_registry(parse_registry(REGISTRY), session=session, actor="benchmark")
     finally:
         engine.dispose()
-    return url
+    return {"url": url}
 
 
-def drop_database(server_url: str | None, url: str) -> None:
-    """Drop a database made by fresh_database (the SQLite file goes with the temp folder)."""
-    if not server_url:
-        return
+def drop_database(args: argparse.Namespace) -> dict[str, str]:
+    """Drop a PostgreSQL database made by fresh_database (SQLite files go with the temp folder)."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(args.database_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(args.url).database}" WITH (FORCE)'))
     admin.dispose()
-
-
-# --- children ----------------------------------------------------------------------------
+    return {}
 
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def run_mlcost(files: list[str], url: str) -> dict[str, Any]:
+def run_mlcost(args: argparse.Namespace) -> dict[str, Any]:
     """Ingest the files with `mlcost ingest cur`'s code path, commit included."""
     import pandas  # noqa: F401  pyarrow imports it on first use; keep imports out of the timing
 
@@ -221,11 +235,11 @@ def run_mlcost(files: list[str], url: str) -> dict[str, Any]:
     from bot.ledger import ingest
     from bot.sources.cur import CurSource
 
-    engine = make_engine(url)
+    engine = make_engine(args.url)
     factory = make_session_factory(engine)
     started, cpu = time.perf_counter(), time.process_time()
     with session_scope(factory) as session:
-        report = ingest(CurSource(files), session=session)
+        report = ingest(CurSource(args.files), session=session)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     engine.dispose()
     if not report.reconciled:
@@ -237,13 +251,13 @@ def run_mlcost(files: list[str], url: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run_pandas(files: list[str]) -> dict[str, Any]:
+def run_pandas(args: argparse.Namespace) -> dict[str, Any]:
     """Read every column with pandas and group like the ledger does (float sums, no writes)."""
     import pandas as pd
     import pyarrow  # noqa: F401
 
     started, cpu = time.perf_counter(), time.process_time()
-    frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    frame = pd.concat([pd.read_parquet(f) for f in args.files], ignore_index=True)
     frame["day"] = frame["line_item_usage_start_date"].dt.floor("D")
     grouped = frame.groupby(PANDAS_KEYS, dropna=False)["line_item_unblended_cost"].sum()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -252,6 +266,11 @@ def run_pandas(files: list[str]) -> dict[str, Any]:
         "groups": len(grouped),
     }  # fmt: skip
 
+
+CHILDREN: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
+    "prepare": prepare, "database": fresh_database, "drop": drop_database,
+    "mlcost": run_mlcost, "pandas": run_pandas,
+}  # fmt: skip
 
 if __name__ == "__main__":
     sys.exit(main())
