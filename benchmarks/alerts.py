@@ -127,7 +127,7 @@ def load(engine: Engine) -> tuple[int, float]:
         session.execute(
             insert(Team), [{"name": f"t{t:03d}", "channel": f"C{t:04d}"} for t in range(TEAMS)]
         )
-        teams = dict(session.execute(text("SELECT name, id FROM teams")).all())
+        teams: dict[str, int] = dict(session.execute(text("SELECT name, id FROM teams")).all())
         session.execute(
             insert(MLModel),
             [
@@ -164,9 +164,13 @@ def load(engine: Engine) -> tuple[int, float]:
                 f"model:{b['model_name']}" if b.get("model_name") else None,
                 f"team:{b['team_name']}" if b.get("team_name") else None,
             ]
-            head = next((p for p in parts if p), None)
-            stage = b.get("stage")
-            b["scope"] = f"{head}/stage:{stage}" if head and stage else head or f"stage:{stage}"
+            head: str | None = next((p for p in parts if p), None)
+            budget_stage = b.get("stage")
+            b["scope"] = (
+                f"{head}/stage:{budget_stage}"
+                if head and budget_stage
+                else head or f"stage:{budget_stage}"
+            )
             # budgets sized so that a few percent cross a threshold on the measured day
             b["monthly_amount"] = Decimal(rng.randint(40, 400) * 100)
         session.execute(insert(Budget), budgets)

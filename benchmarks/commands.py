@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import os  # noqa: E402
 
+from pydantic import SecretStr  # noqa: E402
 from sqlalchemy import insert  # noqa: E402
 
 from bot.app import build_app  # noqa: E402
@@ -129,8 +130,8 @@ def main() -> int:
           f"in {time.perf_counter() - started:.1f} s on {engine.dialect.name}")  # fmt: skip
 
     fake = FakeSlack().start()
-    settings = Settings(database_url=url, slack_bot_token="xoxb-bench",
-                        slack_signing_secret=SECRET, slack_api_url=fake.url)  # fmt: skip
+    settings = Settings(database_url=url, slack_bot_token=SecretStr("xoxb-bench"),
+                        slack_signing_secret=SecretStr(SECRET), slack_api_url=fake.url)  # fmt: skip
     services = AppServices(settings=settings, session_factory=factory,
                            client=make_web_client(settings),
                            clock=lambda: dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC))  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bot.gpu import gpu_count
@@ -252,8 +252,17 @@ def _first_tag(tags: Mapping[str, str], keys: Iterable[str]) -> str | None:
     return None
 
 
+def rule_stage(charge: ChargeFacts, rules: AttributionRules) -> str:
+    """Return the stage of the first stage rule the charge matches, or `other`."""
+    rule = next((r for r in rules.stage_rules if r.matches(charge)), None)
+    return rule.stage if rule else OTHER
+
+
 def attribute(
-    charge: ChargeFacts, rules: AttributionRules, by_name: Mapping[str, ModelMatcher] | None = None
+    charge: ChargeFacts,
+    rules: AttributionRules,
+    by_name: Mapping[str, ModelMatcher] | None = None,
+    stage_of: Callable[[ChargeFacts], str] | None = None,
 ) -> Attribution:
     """Attribute one charge: explicit tags first, then registry match rules, then stage rules."""
     models = by_name if by_name is not None else rules._by_name()
@@ -271,8 +280,7 @@ def attribute(
 
     stage = stage_from_alias(_first_tag(charge.tags, rules.stage_tag_keys))
     if stage is None:
-        rule = next((r for r in rules.stage_rules if r.matches(charge)), None)
-        stage = rule.stage if rule else OTHER
+        stage = stage_of(charge) if stage_of else rule_stage(charge, rules)
 
     team: str | None
     if model is not None:
@@ -290,11 +298,20 @@ def attribute(
 
 
 class Attributor:
-    """Attribute many charges with the lookup tables built once."""
+    """Attribute many charges with the lookup tables built once and stage rules memoised."""
 
     def __init__(self, rules: AttributionRules) -> None:
         self.rules = rules
         self._by_name = rules._by_name()
+        self._stages: dict[tuple[str | None, ...], str] = {}
 
     def __call__(self, charge: ChargeFacts) -> Attribution:
-        return attribute(charge, self.rules, self._by_name)
+        return attribute(charge, self.rules, self._by_name, self._rule_stage)
+
+    def _rule_stage(self, charge: ChargeFacts) -> str:
+        # Stage rules read only these fields; many charges share them.
+        key = (charge.service, charge.usage_type, charge.service_category, charge.instance_type)
+        stage = self._stages.get(key)
+        if stage is None:
+            stage = self._stages[key] = rule_stage(charge, self.rules)
+        return stage

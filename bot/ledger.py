@@ -2,24 +2,50 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
-from sqlalchemy import and_, delete, insert, or_
+import pyarrow.compute as pc
+from sqlalchemy import and_, delete, or_
 from sqlalchemy.orm import Session
 
 from bot.attribution import AttributionRules, Attributor, ChargeFacts
+from bot.bulk_insert import insert_arrow
 from bot.errors import IngestError
 from bot.gpu import gpu_count
 from bot.models import DailySpend, IngestionRun, utcnow
 from bot.registry import load_attribution_rules
-from bot.sources.base import TAG_PREFIX, TAGS_JSON, Progress, ReplaceScope, SpendSource, row_tags
+from bot.sources.base import (
+    TAG_PREFIX,
+    TAGS_JSON,
+    Progress,
+    ReplaceScope,
+    SpendSource,
+    decimal_sum,
+    row_tags,
+)
 
 _HOUR_UNITS = {"hrs", "hours", "hour", "hr", "h"}
-_INSERT_CHUNK = 5_000
+# What attribution (and the GPU count) looks at; it runs once per distinct combination.
+_FACT_COLUMNS = (
+    "service", "service_category", "usage_type", "resource_id", "instance_type",
+    "billing_account", "sub_account", "unit",
+)  # fmt: skip
+_ATTRIBUTION_COLUMNS = ("model", "stage", "team", "model_tag_value", "attribution")
+LEDGER_KEYS = (
+    "day", "billing_period", "provider", "billing_account", "sub_account", "service",
+    "service_category", "usage_type", "region", "resource_id", "instance_type",
+    "charge_category", "estimated", *_ATTRIBUTION_COLUMNS,
+)  # fmt: skip
+LEDGER_VALUES = ("billed_cost", "effective_cost", "usage_quantity", "gpu_hours")
+_OPTIONAL_TEXT = (
+    "sub_account", "service_category", "usage_type", "region", "resource_id", "instance_type",
+)  # fmt: skip
+_GPUS = pa.decimal128(3, 0)
+_QUANTITY = pa.decimal128(34, 10)  # times a 3-digit GPU count, still within 38 digits
 
 
 @dataclass
@@ -60,40 +86,44 @@ def ingest(
     """Read a source, attribute it, replace its scopes in the ledger; the caller commits."""
     rules = load_attribution_rules(session=session)
     data = source.read(rules.tag_keys_used(), progress)
-    rows = attribute_charges(data.charges, rules)
-    billed = sum((r["billed_cost"] for r in rows), Decimal(0))
-    if billed != data.billed_total:
-        raise IngestError(
-            f"{source.location}: internal reconciliation failed "
-            f"(read {data.billed_total}, attributed {billed}); nothing was written"
-        )
-    attributed = sum((r["billed_cost"] for r in rows if r["model"]), Decimal(0))
     run = IngestionRun(
         source=source.kind,
         location=source.location,
         rows_read=data.rows_read,
-        rows_written=len(rows),
         api_requests=data.api_requests,
         billed_total=data.billed_total,
         effective_total=data.effective_total,
-        attributed_total=attributed,
-        unallocated_total=billed - attributed,
         scopes=[s.as_dict() for s in data.scopes],
     )
     session.add(run)
     replaced = replace_scopes(data.scopes, session=session)
     session.flush()
-    for row in rows:
-        row["run_id"] = run.id
-    for start in range(0, len(rows), _INSERT_CHUNK):
-        session.execute(insert(DailySpend), rows[start : start + _INSERT_CHUNK])
+    target = DailySpend.metadata.tables[DailySpend.__tablename__]
+    written, billed, attributed = 0, Decimal(0), Decimal(0)
+    for ledger in attribute_charges(data.charges, rules):
+        written += ledger.num_rows
+        billed += decimal_sum(ledger["billed_cost"])
+        attributed += decimal_sum(pc.filter(ledger["billed_cost"], pc.is_valid(ledger["model"])))
+        run_ids = pc.fill_null(pa.nulls(ledger.num_rows, pa.int64()), run.id)
+        insert_arrow(
+            target, ledger.add_column(0, "run_id", run_ids), connection=session.connection()
+        )
+    if billed != data.billed_total:
+        # Raising makes the caller roll back, the rows inserted above included.
+        raise IngestError(
+            f"{source.location}: internal reconciliation failed "
+            f"(read {data.billed_total}, attributed {billed}); nothing was written"
+        )
+    run.rows_written = written
+    run.attributed_total = attributed
+    run.unallocated_total = billed - attributed
     run.replaced_rows = replaced
     run.status = "succeeded"
     run.finished_at = utcnow()
     session.flush()
     return IngestReport(
         run_id=run.id, source=source.kind, location=source.location,
-        rows_read=data.rows_read, rows_written=len(rows), billed_total=data.billed_total,
+        rows_read=data.rows_read, rows_written=written, billed_total=data.billed_total,
         effective_total=data.effective_total, attributed_total=attributed,
         unallocated_total=billed - attributed, replaced_rows=replaced,
         api_requests=data.api_requests, scopes=data.scopes, notes=data.notes,
@@ -117,22 +147,58 @@ def replace_scopes(scopes: Iterable[ReplaceScope], *, session: Session) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def attribute_charges(charges: pa.Table, rules: AttributionRules) -> list[dict[str, Any]]:
-    """Attribute grouped charges and fold them into ledger rows."""
+def attribute_charges(charges: pa.Table, rules: AttributionRules) -> Iterator[pa.Table]:
+    """Attribute grouped charges and fold them into ledger rows, one billing period at a time.
+
+    Attribution runs once per distinct set of facts it reads, not once per row.
+    """
+    tag_cols = [c for c in charges.column_names if c.startswith(TAG_PREFIX) or c == TAGS_JSON]
+    fact_cols = [*_FACT_COLUMNS, *tag_cols]
+    facts = _blank_nulls(charges.select(fact_cols), fact_cols)
+    attributed = _attribute_facts(facts.group_by(fact_cols, use_threads=False).aggregate([]), rules)
+    for period in pc.unique(charges["billing_period"]):
+        part = _blank_nulls(charges.filter(pc.equal(charges["billing_period"], period)), fact_cols)
+        yield _fold(part.join(attributed, keys=fact_cols, join_type="inner", use_threads=False))
+
+
+def _blank_nulls(table: pa.Table, names: list[str]) -> pa.Table:
+    """Replace nulls by empty strings in these columns (join keys: a null never matches)."""
+    for name in names:
+        column = table[name]
+        if column.null_count:
+            table = table.set_column(table.column_names.index(name), name, pc.fill_null(column, ""))
+    return table
+
+
+def _fold(rows: pa.Table) -> pa.Table:
+    """Turn attributed charges into ledger rows: DailySpend's columns, one row per key."""
+    table: dict[str, Any] = {}
+    for name in LEDGER_KEYS:
+        column = rows[name]
+        if name in _OPTIONAL_TEXT:
+            column = pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column)
+        elif name == "charge_category":
+            column = pc.if_else(pc.equal(column, ""), "Usage", column)
+        elif name == "estimated":
+            column = pc.fill_null(column, False)
+        table[name] = column
+    table["billed_cost"] = rows["billed"]
+    table["effective_cost"] = rows["effective"]
+    table["usage_quantity"] = rows["quantity"]
+    table["gpu_hours"] = pc.multiply(pc.cast(rows["quantity"], _QUANTITY), rows["gpus"])
+    folded = pa.table(table).group_by(list(LEDGER_KEYS), use_threads=False)
+    sums = folded.aggregate([(v, "sum") for v in LEDGER_VALUES])
+    return sums.rename_columns([c.removesuffix("_sum") for c in sums.column_names])
+
+
+def _attribute_facts(facts: pa.Table, rules: AttributionRules) -> pa.Table:
+    """Attribute each distinct set of facts once; add the attribution and GPU count columns."""
     attributor = Attributor(rules)
     wanted = rules.tag_keys_used()
-    tag_cols = [c for c in charges.column_names if c.startswith(TAG_PREFIX) or c == TAGS_JSON]
-    folded: dict[tuple[Any, ...], dict[str, Any]] = {}
-    cache: dict[tuple[Any, ...], Any] = {}
-    for row in charges.to_pylist():
-        tags_key = tuple(row[c] for c in tag_cols)
-        facts_key = (
-            tags_key, row["service"], row["service_category"], row["usage_type"],
-            row["resource_id"], row["instance_type"], row["billing_account"], row["sub_account"],
-        )  # fmt: skip
-        result = cache.get(facts_key)
-        if result is None:
-            facts = ChargeFacts(
+    found: dict[str, list[Any]] = {name: [] for name in (*_ATTRIBUTION_COLUMNS, "gpus")}
+    for row in facts.to_pylist():
+        result = attributor(
+            ChargeFacts(
                 service=row["service"],
                 tags=row_tags(row, wanted),
                 service_category=row["service_category"] or None,
@@ -142,36 +208,16 @@ def attribute_charges(charges: pa.Table, rules: AttributionRules) -> list[dict[s
                 billing_account=row["billing_account"] or None,
                 sub_account=row["sub_account"] or None,
             )
-            result = cache[facts_key] = attributor(facts)
-        key = (
-            row["day"], row["billing_period"], row["provider"], row["billing_account"],
-            row["sub_account"], row["service"], row["service_category"], row["usage_type"],
-            row["region"], row["resource_id"], row["instance_type"], row["charge_category"],
-            row["estimated"], result.model, result.stage, result.team, result.model_tag_value,
-            result.rule,
-        )  # fmt: skip
-        quantity = Decimal(row["quantity"])
-        gpus = gpu_count(row["instance_type"]) if row["unit"].lower() in _HOUR_UNITS else 0
-        entry = folded.get(key)
-        if entry is None:
-            folded[key] = {
-                "day": row["day"], "billing_period": row["billing_period"],
-                "provider": row["provider"], "billing_account": row["billing_account"],
-                "sub_account": row["sub_account"] or None, "service": row["service"],
-                "service_category": row["service_category"] or None,
-                "usage_type": row["usage_type"] or None, "region": row["region"] or None,
-                "resource_id": row["resource_id"] or None,
-                "instance_type": row["instance_type"] or None,
-                "charge_category": row["charge_category"] or "Usage",
-                "estimated": bool(row["estimated"]), "model": result.model,
-                "stage": result.stage, "team": result.team,
-                "model_tag_value": result.model_tag_value, "attribution": result.rule,
-                "billed_cost": Decimal(row["billed"]), "effective_cost": Decimal(row["effective"]),
-                "usage_quantity": quantity, "gpu_hours": quantity * gpus,
-            }  # fmt: skip
-        else:
-            entry["billed_cost"] += Decimal(row["billed"])
-            entry["effective_cost"] += Decimal(row["effective"])
-            entry["usage_quantity"] += quantity
-            entry["gpu_hours"] += quantity * gpus
-    return list(folded.values())
+        )
+        found["model"].append(result.model)
+        found["stage"].append(result.stage)
+        found["team"].append(result.team)
+        found["model_tag_value"].append(result.model_tag_value)
+        found["attribution"].append(result.rule)
+        hourly = row["unit"].lower() in _HOUR_UNITS
+        found["gpus"].append(gpu_count(row["instance_type"]) if hourly else 0)
+    columns = {name: facts[name] for name in facts.column_names}
+    for name in _ATTRIBUTION_COLUMNS:
+        columns[name] = pa.array(found[name], pa.string())
+    columns["gpus"] = pc.cast(pa.array(found["gpus"], pa.int8()), _GPUS)
+    return pa.table(columns)

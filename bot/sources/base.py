@@ -68,36 +68,62 @@ class SpendSource(Protocol):
 
 
 class GroupedCharges:
-    """Aggregate Arrow batches by the key columns, keeping memory bound by distinct groups."""
+    """Aggregate Arrow batches by the key columns, keeping memory bound by distinct groups.
+
+    Groups never span billing periods, so each period is merged on its own: memory peaks with
+    the largest period, not with everything read.
+    """
 
     def __init__(self, compact_every: int = 16) -> None:
-        self._partials: list[pa.Table] = []
+        self._periods: dict[Any, list[pa.Table]] = {}
         self._compact_every = compact_every
         self.rows = 0
         self.billed = Decimal(0)
         self.effective = Decimal(0)
 
-    def add(self, table: pa.Table) -> None:
-        """Add one canonical batch (key columns, tag columns and decimal values)."""
-        self.rows += table.num_rows
+    def add(self, table: pa.Table, rows: int | None = None) -> None:
+        """Add one canonical batch (key columns, tag columns and decimal values).
+
+        `rows` is how many source rows the batch stands for when it is already grouped (it may
+        still repeat a key; merging groups it again).
+        """
+        self.rows += table.num_rows if rows is None else rows
         if table.num_rows == 0:
             return
-        self.billed += _decimal_sum(table["billed"])
-        self.effective += _decimal_sum(table["effective"])
-        self._partials.append(_group(table))
-        if len(self._partials) >= self._compact_every:
-            self._partials = [_group(pa.concat_tables(self._partials, promote_options="default"))]
+        self.billed += decimal_sum(table["billed"])
+        self.effective += decimal_sum(table["effective"])
+        for period, part in _by_period(table if rows is not None else _group(table)):
+            partials = self._periods.setdefault(period, [])
+            partials.append(part)
+            if len(partials) >= self._compact_every:
+                self._periods[period] = [_merge(partials)]
 
     def result(self) -> pa.Table:
-        """Return the grouped charges."""
-        if not self._partials:
+        """Return the grouped charges (one chunk per billing period)."""
+        if not self._periods:
             return empty_charges()
-        if len(self._partials) == 1:
-            return self._partials[0]
-        return _group(pa.concat_tables(self._partials, promote_options="default"))
+        for period, partials in self._periods.items():
+            self._periods[period] = [_merge(partials)]  # frees the partials as it goes
+        merged = [partials[0] for partials in self._periods.values()]
+        return pa.concat_tables(merged, promote_options="default")
 
 
-def _decimal_sum(column: pa.ChunkedArray | pa.Array) -> Decimal:
+def _by_period(table: pa.Table) -> Iterator[tuple[Any, pa.Table]]:
+    periods = pc.unique(table["billing_period"])
+    if len(periods) == 1:
+        yield periods[0].as_py(), table
+        return
+    for period in periods:
+        yield period.as_py(), table.filter(pc.equal(table["billing_period"], period))
+
+
+def _merge(partials: list[pa.Table]) -> pa.Table:
+    # Permissive: batches added already grouped may carry narrower decimals than grouped sums.
+    return _group(pa.concat_tables(partials, promote_options="permissive"))
+
+
+def decimal_sum(column: pa.ChunkedArray | pa.Array) -> Decimal:
+    """Return the exact sum of a decimal column (zero when empty)."""
     total = pc.sum(column).as_py()
     return Decimal(0) if total is None else Decimal(total)
 

@@ -12,6 +12,7 @@ from bot.errors import IngestError
 from bot.sources.base import (
     COST_TYPE,
     TAG_PREFIX,
+    VALUE_COLUMNS,
     GroupedCharges,
     Progress,
     SourceData,
@@ -53,6 +54,11 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "tags_map": ("resource_tags",),
 }  # fmt: skip
 REQUIRED = ("start", "payer", "unblended")
+# Fields grouped on as read; the canonical columns are derived from them per group.
+_GROUP_FIELDS = (
+    "payer", "account", "product_name", "product_code", "usage_type", "region", "resource_id",
+    "instance_type", "item_type", "unit",
+)  # fmt: skip
 TAG_PREFIXES = ("resource_tags_user_", "resourceTags/user:", "resource_tags_")
 
 _CATEGORY = {
@@ -79,8 +85,8 @@ class CurSource:
             with local_copy(location, self._s3) as path:
                 plan = _ColumnPlan(tag_keys)
                 try:
-                    for batch in iter_batches(path, plan.columns_for):
-                        grouped.add(plan.canonical(batch))
+                    for batch in iter_batches(path, plan.columns_for, dictionary=True):
+                        grouped.add(plan.charges(batch), rows=batch.num_rows)
                         if progress:
                             progress(batch.num_rows)
                 except IngestError as exc:
@@ -124,7 +130,12 @@ class _ColumnPlan:
         }
         return sorted({*self.fields.values(), *self.tags.values()})
 
-    def canonical(self, batch: pa.Table) -> pa.Table:
+    def charges(self, batch: pa.Table) -> pa.Table:
+        """Group one batch by its raw columns, then make canonical charges of the few groups.
+
+        Per row there is only the date and decimal work; string columns stay as read
+        (dictionary-encoded) and everything derived from them is computed per group.
+        """
         n = batch.num_rows
 
         def col(field: str) -> Any:
@@ -134,47 +145,69 @@ class _ColumnPlan:
         def money(field: str) -> pa.Array:
             return as_decimal(col(field), n, self.fields.get(field, field))
 
-        day = as_date(col("start"), self.fields["start"])
-        period_col = col("period")
-        period = as_date(period_col, self.fields["period"]) if period_col is not None else day
-        period = pc.cast(
-            pc.floor_temporal(pc.cast(period, pa.timestamp("s")), unit="month"), pa.date32()
-        )
-        name = as_string(col("product_name"), n)
-        code = as_string(col("product_code"), n)
-        service = pc.if_else(pc.equal(name, ""), code, name)
-        item_type = as_string(col("item_type"), n)
-        unblended = money("unblended")
-        effective = self._effective(item_type, unblended, money)
-        table: dict[str, Any] = {
-            "day": day,
-            "billing_period": period,
-            "provider": pa.array(["AWS"] * n),
-            "billing_account": as_string(col("payer"), n),
-            "sub_account": as_string(col("account"), n),
-            "service": service,
-            "service_category": pa.array([""] * n),
-            "usage_type": as_string(col("usage_type"), n),
-            "region": as_string(col("region"), n),
-            "resource_id": as_string(col("resource_id"), n),
-            "instance_type": as_string(col("instance_type"), n),
-            "charge_category": _categories(item_type),
-            "unit": as_string(col("unit"), n),
-            "estimated": pa.array([False] * n),
-        }
+        keys: dict[str, Any] = {"day": as_date(col("start"), self.fields["start"])}
+        if "period" in self.fields:
+            keys["period"] = as_date(col("period"), self.fields["period"])
+        for field in _GROUP_FIELDS:
+            if field in self.fields:
+                keys[field] = col(field)
         for key, column in sorted(self.tags.items()):
-            table[TAG_PREFIX + key] = as_string(batch[column], n)
+            keys[TAG_PREFIX + key] = batch[column]
         map_col = col("tags_map")
         if map_col is not None:
             for key in sorted(self.tag_keys - set(self.tags)):
-                table[TAG_PREFIX + key] = _from_map(map_col, key, n)
-        table["billed"] = unblended
-        table["effective"] = effective
-        table["quantity"] = money("amount")
+                keys[TAG_PREFIX + key] = _from_map(map_col, key, n)
+        unblended = money("unblended")
+        values = {
+            "billed": unblended,
+            "effective": self._effective(col("item_type"), unblended, money),
+            "quantity": money("amount"),
+        }
+        grouped = pa.table({**keys, **values}).group_by(list(keys), use_threads=False)
+        sums = grouped.aggregate([(v, "sum") for v in values])
+        return self._canonical(
+            sums.rename_columns([c.removesuffix("_sum") for c in sums.column_names])
+        )
+
+    def _canonical(self, groups: pa.Table) -> pa.Table:
+        n = groups.num_rows
+
+        def text(field: str) -> pa.Array:
+            return as_string(groups[field] if field in groups.column_names else None, n)
+
+        day = groups["day"]
+        period = groups["period"] if "period" in groups.column_names else day
+        period = pc.cast(
+            pc.floor_temporal(pc.cast(period, pa.timestamp("s")), unit="month"), pa.date32()
+        )
+        name = text("product_name")
+        service = pc.if_else(pc.equal(name, ""), text("product_code"), name)
+        table: dict[str, Any] = {
+            "day": day,
+            "billing_period": period,
+            "provider": pa.array(["AWS"] * n, pa.string()),
+            "billing_account": text("payer"),
+            "sub_account": text("account"),
+            "service": service,
+            "service_category": as_string(None, n),
+            "usage_type": text("usage_type"),
+            "region": text("region"),
+            "resource_id": text("resource_id"),
+            "instance_type": text("instance_type"),
+            "charge_category": _categories(text("item_type")),
+            "unit": text("unit"),
+            "estimated": pa.array([False] * n, pa.bool_()),
+        }
+        for column in sorted(c for c in groups.column_names if c.startswith(TAG_PREFIX)):
+            table[column] = as_string(groups[column], n)
+        for value in VALUE_COLUMNS:
+            table[value] = groups[value]
         return pa.table(table)
 
-    def _effective(self, item_type: pa.Array, unblended: pa.Array, money: Any) -> pa.Array:
+    def _effective(self, item_type: Any, unblended: pa.Array, money: Any) -> pa.Array:
         """Amortised cost, by AWS's documented CASE over the line item type."""
+        if item_type is None:
+            return unblended
         zero = pa.scalar(0, COST_TYPE)
         result = unblended
         rules: list[tuple[str, Any]] = []
@@ -192,7 +225,8 @@ class _ColumnPlan:
                 ("RIFee", pc.add(money("ri_unused_upfront"), money("ri_unused_recurring")))
             )
         for item, value in rules:
-            result = pc.if_else(pc.equal(item_type, item), value, result)
+            is_item = pc.fill_null(pc.equal(item_type, item), False)
+            result = pc.if_else(is_item, value, result)
         return pc.cast(result, COST_TYPE)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.app import build_app
@@ -125,8 +126,12 @@ def start_app(
     database_url: str, fake_slack: FakeSlack, clock: Callable[[], dt.datetime]
 ) -> tuple[SlackHarness, Callable[[], None]]:
     """Serve the real app over HTTP on a database; return the harness and a stop function."""
-    settings = Settings(database_url=database_url, slack_bot_token="xoxb-test",
-                        slack_signing_secret=SECRET, slack_api_url=fake_slack.url)  # fmt: skip
+    settings = Settings(
+        database_url=database_url,
+        slack_bot_token=SecretStr("xoxb-test"),
+        slack_signing_secret=SecretStr(SECRET),
+        slack_api_url=fake_slack.url,
+    )
     engine = make_engine(database_url)
     upgrade(engine)
     factory = make_session_factory(engine)
