@@ -255,7 +255,7 @@ def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli")
         elif team.channel != team_spec.channel:
             team.channel = team_spec.channel
             changes["updated"] += 1
-        _sync_owners(team.owners, team_spec.owners, changes, team=team)
+        _sync_owners(team.owners, team_spec.owners, changes)
     session.flush()
 
     models = {
@@ -288,7 +288,7 @@ def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli")
                 model.match = match
                 model.description = model_spec.description
                 changes["updated"] += 1
-        _sync_owners(model.owners, model_spec.owners, changes, model=model)
+        _sync_owners(model.owners, model_spec.owners, changes)
     session.flush()
     wanted_teams = {t.name for t in spec.teams}
     for name, team in teams.items():
@@ -327,7 +327,7 @@ def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli")
     if current_admins != set(spec.admins):
         session.execute(delete(Admin))
         session.add_all(Admin(user_id=u) for u in sorted(set(spec.admins)))
-        changes["updated"] += 1
+        changes["updated" if current_admins else "created"] += 1
 
     settings: dict[str, Any] = {
         "finops_channel": spec.finops_channel,
@@ -350,14 +350,8 @@ def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli")
     return changes
 
 
-def _sync_owners(
-    current: list[Owner],
-    wanted: list[str],
-    changes: dict[str, int],
-    *,
-    team: Team | None = None,
-    model: MLModel | None = None,
-) -> None:
+def _sync_owners(current: list[Owner], wanted: list[str], changes: dict[str, int]) -> None:
+    """Make the owner list match; a change to an existing list counts as an update."""
     have = {o.user_id for o in current}
     if have == set(wanted):
         return
@@ -367,7 +361,8 @@ def _sync_owners(
     for user in wanted:
         if user not in have:
             current.append(Owner(user_id=user))
-    changes["updated"] += 1
+    if have:
+        changes["updated"] += 1
 
 
 def export_registry(*, session: Session) -> RegistrySpec:
