@@ -6,6 +6,7 @@ import calendar
 import datetime as dt
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bot.errors import UsageError
 
@@ -26,6 +27,7 @@ class Period:
         return (self.end - self.start).days
 
 
+@lru_cache(maxsize=512)
 def month_period(text: str) -> Period:
     """Parse `YYYY-MM` into that calendar month."""
     match = _MONTH_RE.match(text.strip())
@@ -36,6 +38,7 @@ def month_period(text: str) -> Period:
     return Period(start, start + dt.timedelta(days=calendar.monthrange(year, month)[1]), text)
 
 
+@lru_cache(maxsize=512)
 def month_of(day: dt.date) -> Period:
     """Return the calendar month containing the day."""
     return month_period(f"{day.year:04d}-{day.month:02d}")
