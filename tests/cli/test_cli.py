@@ -130,3 +130,18 @@ def test_demo_shows_the_slack_model_report_and_writes_its_chart(
     assert "forecast        $28,131 (weekday run-rate over 28 days)" in out
     png = (tmp_path / "demo" / "recsys-2026-11.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_waste_on_the_demo_org(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "demo"
+    assert run(capsys, "demo", "--dir", str(folder))[0] == 0
+    url = f"sqlite:///{folder / 'mlcost-demo.db'}"
+    code, out, _ = run(capsys, "--database-url", url, "report", "waste", "--as-of", "2026-11-30")
+    assert code == 0
+    assert "Orphaned (tagged for an unregistered model): `legacy-ranker`" in out
+    assert "Idle endpoint: churn-predictor" in out
+    assert out.rstrip().splitlines()[-1].startswith("total: about $")
+    with pytest.raises(SystemExit) as exited:
+        main(["--database-url", url, "report", "waste", "--as-of", "2026-13-01"])
+    assert exited.value.code == 2
+    assert "invalid fromisoformat value: '2026-13-01'" in capsys.readouterr().err
