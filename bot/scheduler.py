@@ -256,7 +256,8 @@ class FileLeaderLock:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock = FileLock(str(path))
+        # thread_local=False: jobs run on executor threads and must see the lock this process holds
+        self._lock = FileLock(str(path), thread_local=False)
 
     def try_acquire(self) -> bool:
         """Take the lock if no other process holds it; never blocks."""

@@ -260,3 +260,19 @@ def test_two_replicas_post_every_alert_once_and_the_survivor_takes_over(
         for replica in replicas:
             replica.stop()
         fake.stop()
+
+
+def test_sqlite_file_lock_is_seen_held_from_the_job_threads(tmp_path: Path) -> None:
+    """Jobs run on executor threads; they must see the lock the election thread took."""
+    import threading
+
+    lock = leader_lock_for(make_engine(f"sqlite:///{tmp_path / 'mlcost.db'}"))
+    acquired = threading.Event()
+    threading.Thread(target=lambda: acquired.set() if lock.try_acquire() else None).start()
+    assert acquired.wait(5)
+    seen: list[bool] = []
+    worker = threading.Thread(target=lambda: seen.append(lock.is_held()))
+    worker.start()
+    worker.join(5)
+    assert seen == [True]
+    lock.release()
