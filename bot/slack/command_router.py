@@ -122,8 +122,3 @@ class CommandRouter:
 
 def _safe(text: str) -> str:
     return text.replace("`", "'")[:40]
-
-
-def suggest(name: str, candidates: list[str], n: int = 3) -> list[str]:
-    """Return the closest names to a misspelt one."""
-    return difflib.get_close_matches(name.lower(), candidates, n=n, cutoff=0.5)

@@ -18,6 +18,7 @@ from bot.sources.base import (
     SourceData,
     as_date,
     as_decimal,
+    aws_error_reason,
     period_scopes,
 )
 
@@ -133,7 +134,9 @@ class AthenaSource:
         except IngestError:
             raise
         except Exception as exc:
-            raise IngestError(f"{self.location}: Athena request failed ({_reason(exc)})") from None
+            raise IngestError(
+                f"{self.location}: Athena request failed ({aws_error_reason(exc)})"
+            ) from None
         charges = grouped.result()
         return SourceData(
             charges=charges, rows_read=grouped.rows, billed_total=grouped.billed,
@@ -174,10 +177,3 @@ def _to_table(header: list[str], rows: list[list[Any]]) -> pa.Table:
     for name in ("billed", "effective", "quantity"):
         table[name] = as_decimal(pa.array(cols.get(name, [None] * n), pa.string()), n, name)
     return pa.table(table)
-
-
-def _reason(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and "Error" in response:
-        return f"{response['Error'].get('Code')}: {response['Error'].get('Message')}"
-    return f"{type(exc).__name__}: {exc}"

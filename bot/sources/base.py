@@ -251,10 +251,12 @@ def tag_columns(names: Iterable[str], prefixes: tuple[str, ...]) -> dict[str, st
     return found
 
 
-def iter_chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    """Yield successive slices of a list."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+def aws_error_reason(exc: Exception) -> str:
+    """Describe a boto3 failure in one line: `Code: Message`, else the exception itself."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and "Error" in response:
+        return f"{response['Error'].get('Code')}: {response['Error'].get('Message')}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def month_start(day: dt.date) -> dt.date:

@@ -18,6 +18,7 @@ from bot.sources.base import (
     Progress,
     ReplaceScope,
     SourceData,
+    aws_error_reason,
     month_start,
 )
 
@@ -83,7 +84,9 @@ class CostExplorerSource:
             try:
                 page = self.client.get_cost_and_usage(**params)
             except Exception as exc:
-                raise IngestError(f"cost-explorer: request failed ({_reason(exc)})") from None
+                raise IngestError(
+                    f"cost-explorer: request failed ({aws_error_reason(exc)})"
+                ) from None
             requests += 1
             table = response_to_table(page, self.billing_account)
             grouped.add(table)
@@ -173,10 +176,3 @@ def _amount(metrics: dict[str, Any], *names: str) -> Decimal:
         if name in metrics:
             return parse_money(metrics[name].get("Amount")).quantize(Decimal("1e-10"))
     return Decimal(0)
-
-
-def _reason(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and "Error" in response:
-        return f"{response['Error'].get('Code')}: {response['Error'].get('Message')}"
-    return f"{type(exc).__name__}: {exc}"

@@ -14,6 +14,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from bot.errors import IngestError
+from bot.sources.base import aws_error_reason
 
 
 def is_s3(location: str) -> bool:
@@ -55,7 +56,7 @@ def _expand_s3(uri: str, s3_client: Any | None) -> list[str]:
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
             keys += [o["Key"] for o in page.get("Contents", [])]
     except Exception as exc:  # botocore raises many shapes; all mean "cannot list"
-        raise IngestError(f"{uri}: cannot list the S3 prefix ({_aws_reason(exc)})") from None
+        raise IngestError(f"{uri}: cannot list the S3 prefix ({aws_error_reason(exc)})") from None
     files = [
         f"s3://{bucket}/{k}"
         for k in sorted(keys)
@@ -71,13 +72,6 @@ def _split_s3(uri: str) -> tuple[str, str]:
     if parsed.scheme != "s3" or not parsed.netloc:
         raise IngestError(f"{uri}: not a valid s3://bucket/key URI")
     return parsed.netloc, parsed.path.lstrip("/")
-
-
-def _aws_reason(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and "Error" in response:
-        return f"{response['Error'].get('Code')}: {response['Error'].get('Message')}"
-    return type(exc).__name__
 
 
 def _s3() -> Any:
@@ -100,7 +94,7 @@ def local_copy(location: str, s3_client: Any | None = None) -> Iterator[Path]:
         try:
             client.download_file(bucket, key, str(target))
         except Exception as exc:
-            raise IngestError(f"{location}: cannot download ({_aws_reason(exc)})") from None
+            raise IngestError(f"{location}: cannot download ({aws_error_reason(exc)})") from None
         yield target
 
 
