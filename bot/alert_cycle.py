@@ -33,7 +33,7 @@ from bot.db import session_scope
 from bot.errors import MlcostError
 from bot.ledger import IngestReport, ingest
 from bot.models import AlertSilence, DailySpend, MLModel, OutboxMessage, RegistrySetting, Team
-from bot.outbox import DeliveryReport, deliver_pending, enqueue
+from bot.outbox import DeliveryReport, PlannedPost, deliver_pending, enqueue_many
 from bot.reports import cost_column
 from bot.slack.notifier import Notifier, Posted
 from bot.sources.base import SpendSource
@@ -41,17 +41,6 @@ from bot.sources.base import SpendSource
 log = logging.getLogger(__name__)
 
 ALL_CHECKS = ("budgets", "anomalies", "unallocated")
-
-
-@dataclass(frozen=True)
-class PlannedPost:
-    """An alert ready for the outbox."""
-
-    dedupe_key: str
-    kind: str
-    channel: str
-    text: str
-    blocks: list[dict[str, Any]]
 
 
 @dataclass
@@ -328,17 +317,7 @@ def plan_alerts(
 
 def queue_posts(session: Session, posts: Iterable[PlannedPost]) -> int:
     """Record planned posts in the outbox; return how many were new."""
-    return sum(
-        enqueue(
-            session=session,
-            dedupe_key=p.dedupe_key,
-            kind=p.kind,
-            channel=p.channel,
-            text=p.text,
-            blocks=p.blocks,
-        )
-        for p in posts
-    )
+    return len(enqueue_many(session, posts))
 
 
 def configured_sources(

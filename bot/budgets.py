@@ -116,19 +116,70 @@ def ledger_first_day(session: Session) -> dt.date | None:
     return session.scalar(select(func.min(DailySpend.day)))
 
 
-def budget_sums(
-    *, session: Session, as_of: dt.date, first_day: dt.date, basis: str = "billed"
-) -> dict[int, dict[str, Decimal]]:
-    """Return, per budget id, the month-to-date, last-7-day and per-weekday history sums."""
-    cost = cost_column(basis)
-    month = month_of(as_of)
-    history = history_window(as_of, first_day)
-    window_start = min(month.start, as_of - dt.timedelta(days=HISTORY_DAYS - 1))
+def _scope_sums(
+    session: Session,
+    *,
+    buckets: dict[str, Any],
+    cost: Any,
+    start: dt.date,
+    end: dt.date,
+    budget_ids: list[int] | None = None,
+    by_stage: bool = False,
+) -> list[Any]:
+    """Sum the ledger over [start, end] into named buckets for every budget, in one statement.
+
+    `buckets` maps a name to a condition on DailySpend (None: every row). The window is summed
+    once by (model, team, stage) and rolled up to each budget shape with equality joins; with
+    `by_stage` each budget gets one row per stage it spans.
+    """
     day: Any = DailySpend.day
     if session.get_bind().dialect.name == "sqlite":
         # SQLite would pick the (day, ...) index and sort; `+day` steers it to the covering
         # rollup index, whose (model, team, stage) order lets the grouping stream.
         day = literal_column("+daily_spend.day", Date)
+    base = (
+        select(
+            DailySpend.model,
+            DailySpend.team,
+            DailySpend.stage,
+            *(
+                func.sum(cost if condition is None else case((condition, cost))).label(name)
+                for name, condition in buckets.items()
+            ),
+        )
+        .where(day >= start, day <= end)
+        .group_by(DailySpend.model, DailySpend.team, DailySpend.stage)
+        .cte("base")
+    )
+    selects = []
+    for shape in SHAPES:
+        keys = [Budget.id, base.c.stage] if by_stage else [Budget.id]
+        selects.append(
+            select(
+                Budget.id.label("budget_id"),
+                *([base.c.stage.label("stage")] if by_stage else []),
+                *(func.sum(base.c[name]).label(name) for name in buckets),
+            )
+            .select_from(Budget)
+            .join(base, _join_condition(base.c, shape))
+            .where(
+                *_shape_of(Budget.model_name, Budget.team_name, Budget.stage, shape),
+                *([Budget.id.in_(budget_ids)] if budget_ids is not None else []),
+            )
+            .group_by(*keys)
+        )
+    if session.get_bind().dialect.name == "postgresql":
+        # the window's groups fit in memory: hash them without spilling to disk
+        session.execute(text("SET LOCAL work_mem = '64MB'"))
+    return list(session.execute(union_all(*selects)))
+
+
+def budget_sums(
+    *, session: Session, as_of: dt.date, first_day: dt.date, basis: str = "billed"
+) -> dict[int, dict[str, Decimal]]:
+    """Return, per budget id, the month-to-date, last-7-day and per-weekday history sums."""
+    month = month_of(as_of)
+    history = history_window(as_of, first_day)
     conditions: dict[str, Any] = {
         "mtd": DailySpend.day >= month.start,
         "last7": DailySpend.day >= as_of - dt.timedelta(days=RUN_RATE_DAYS - 1),
@@ -136,34 +187,15 @@ def budget_sums(
     for weekday in range(7):
         days = [d for d in history if d.weekday() == weekday]
         conditions[f"wd{weekday}"] = DailySpend.day.in_(days) if days else literal(False)
-    base = (
-        select(
-            DailySpend.model,
-            DailySpend.team,
-            DailySpend.stage,
-            *(func.sum(case((conditions[name], cost))).label(name) for name in BUCKETS),
-        )
-        .where(day >= window_start, day <= as_of)
-        .group_by(DailySpend.model, DailySpend.team, DailySpend.stage)
-        .cte("base")
+    rows = _scope_sums(
+        session,
+        buckets=conditions,
+        cost=cost_column(basis),
+        start=min(month.start, as_of - dt.timedelta(days=HISTORY_DAYS - 1)),
+        end=as_of,
     )
-    selects = []
-    for shape in SHAPES:
-        selects.append(
-            select(
-                Budget.id.label("budget_id"),
-                *(func.sum(base.c[name]).label(name) for name in BUCKETS),
-            )
-            .select_from(Budget)
-            .join(base, _join_condition(base.c, shape))
-            .where(*_shape_of(Budget.model_name, Budget.team_name, Budget.stage, shape))
-            .group_by(Budget.id)
-        )
-    if session.get_bind().dialect.name == "postgresql":
-        # the window's groups fit in memory: hash them without spilling to disk
-        session.execute(text("SET LOCAL work_mem = '64MB'"))
     result: dict[int, dict[str, Decimal]] = {}
-    for row in session.execute(union_all(*selects)):
+    for row in rows:
         values = row._mapping
         result[int(values["budget_id"])] = {name: Decimal(values[name] or 0) for name in BUCKETS}
     return result
@@ -220,10 +252,19 @@ def evaluate_budgets(
     return statuses
 
 
+def _top(totals: dict[Any, Decimal], limit: int) -> list[tuple[Any, Decimal]]:
+    ranked = sorted(totals.items(), key=lambda item: item[1], reverse=True)
+    return [(label, amount) for label, amount in ranked[:limit] if amount]
+
+
 def top_drivers(
     *, session: Session, statuses: Iterable[BudgetStatus], basis: str = "billed", limit: int = 3
 ) -> dict[int, Drivers]:
-    """Return the top stages, resources and days of each budget's month so far."""
+    """Return the top stages, resources and days of each budget's month so far.
+
+    Stages and days come from one pass over the month (a sum per day for each budget and stage);
+    resources from a second, summed by (model, team, stage, resource) before the budgets join.
+    """
     wanted = list(statuses)
     drivers: dict[int, Drivers] = {s.budget_id: Drivers() for s in wanted}
     if not wanted:
@@ -232,49 +273,68 @@ def top_drivers(
     as_of = wanted[0].as_of
     month = month_of(as_of)
     ids = [s.budget_id for s in wanted]
-    dimensions = {
-        "stages": DailySpend.stage,
-        "resources": func.coalesce(DailySpend.resource_id, DailySpend.service),
-        "days": DailySpend.day,
+    days = [month.start + dt.timedelta(days=i) for i in range((as_of - month.start).days + 1)]
+    by_stage_day: dict[int, dict[str, dict[dt.date, Decimal]]] = {}
+    rows = _scope_sums(
+        session,
+        buckets={f"d{i}": DailySpend.day == day for i, day in enumerate(days)},
+        cost=cost,
+        start=month.start,
+        end=as_of,
+        budget_ids=ids,
+        by_stage=True,
+    )
+    for row in rows:
+        values = row._mapping
+        per_day = by_stage_day.setdefault(int(values["budget_id"]), {})
+        per_day[str(values["stage"])] = {
+            day: Decimal(values[f"d{i}"] or 0) for i, day in enumerate(days)
+        }
+    for budget_id, stages in by_stage_day.items():
+        found = drivers[budget_id]
+        stage_totals = {stage: sum(v.values(), ZERO) for stage, v in stages.items()}
+        found.stages = [Driver(str(k), v) for k, v in _top(stage_totals, limit)]
+        day_totals = {day: sum((v[day] for v in stages.values()), ZERO) for day in days}
+        found.days = [Driver(f"{k:%a %b %-d}", v) for k, v in _top(day_totals, limit)]
+    resource = func.coalesce(DailySpend.resource_id, DailySpend.service)
+    base = (
+        select(
+            DailySpend.model,
+            DailySpend.team,
+            DailySpend.stage,
+            resource.label("label"),
+            func.sum(cost).label("cost"),
+        )
+        .where(DailySpend.day >= month.start, DailySpend.day <= as_of)
+        .group_by(DailySpend.model, DailySpend.team, DailySpend.stage, resource)
+        .cte("by_resource")
+    )
+    wanted_shapes = {
+        (s.model_name is not None, s.team_name is not None, s.stage is not None) for s in wanted
     }
-    shapes = [
-        shape
-        for shape in SHAPES
-        if any(
-            (s.model_name is not None, s.team_name is not None, s.stage is not None) == shape
-            for s in wanted
-        )
-    ]
-    for attribute, dimension in dimensions.items():
-        selects = []
-        for shape in shapes:
-            total = func.sum(cost)
-            rank = func.row_number().over(partition_by=Budget.id, order_by=total.desc())
-            selects.append(
-                select(
-                    Budget.id.label("budget_id"),
-                    dimension.label("label"),
-                    total.label("cost"),
-                    rank.label("rank"),
-                )
-                .select_from(Budget)
-                .join(DailySpend, _join_condition(DailySpend, shape))
-                .where(
-                    Budget.id.in_(ids),
-                    DailySpend.day >= month.start,
-                    DailySpend.day <= as_of,
-                    *_shape_of(Budget.model_name, Budget.team_name, Budget.stage, shape),
-                )
-                .group_by(Budget.id, dimension)
+    selects = []
+    for shape in (shape for shape in SHAPES if shape in wanted_shapes):
+        total = func.sum(base.c.cost)
+        rank = func.row_number().over(partition_by=Budget.id, order_by=total.desc())
+        selects.append(
+            select(
+                Budget.id.label("budget_id"), base.c.label, total.label("cost"), rank.label("rank")
             )
-        ranked = (union_all(*selects) if len(selects) > 1 else selects[0]).subquery()
-        query = (
-            select(ranked.c.budget_id, ranked.c.label, ranked.c.cost)
-            .where(ranked.c.rank <= limit)
-            .order_by(ranked.c.budget_id, ranked.c.rank)
+            .select_from(Budget)
+            .join(base, _join_condition(base.c, shape))
+            .where(
+                Budget.id.in_(ids),
+                *_shape_of(Budget.model_name, Budget.team_name, Budget.stage, shape),
+            )
+            .group_by(Budget.id, base.c.label)
         )
-        for budget_id, label, amount in session.execute(query):
-            if amount:
-                name = label.strftime("%a %b %-d") if isinstance(label, dt.date) else str(label)
-                getattr(drivers[budget_id], attribute).append(Driver(name, Decimal(amount)))
+    ranked = (union_all(*selects) if len(selects) > 1 else selects[0]).subquery()
+    query = (
+        select(ranked.c.budget_id, ranked.c.label, ranked.c.cost)
+        .where(ranked.c.rank <= limit)
+        .order_by(ranked.c.budget_id, ranked.c.rank)
+    )
+    for budget_id, label, amount in session.execute(query):
+        if amount:
+            drivers[budget_id].resources.append(Driver(str(label), Decimal(amount)))
     return drivers

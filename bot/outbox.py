@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,25 +37,48 @@ PERMANENT_ERRORS = frozenset({
 })  # fmt: skip
 
 
+@dataclass(frozen=True)
+class PlannedPost:
+    """A message ready for the outbox."""
+
+    dedupe_key: str
+    kind: str
+    channel: str
+    text: str
+    blocks: list[dict[str, Any]]
+    thread_key: str | None = None
+
+
+def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
+    """Record posts unless one with the same key exists; return the keys that were new."""
+    rows: dict[str, dict[str, Any]] = {}
+    for p in posts:
+        rows.setdefault(p.dedupe_key, {
+            "dedupe_key": p.dedupe_key, "kind": p.kind, "channel": p.channel,
+            "thread_key": p.thread_key, "payload": {"text": p.text, "blocks": p.blocks},
+            "status": "pending", "attempts": 0,
+        })  # fmt: skip
+    if not rows:
+        return set()
+    dialect = session.get_bind().dialect.name
+    insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+    # one statement, executed for many parameter sets: SQLAlchemy batches it ("insertmanyvalues")
+    # and RETURNING names the rows that were inserted, not the ones the conflict skipped
+    statement = (
+        insert_fn(OutboxMessage.__table__)
+        .on_conflict_do_nothing(index_elements=["dedupe_key"])
+        .returning(OutboxMessage.__table__.c.dedupe_key)
+    )
+    return set(session.connection().execute(statement, list(rows.values())).scalars())
+
+
 def enqueue(
     *, session: Session, dedupe_key: str, kind: str, channel: str, text: str,
     blocks: list[dict[str, Any]], thread_key: str | None = None,
 ) -> bool:  # fmt: skip
     """Record a post unless one with the same key exists; return whether it was new."""
-    values = {
-        "dedupe_key": dedupe_key, "kind": kind, "channel": channel, "thread_key": thread_key,
-        "payload": {"text": text, "blocks": blocks}, "status": "pending", "attempts": 0,
-    }  # fmt: skip
-    dialect = session.get_bind().dialect.name
-    insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
-    statement = (
-        insert_fn(OutboxMessage)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=["dedupe_key"])
-        .returning(OutboxMessage.id)
-    )
-    # RETURNING, not rowcount: on PostgreSQL the skipped insert reported rowcount -1 (truthy)
-    return session.execute(statement).first() is not None
+    post = PlannedPost(dedupe_key, kind, channel, text, blocks, thread_key)
+    return bool(enqueue_many(session, [post]))
 
 
 @dataclass

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from bot.anomalies import find_anomalies
 from bot.budget_forecast import forecast_month_end, summarize_daily
-from bot.budgets import evaluate_budgets, top_drivers
+from bot.budgets import Drivers, evaluate_budgets, top_drivers
 from bot.models import Budget, ValueMetric
 from bot.registry import import_registry, parse_registry
 from tests.alert_fixtures import ALERT_REGISTRY, add_spend, days, spend_row
@@ -81,22 +81,32 @@ def test_sql_sums_match_a_python_reference_for_every_shape(session: Session) -> 
         assert status.forecast == forecast_month_end(reference), budget.scope
     assert statuses["model:nobody"].month_to_date == 0
 
-    drivers = top_drivers(session=session, statuses=[statuses["model:alpha"]])
-    alpha = next(iter(drivers.values()))
-    assert [d.label for d in alpha.stages] == sorted(
-        ("training", "serving", "storage"),
-        key=lambda s: (
-            -sum(
-                r["billed_cost"]
-                for r in rows
-                if r["model"] == "alpha"
-                and r["stage"] == s
-                and dt.date(2026, 11, 1) <= r["day"] <= AS_OF
-            )
-        ),
-    )
-    assert len(alpha.resources) == 3 and len(alpha.days) == 3
+    # drivers: every budget shape, every dimension, against the same rows summed in Python
+    budgets = list(session.scalars(select(Budget)))
+    drivers = top_drivers(session=session, statuses=statuses.values())
+    assert set(drivers) == {s.budget_id for s in statuses.values()}
+    month_start = dt.date(2026, 11, 1)
+    for budget in budgets:
+        found = drivers[budget.id]
+        month_rows = [r for r in rows if month_start <= r["day"] <= AS_OF and matches(r, budget)]
+        for attribute, key in (
+            ("stages", lambda r: r["stage"]),
+            ("resources", lambda r: r["resource_id"]),
+            ("days", lambda r: f"{r['day']:%a %b %-d}"),
+        ):
+            totals: dict[str, Decimal] = {}
+            for r in month_rows:
+                totals[key(r)] = totals.get(key(r), Decimal(0)) + r["billed_cost"]
+            expected = sorted(
+                ((label, cost) for label, cost in totals.items() if cost), key=lambda t: -t[1]
+            )[:3]
+            got = [(d.label, d.cost) for d in getattr(found, attribute)]
+            assert [c for _, c in got] == [c for _, c in expected], (budget.scope, attribute)
+            assert all(totals[label] == cost for label, cost in got), (budget.scope, attribute)
+    alpha = drivers[statuses["model:alpha"].budget_id]
+    assert len(alpha.resources) == 3 and len(alpha.days) == 3 and len(alpha.stages) == 3
     assert sum(d.cost for d in alpha.stages) == statuses["model:alpha"].month_to_date
+    assert drivers[statuses["model:nobody"].budget_id] == Drivers()
 
 
 def test_gpu_hours_rising_beyond_the_workload_is_an_anomaly(session: Session) -> None:
