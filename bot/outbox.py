@@ -13,9 +13,9 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import Table, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
@@ -64,10 +64,11 @@ def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
     insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
     # one statement, executed for many parameter sets: SQLAlchemy batches it ("insertmanyvalues")
     # and RETURNING names the rows that were inserted, not the ones the conflict skipped
+    table = cast(Table, OutboxMessage.__table__)
     statement = (
-        insert_fn(OutboxMessage.__table__)
+        insert_fn(table)
         .on_conflict_do_nothing(index_elements=["dedupe_key"])
-        .returning(OutboxMessage.__table__.c.dedupe_key)
+        .returning(table.c.dedupe_key)
     )
     return set(session.connection().execute(statement, list(rows.values())).scalars())
 
