@@ -13,7 +13,19 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Date, and_, case, func, literal, literal_column, select, text, union_all
+from sqlalchemy import (
+    Date,
+    String,
+    and_,
+    case,
+    func,
+    literal,
+    literal_column,
+    select,
+    text,
+    tuple_,
+    union_all,
+)
 from sqlalchemy.orm import Session
 
 from bot.budget_forecast import (
@@ -252,6 +264,11 @@ def evaluate_budgets(
     return statuses
 
 
+def _scope_key(status: BudgetStatus, shape: tuple[bool, bool, bool]) -> tuple[str, ...]:
+    values = (status.model_name, status.team_name, status.stage)
+    return tuple(str(v) for v, wanted in zip(values, shape, strict=True) if wanted)
+
+
 def _top(totals: dict[Any, Decimal], limit: int) -> list[tuple[Any, Decimal]]:
     ranked = sorted(totals.items(), key=lambda item: item[1], reverse=True)
     return [(label, amount) for label, amount in ranked[:limit] if amount]
@@ -262,8 +279,10 @@ def top_drivers(
 ) -> dict[int, Drivers]:
     """Return the top stages, resources and days of each budget's month so far.
 
-    Stages and days come from one pass over the month (a sum per day for each budget and stage);
-    resources from a second, summed by (model, team, stage, resource) before the budgets join.
+    Stages and days come from one pass over the month: a sum per day for each budget and stage.
+    Resources come from a second, summed by (model, team, stage, resource); each budget shape
+    rolls those groups up by its own key, filtered to the keys asked about, and ranks them there,
+    so no ledger row is joined to the budgets table.
     """
     wanted = list(statuses)
     drivers: dict[int, Drivers] = {s.budget_id: Drivers() for s in wanted}
@@ -296,45 +315,74 @@ def top_drivers(
         found.stages = [Driver(str(k), v) for k, v in _top(stage_totals, limit)]
         day_totals = {day: sum((v[day] for v in stages.values()), ZERO) for day in days}
         found.days = [Driver(f"{k:%a %b %-d}", v) for k, v in _top(day_totals, limit)]
+    _add_resource_drivers(session, wanted, drivers, cost=cost, month=month, limit=limit)
+    return drivers
+
+
+def _add_resource_drivers(
+    session: Session,
+    wanted: list[BudgetStatus],
+    drivers: dict[int, Drivers],
+    *,
+    cost: Any,
+    month: Period,
+    limit: int,
+) -> None:
+    """Add each budget's top resources of the month so far."""
+    as_of = wanted[0].as_of
+    # shape index -> scope key -> budget ids
+    owners: dict[int, dict[tuple[str, ...], list[int]]] = {}
+    for status in wanted:
+        shape = (
+            status.model_name is not None,
+            status.team_name is not None,
+            status.stage is not None,
+        )
+        owners.setdefault(SHAPES.index(shape), {}).setdefault(_scope_key(status, shape), []).append(
+            status.budget_id
+        )
+    columns = (DailySpend.model, DailySpend.team, DailySpend.stage)
     resource = func.coalesce(DailySpend.resource_id, DailySpend.service)
     base = (
-        select(
-            DailySpend.model,
-            DailySpend.team,
-            DailySpend.stage,
-            resource.label("label"),
-            func.sum(cost).label("cost"),
-        )
+        select(*columns, resource.label("resource"), func.sum(cost).label("cost"))
         .where(DailySpend.day >= month.start, DailySpend.day <= as_of)
-        .group_by(DailySpend.model, DailySpend.team, DailySpend.stage, resource)
+        .group_by(*columns, resource)
         .cte("by_resource")
     )
-    wanted_shapes = {
-        (s.model_name is not None, s.team_name is not None, s.stage is not None) for s in wanted
-    }
     selects = []
-    for shape in (shape for shape in SHAPES if shape in wanted_shapes):
+    for index, keys in owners.items():
+        key_columns = [
+            c
+            for c, on in zip((base.c.model, base.c.team, base.c.stage), SHAPES[index], strict=True)
+            if on
+        ]
         total = func.sum(base.c.cost)
-        rank = func.row_number().over(partition_by=Budget.id, order_by=total.desc())
+        rank = func.row_number().over(partition_by=key_columns, order_by=total.desc())
+        padded = [*key_columns, literal(None, String)][:2]
+        scope_filter = (
+            key_columns[0].in_([k[0] for k in keys])
+            if len(key_columns) == 1
+            else tuple_(*key_columns).in_(list(keys))
+        )
         selects.append(
             select(
-                Budget.id.label("budget_id"), base.c.label, total.label("cost"), rank.label("rank")
+                literal(index).label("shape"),
+                padded[0].label("k0"),
+                padded[1].label("k1"),
+                base.c.resource.label("label"),
+                total.label("cost"),
+                rank.label("rank"),
             )
-            .select_from(Budget)
-            .join(base, _join_condition(base.c, shape))
-            .where(
-                Budget.id.in_(ids),
-                *_shape_of(Budget.model_name, Budget.team_name, Budget.stage, shape),
-            )
-            .group_by(Budget.id, base.c.label)
+            .where(scope_filter)
+            .group_by(*key_columns, base.c.resource)
         )
     ranked = (union_all(*selects) if len(selects) > 1 else selects[0]).subquery()
     query = (
-        select(ranked.c.budget_id, ranked.c.label, ranked.c.cost)
+        select(ranked.c.shape, ranked.c.k0, ranked.c.k1, ranked.c.label, ranked.c.cost)
         .where(ranked.c.rank <= limit)
-        .order_by(ranked.c.budget_id, ranked.c.rank)
+        .order_by(ranked.c.shape, ranked.c.k0, ranked.c.k1, ranked.c.rank)
     )
-    for budget_id, label, amount in session.execute(query):
-        if amount:
+    for index, k0, k1, label, amount in session.execute(query):
+        key = (str(k0),) if k1 is None else (str(k0), str(k1))
+        for budget_id in owners[int(index)].get(key, ()) if amount else ():
             drivers[budget_id].resources.append(Driver(str(label), Decimal(amount)))
-    return drivers
