@@ -91,12 +91,20 @@ class DeliveryReport:
 
 
 class HistoryLookup:
-    """Find an already-posted message by its dedupe key (for posts whose outcome is unknown)."""
+    """Find an already-posted message by its dedupe key (for posts whose outcome is unknown).
+
+    Needs channels:history and groups:history; for DMs (a user ID as the channel) im:write to
+    open the DM and im:history to read it.
+    """
 
     def __init__(self, client: Any) -> None:
         self.client = client
 
     def __call__(self, channel: str, key: str, since: dt.datetime) -> Posted | None:
+        if channel[:1] in ("U", "W"):
+            # posted to a user ID (a DM): its history lives under the DM's own ID
+            opened = self.client.conversations_open(users=channel)
+            channel = str(opened["channel"]["id"])
         response = self.client.conversations_history(
             channel=channel, oldest=f"{since.timestamp():.6f}", include_all_metadata=True,
             limit=200,

@@ -103,6 +103,7 @@ def run_weekly_signoff_job(services: AppServices) -> int:
         session_factory=services.session_factory,
         notifier=SlackNotifier(services.client),
         now=now,
+        find_posted=HistoryLookup(services.client),
         kinds=(SIGNOFF_KIND,),
     )
     return count

@@ -13,6 +13,11 @@ from typing import Any
 from urllib.parse import parse_qs
 
 
+def dm_channel(channel: str) -> str:
+    """Return the DM conversation ID Slack uses for a user ID (other IDs unchanged)."""
+    return f"D{channel[1:]}" if channel[:1] in ("U", "W") else channel
+
+
 @dataclass
 class Call:
     method: str
@@ -144,7 +149,7 @@ class FakeSlack:
             return {"ok": True, "user_id": "UBOT", "team_id": "T1", "bot_id": "B1"}
         if method == "chat.postMessage":
             ts = self._next_ts()
-            channel = params.get("channel", "")
+            channel = dm_channel(params.get("channel", ""))  # a user ID posts to the app's DM
             message = {
                 "ts": ts,
                 "text": params.get("text"),
@@ -162,8 +167,12 @@ class FakeSlack:
             return {"ok": True, "channel": key[0], "ts": key[1]}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": self._next_ts()}
+        if method == "conversations.open":
+            return {"ok": True, "channel": {"id": dm_channel(params.get("users", ""))}}
         if method == "conversations.history":
             channel = params.get("channel", "")
+            if channel[:1] in ("U", "W"):
+                return {"ok": False, "error": "channel_not_found"}  # history wants the DM's ID
             found = [dict(m) for (c, _), m in self.messages.items() if c == channel]
             return {"ok": True, "messages": found, "has_more": False}
         if method == "files.getUploadURLExternal":

@@ -22,10 +22,12 @@ from bot.review_jobs import (
 )
 from bot.server import make_http_server, serve_in_thread
 from bot.services import AppServices
+from bot.signoff import enqueue_digests
+from bot.slack.notifier import SlackNotifier
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
 from tests.slack.conftest import SlackHarness, seed
-from tests.slack.fake_slack import Call
+from tests.slack.fake_slack import Call, dm_channel
 
 
 def dumps(value: Any) -> str:
@@ -70,12 +72,12 @@ def find_post(slack: SlackHarness, needle: str) -> Call:
 def button_payload(
     slack: SlackHarness, user: str, post: Call, action_id: str, value: str
 ) -> dict[str, Any]:
+    channel = dm_channel(post.params["channel"])  # a post to a user ID lands in their DM
     ts = next(
         ts
         for (ch, ts), m in slack.fake.messages.items()
-        if ch == post.params["channel"] and m["text"] == post.params["text"]
+        if ch == channel and m["text"] == post.params["text"]
     )
-    channel = post.params["channel"]
     stored = message(slack, channel, ts)
     return {
         "type": "block_actions",
@@ -309,6 +311,46 @@ def test_a_failed_post_is_retried_by_the_next_run_not_doubled(
     assert len(set(texts)) == 5
     with session_scope(slack.session_factory) as session:
         assert all(i.message_ts for i in session.scalars(select(ReviewItem)))
+
+
+def test_a_digest_that_reached_slack_before_a_crash_is_not_sent_again(
+    slack: SlackHarness, clock: Clock
+) -> None:
+    seed(slack, seed_org)
+    clock.now = dt.datetime(2026, 11, 30, 9, tzinfo=dt.UTC)  # a Monday
+    with session_scope(slack.session_factory) as session:
+        assert (
+            enqueue_digests(
+                session=session, week_start=dt.date(2026, 11, 23), currency="USD", now=clock.now
+            )
+            == 4
+        )
+    with session_scope(slack.session_factory) as session:
+        row = session.scalars(
+            select(OutboxMessage).where(OutboxMessage.channel == "U0AAA111")
+        ).one()
+        key = row.dedupe_key
+        # the worker posted to the owner's DM, then died before recording it
+        SlackNotifier(slack.services.client).post_with_metadata(
+            row.channel,
+            row.payload["text"],
+            row.payload["blocks"],
+            None,
+            {"event_type": "mlcost_outbox", "event_payload": {"key": key}},
+        )
+        row.status, row.attempts = "sending", 1
+        row.next_attempt_at = clock.now + dt.timedelta(minutes=2)
+    clock.now += dt.timedelta(minutes=5)
+    assert run_weekly_signoff_job(slack.services) == 0  # nothing new to queue, the rest delivered
+    to_owner = [c for c in posts(slack) if c.params["channel"] == "U0AAA111"]
+    assert len(to_owner) == 1  # found in the DM's history, not posted again
+    assert slack.fake.calls_to("conversations.open")[0].params["users"] == "U0AAA111"
+    assert len(posts(slack)) == 4
+    with session_scope(slack.session_factory) as session:
+        rows = session.scalars(select(OutboxMessage)).all()
+        assert {r.status for r in rows} == {"delivered"}
+        recovered = next(r for r in rows if r.dedupe_key == key)
+        assert recovered.slack_channel == "D0AAA111"
 
 
 def test_weekly_signoff_digest_and_button(slack: SlackHarness, clock: Clock) -> None:
