@@ -21,6 +21,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -360,6 +361,8 @@ class ReviewItem(Base):
     decided_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     reason: Mapped[str | None] = mapped_column(Text)
     reminded_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    # set with a decision, cleared once Slack shows it; the delivery job retries what is still set
+    refresh_pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     review: Mapped[Review] = relationship(back_populates="items")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -251,6 +251,7 @@ def record_decision(
     item.decided_by = user_id
     item.decided_at = now
     item.reason = (reason or "").strip()[:2000] or None
+    item.refresh_pending = True  # cleared once the thread shows it (see refresh_messages)
     review = item.review
     session.add(
         AuditLog(
@@ -268,9 +269,14 @@ def record_decision(
 
 
 def refresh_messages(*, session: Session, notifier: Notifier, item_id: int, currency: str) -> None:
-    """Update the item's message and its review's parent message in place."""
+    """Update the item's message and its review's parent message in place.
+
+    Both updates render what the database holds now, so repeating them is harmless. The item's
+    refresh flag is cleared only if no newer decision arrived while Slack was being called.
+    """
     item = _load_item(session, item_id)
     review = item.review
+    rendered_for = item.decided_at
     sync_message_ts(session=session, reviews=[review])
     if item.message_ts:
         text, blocks = item_message(item, currency)
@@ -278,6 +284,43 @@ def refresh_messages(*, session: Session, notifier: Notifier, item_id: int, curr
     if review.parent_ts:
         text, blocks = parent_message(review, currency)
         notifier.update(review.channel, review.parent_ts, text, blocks)
+    if item.message_ts and review.parent_ts:
+        session.execute(
+            update(ReviewItem)
+            .where(ReviewItem.id == item.id, ReviewItem.decided_at == rendered_for)
+            .values(refresh_pending=False)
+            .execution_options(synchronize_session=False)
+        )
+
+
+def refresh_pending_messages(
+    *, session_factory: sessionmaker[Session], notifier: Notifier, currency: str, limit: int = 50
+) -> tuple[int, int]:
+    """Retry the Slack updates of decisions whose messages were not refreshed; (done, failed).
+
+    A transient failure (429, 5xx, network) ends the round; the flag stays for the next one.
+    """
+    with session_scope(session_factory) as session:
+        ids = list(
+            session.scalars(
+                select(ReviewItem.id)
+                .where(ReviewItem.refresh_pending.is_(True))
+                .order_by(ReviewItem.decided_at)
+                .limit(limit)
+            )
+        )
+    done = 0
+    for item_id in ids:
+        try:
+            with session_scope(session_factory) as session:
+                refresh_messages(
+                    session=session, notifier=notifier, item_id=item_id, currency=currency
+                )
+        except Exception as exc:  # logged; the flag keeps it for the next round
+            log.warning("review item %d: message not refreshed yet: %s", item_id, exc)
+            return done, len(ids) - done
+        done += 1
+    return done, 0
 
 
 def enqueue_reminders(*, session: Session, now: dt.datetime, after_days: int) -> int:

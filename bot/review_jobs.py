@@ -22,7 +22,13 @@ from zoneinfo import ZoneInfo
 from bot.db import session_scope
 from bot.outbox import HistoryLookup, deliver_pending
 from bot.periods import month_of, previous_month
-from bot.review import ReviewPostReport, deliver_reviews, enqueue_reminders, post_reviews
+from bot.review import (
+    ReviewPostReport,
+    deliver_reviews,
+    enqueue_reminders,
+    post_reviews,
+    refresh_pending_messages,
+)
 from bot.services import AppServices
 from bot.signoff import SIGNOFF_KIND, enqueue_digests, week_start_of
 from bot.slack.notifier import SlackNotifier
@@ -107,3 +113,15 @@ def run_weekly_signoff_job(services: AppServices) -> int:
         kinds=(SIGNOFF_KIND,),
     )
     return count
+
+
+def run_review_refresh_job(services: AppServices) -> int:
+    """Update review threads whose decision was recorded while Slack could not be updated."""
+    done, failed = refresh_pending_messages(
+        session_factory=services.session_factory,
+        notifier=SlackNotifier(services.client),
+        currency=services.settings.currency,
+    )
+    if done or failed:
+        log.info("review threads refreshed: %d, still pending: %d", done, failed)
+    return done

@@ -122,6 +122,7 @@ def review_job_specs(settings: Settings) -> list[JobSpec]:
     """Return the review and sign-off jobs; each decides for itself whether today is its day."""
     from bot.review_jobs import (
         run_monthly_review_job,
+        run_review_refresh_job,
         run_review_reminders_job,
         run_weekly_signoff_job,
     )
@@ -134,6 +135,8 @@ def review_job_specs(settings: Settings) -> list[JobSpec]:
                 CronTrigger(hour=10, minute=0, **daily)),
         JobSpec("weekly-signoff", run_weekly_signoff_job,
                 CronTrigger(hour=9, minute=30, **daily), run_at_start=True),
+        JobSpec("review-refresh", run_review_refresh_job,
+                IntervalTrigger(seconds=settings.delivery_interval_seconds)),
     ]  # fmt: skip
 
 

@@ -124,13 +124,17 @@ def register(app: App, services: AppServices) -> None:
             ack(response_action="errors", errors={REASON_BLOCK: clip(str(exc), 150)})
             return
         ack()
-        with session_scope(services.session_factory) as session:
-            refresh_messages(
-                session=session,
-                notifier=SlackNotifier(client),
-                item_id=int(meta["item"]),
-                currency=services.settings.currency,
-            )
+        try:
+            with session_scope(services.session_factory) as session:
+                refresh_messages(
+                    session=session,
+                    notifier=SlackNotifier(client),
+                    item_id=int(meta["item"]),
+                    currency=services.settings.currency,
+                )
+        except Exception as exc:  # the decision is kept; the refresh job retries
+            log.warning("review item %s: decision recorded, thread not updated yet: %s",
+                        meta["item"], exc)  # fmt: skip
 
     @app.action(SIGNOFF_ACTION)
     def sign_off(

@@ -49,6 +49,7 @@ def test_jobs_are_registered_explicitly(tmp_path: Path) -> None:
         "monthly-review",
         "review-reminders",
         "weekly-signoff",
+        "review-refresh",
     }
     assert str(jobs["poll"].trigger) == "interval[6:00:00]"
     assert not scheduler.running

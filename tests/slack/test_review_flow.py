@@ -17,6 +17,7 @@ from bot.db import make_engine, make_session_factory, session_scope
 from bot.models import AuditLog, OutboxMessage, Review, ReviewItem, SignOff
 from bot.review_jobs import (
     run_monthly_review_job,
+    run_review_refresh_job,
     run_review_reminders_job,
     run_weekly_signoff_job,
 )
@@ -311,6 +312,40 @@ def test_a_failed_post_is_retried_by_the_next_run_not_doubled(
     assert len(set(texts)) == 5
     with session_scope(slack.session_factory) as session:
         assert all(i.message_ts for i in session.scalars(select(ReviewItem)))
+
+
+def test_a_decision_whose_thread_update_failed_is_shown_by_the_refresh_job(
+    slack: SlackHarness, clock: Clock
+) -> None:
+    seed(slack, seed_org)
+    assert slack.command("review 2026-11", user="U0ADMIN01").status == 200
+    slack.responses(1)  # posted
+    slack.fake.fail("chat.update", 500, times=1)
+    decide(slack, "U0AAA111", "recsys", "kill", "no lift")
+    slack.fake.wait_for("chat.update", 1)
+    recsys_ts = next(
+        ts
+        for (ch, ts), m in slack.fake.messages.items()
+        if ch == "C0RANKING" and (m["text"] or "").startswith("recsys:")
+    )
+    assert "decided by" not in dumps(message(slack, "C0RANKING", recsys_ts)["blocks"])
+
+    def pending() -> bool:
+        with session_scope(slack.session_factory) as session:
+            item = session.scalars(
+                select(ReviewItem).where(ReviewItem.model_name == "recsys")
+            ).one()
+            assert item.decision == "kill"  # the decision was kept
+            return item.refresh_pending
+
+    assert pending()
+    assert run_review_refresh_job(slack.services) == 1
+    shown = dumps(message(slack, "C0RANKING", recsys_ts)["blocks"])
+    assert "*Kill* — decided by <@U0AAA111>" in shown and "no lift" in shown
+    assert not pending()
+    updates = len(slack.fake.calls_to("chat.update"))
+    assert run_review_refresh_job(slack.services) == 0
+    assert len(slack.fake.calls_to("chat.update")) == updates  # nothing left to refresh
 
 
 def test_a_digest_that_reached_slack_before_a_crash_is_not_sent_again(
