@@ -40,6 +40,7 @@ from bot.charts.spend_chart import start_render_processes, stop_render_processes
 from bot.config import Settings  # noqa: E402
 from bot.db import make_engine, make_session_factory, session_scope, upgrade  # noqa: E402
 from bot.models import Budget, DailySpend, IngestionRun, MLModel, Owner, Team  # noqa: E402
+from bot.rollup import rebuild_rollup  # noqa: E402
 from bot.server import make_http_server, serve_in_thread  # noqa: E402
 from bot.services import AppServices  # noqa: E402
 from bot.slack.client import make_web_client  # noqa: E402
@@ -99,6 +100,7 @@ def seed(factory: object, models: int, days: int) -> int:
         if batch:
             session.execute(insert(DailySpend), batch)
             rows += len(batch)
+        rebuild_rollup(session)  # what an ingestion does for the days it writes
     return rows
 
 

@@ -1,8 +1,9 @@
 """Budget status as of a day: month-to-date spend and forecast for every budget, in SQL.
 
-One statement aggregates the ledger window once (by model, team, stage, with one conditional sum
-per bucket the forecast needs) and rolls it up for every budget shape (model, team, stage,
-model×stage, team×stage) with equality joins, so the cost is one scan however many budgets exist.
+One statement aggregates the window of the daily rollup (the ledger summed by day, model, team and
+stage; see bot.rollup) once, by model, team and stage with one conditional sum per bucket the
+forecast needs, and rolls it up for every budget shape (model, team, stage, model×stage,
+team×stage) with equality joins, so the cost is one scan however many budgets exist.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from bot.budget_forecast import (
     forecast_month_end,
     history_window,
 )
-from bot.models import Budget, DailySpend
+from bot.models import Budget, DailySpend, SpendRollup
 from bot.periods import Period, month_of
 from bot.reports import cost_column
 
@@ -138,29 +139,29 @@ def _scope_sums(
     budget_ids: list[int] | None = None,
     by_stage: bool = False,
 ) -> list[Any]:
-    """Sum the ledger over [start, end] into named buckets for every budget, in one statement.
+    """Sum the rollup over [start, end] into named buckets for every budget, in one statement.
 
-    `buckets` maps a name to a condition on DailySpend (None: every row). The window is summed
+    `buckets` maps a name to a condition on SpendRollup (None: every row). The window is summed
     once by (model, team, stage) and rolled up to each budget shape with equality joins; with
     `by_stage` each budget gets one row per stage it spans.
     """
-    day: Any = DailySpend.day
+    day: Any = SpendRollup.day
     if session.get_bind().dialect.name == "sqlite":
-        # SQLite would pick the (day, ...) index and sort; `+day` steers it to the covering
-        # rollup index, whose (model, team, stage) order lets the grouping stream.
-        day = literal_column("+daily_spend.day", Date)
+        # SQLite would pick the day index and sort; `+day` steers it to the covering scan
+        # index, whose (model, team, stage) order lets the grouping stream.
+        day = literal_column("+spend_rollup.day", Date)
     base = (
         select(
-            DailySpend.model,
-            DailySpend.team,
-            DailySpend.stage,
+            SpendRollup.model,
+            SpendRollup.team,
+            SpendRollup.stage,
             *(
                 func.sum(cost if condition is None else case((condition, cost))).label(name)
                 for name, condition in buckets.items()
             ),
         )
         .where(day >= start, day <= end)
-        .group_by(DailySpend.model, DailySpend.team, DailySpend.stage)
+        .group_by(SpendRollup.model, SpendRollup.team, SpendRollup.stage)
         .cte("base")
     )
     selects = []
@@ -193,16 +194,16 @@ def budget_sums(
     month = month_of(as_of)
     history = history_window(as_of, first_day)
     conditions: dict[str, Any] = {
-        "mtd": DailySpend.day >= month.start,
-        "last7": DailySpend.day >= as_of - dt.timedelta(days=RUN_RATE_DAYS - 1),
+        "mtd": SpendRollup.day >= month.start,
+        "last7": SpendRollup.day >= as_of - dt.timedelta(days=RUN_RATE_DAYS - 1),
     }
     for weekday in range(7):
         days = [d for d in history if d.weekday() == weekday]
-        conditions[f"wd{weekday}"] = DailySpend.day.in_(days) if days else literal(False)
+        conditions[f"wd{weekday}"] = SpendRollup.day.in_(days) if days else literal(False)
     rows = _scope_sums(
         session,
         buckets=conditions,
-        cost=cost_column(basis),
+        cost=cost_column(basis, SpendRollup),
         start=min(month.start, as_of - dt.timedelta(days=HISTORY_DAYS - 1)),
         end=as_of,
     )
@@ -296,8 +297,8 @@ def top_drivers(
     by_stage_day: dict[int, dict[str, dict[dt.date, Decimal]]] = {}
     rows = _scope_sums(
         session,
-        buckets={f"d{i}": DailySpend.day == day for i, day in enumerate(days)},
-        cost=cost,
+        buckets={f"d{i}": SpendRollup.day == day for i, day in enumerate(days)},
+        cost=cost_column(basis, SpendRollup),
         start=month.start,
         end=as_of,
         budget_ids=ids,

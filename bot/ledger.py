@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -18,6 +19,7 @@ from bot.errors import IngestError
 from bot.gpu import gpu_count
 from bot.models import DailySpend, IngestionRun, utcnow
 from bot.registry import load_attribution_rules
+from bot.rollup import ledger_day_range, refresh_rollup
 from bot.sources.base import (
     TAG_PREFIX,
     TAGS_JSON,
@@ -96,12 +98,18 @@ def ingest(
         scopes=[s.as_dict() for s in data.scopes],
     )
     session.add(run)
+    # the days whose rollup must be summed again: those replaced, and those written below
+    condition = scope_condition(data.scopes)
+    touched = None if condition is None else ledger_day_range(session, condition)
     replaced = replace_scopes(data.scopes, session=session)
     session.flush()
     target = DailySpend.metadata.tables[DailySpend.__tablename__]
     written, billed, attributed = 0, Decimal(0), Decimal(0)
     for ledger in attribute_charges(data.charges, rules):
         written += ledger.num_rows
+        if ledger.num_rows:
+            days = pc.min_max(ledger["day"])
+            touched = _widen(touched, days["min"].as_py(), days["max"].as_py())
         billed += decimal_sum(ledger["billed_cost"])
         attributed += decimal_sum(pc.filter(ledger["billed_cost"], pc.is_valid(ledger["model"])))
         run_ids = pc.fill_null(pa.nulls(ledger.num_rows, pa.int64()), run.id)
@@ -114,6 +122,8 @@ def ingest(
             f"{source.location}: internal reconciliation failed "
             f"(read {data.billed_total}, attributed {billed}); nothing was written"
         )
+    if touched is not None:
+        refresh_rollup(session, *touched)
     run.rows_written = written
     run.attributed_total = attributed
     run.unallocated_total = billed - attributed
@@ -130,8 +140,8 @@ def ingest(
     )  # fmt: skip
 
 
-def replace_scopes(scopes: Iterable[ReplaceScope], *, session: Session) -> int:
-    """Delete the ledger rows that these scopes cover; return how many."""
+def scope_condition(scopes: Iterable[ReplaceScope]) -> Any:
+    """Return the condition matching the ledger rows these scopes cover (None for no scope)."""
     conditions = []
     for scope in scopes:
         column = DailySpend.billing_period if scope.column == "billing_period" else DailySpend.day
@@ -141,10 +151,22 @@ def replace_scopes(scopes: Iterable[ReplaceScope], *, session: Session) -> int:
             column >= scope.start,
             column < scope.end,
         ))  # fmt: skip
-    if not conditions:
+    return or_(*conditions) if conditions else None
+
+
+def replace_scopes(scopes: Iterable[ReplaceScope], *, session: Session) -> int:
+    """Delete the ledger rows that these scopes cover; return how many."""
+    condition = scope_condition(scopes)
+    if condition is None:
         return 0
-    result = session.execute(delete(DailySpend).where(or_(*conditions)))
+    result = session.execute(delete(DailySpend).where(condition))
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+def _widen(span: tuple[dt.date, dt.date] | None, first: Any, last: Any) -> tuple[dt.date, dt.date]:
+    if span is None:
+        return first, last
+    return min(span[0], first), max(span[1], last)
 
 
 def attribute_charges(charges: pa.Table, rules: AttributionRules) -> Iterator[pa.Table]:

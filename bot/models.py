@@ -216,17 +216,6 @@ class DailySpend(Base):
         Index("ix_daily_spend_day_model", "day", "model"),
         Index("ix_daily_spend_day_team", "day", "team"),
         Index("ix_daily_spend_scope", "provider", "billing_account", "day"),
-        # budget evaluation: GROUP BY model, team, stage streams from this covering index
-        Index(
-            "ix_daily_spend_rollup",
-            "model",
-            "team",
-            "stage",
-            "day",
-            "billed_cost",
-            "effective_cost",
-            "gpu_hours",
-        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -255,6 +244,40 @@ class DailySpend(Base):
     usage_quantity: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
     gpu_hours: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
     estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class SpendRollup(Base):
+    """The ledger summed by (day, model, team, stage): what budget evaluation reads.
+
+    The ledger keeps it in step: every ingestion sums again the days it replaced or wrote, in the
+    same transaction (bot.rollup.refresh_rollup).
+    """
+
+    __tablename__ = "spend_rollup"
+    __table_args__ = (
+        # budget evaluation groups a window by (model, team, stage): with this order the grouping
+        # streams from the index, which holds every column it reads
+        Index(
+            "ix_spend_rollup_scan",
+            "model",
+            "team",
+            "stage",
+            "day",
+            "billed_cost",
+            "effective_cost",
+            "gpu_hours",
+        ),
+        Index("ix_spend_rollup_day", "day"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    day: Mapped[dt.date] = mapped_column(Date)
+    model: Mapped[str | None] = mapped_column(String(100))
+    team: Mapped[str | None] = mapped_column(String(100))
+    stage: Mapped[str] = mapped_column(String(20))
+    billed_cost: Mapped[Decimal] = mapped_column(Money)
+    effective_cost: Mapped[Decimal] = mapped_column(Money)
+    gpu_hours: Mapped[Decimal] = mapped_column(Quantity)
 
 
 class AuditLog(Base):

@@ -30,11 +30,11 @@ DIMENSIONS: dict[str, Any] = {
 BASES = ("billed", "effective")
 
 
-def cost_column(basis: str) -> Any:
-    """Return the ledger column for a cost basis."""
+def cost_column(basis: str, table: Any = DailySpend) -> Any:
+    """Return the ledger's (or the rollup's) column for a cost basis."""
     if basis not in BASES:
         raise UsageError(f"cost basis must be billed or effective, not {basis!r}")
-    return DailySpend.billed_cost if basis == "billed" else DailySpend.effective_cost
+    return table.billed_cost if basis == "billed" else table.effective_cost
 
 
 @dataclass

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.db import make_engine, make_session_factory, session_scope, upgrade
 from bot.models import DailySpend, IngestionRun
 from bot.registry import import_registry, parse_registry
+from bot.rollup import refresh_rollup
 
 ALERT_REGISTRY = """\
 teams:
@@ -90,11 +91,13 @@ def walk_day_rows(day: dt.date) -> list[dict[str, Any]]:
 
 
 def add_spend(session: Session, rows: list[dict[str, Any]]) -> None:
-    """Insert ledger rows under one ingestion run."""
+    """Insert ledger rows under one ingestion run, and sum their days into the rollup."""
     run = IngestionRun(source="test", location="synthetic", status="succeeded")
     session.add(run)
     session.flush()
     session.execute(insert(DailySpend), [{**row, "run_id": run.id} for row in rows])
+    if rows:
+        refresh_rollup(session, min(r["day"] for r in rows), max(r["day"] for r in rows))
 
 
 def days(start: dt.date, end: dt.date) -> Iterator[dt.date]:

@@ -7,7 +7,7 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.models import DailySpend
+from bot.models import DailySpend, SpendRollup
 from bot.registry import import_registry, parse_registry
 
 REGISTRY = """\
@@ -44,3 +44,25 @@ def ledger_totals(session: Session) -> tuple[Decimal, Decimal, int]:
                func.count())
     ).one()  # fmt: skip
     return Decimal(billed or 0), Decimal(effective or 0), int(rows)
+
+
+def assert_rollup_matches_ledger(session: Session) -> int:
+    """Check spend_rollup row by row against the ledger grouped in Python; return its rows."""
+    expected: dict[tuple[object, ...], list[Decimal]] = {}
+    for row in session.execute(
+        select(DailySpend.day, DailySpend.model, DailySpend.team, DailySpend.stage,
+               DailySpend.billed_cost, DailySpend.effective_cost, DailySpend.gpu_hours)
+    ):  # fmt: skip
+        sums = expected.setdefault(tuple(row[:4]), [Decimal(0)] * 3)
+        for i, value in enumerate(row[4:]):
+            sums[i] += value
+    rolled = {
+        tuple(row[:4]): list(row[4:])
+        for row in session.execute(
+            select(SpendRollup.day, SpendRollup.model, SpendRollup.team, SpendRollup.stage,
+                   SpendRollup.billed_cost, SpendRollup.effective_cost, SpendRollup.gpu_hours)
+        )
+    }  # fmt: skip
+    assert session.scalar(select(func.count()).select_from(SpendRollup)) == len(rolled)
+    assert rolled == expected
+    return len(rolled)

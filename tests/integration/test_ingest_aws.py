@@ -22,7 +22,7 @@ from bot.sources.athena import AthenaSource, build_query
 from bot.sources.cost_explorer import CostExplorerSource
 from bot.sources.focus import FocusSource
 from tests.conftest import DATA
-from tests.helpers import ledger_totals, load_registry
+from tests.helpers import assert_rollup_matches_ledger, ledger_totals, load_registry
 
 HUBS = json.loads((DATA / "test_query_total_costs_per_hub-input.json").read_text())
 SERVICES = json.loads((DATA / "test_data_cost_component_all.json").read_text())
@@ -117,6 +117,7 @@ def test_overlapping_polls_replace_restated_days(session: Session) -> None:
         )
     assert second.billed_total == first.billed_total * 2
     assert ledger_totals(session)[0] == second.billed_total
+    assert_rollup_matches_ledger(session)
 
 
 def test_aws_cli_example_groups_by_service_and_tag(session: Session) -> None:

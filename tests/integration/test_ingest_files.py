@@ -18,7 +18,7 @@ from bot.models import DailySpend, IngestionRun
 from bot.sources.cur import CurSource
 from bot.sources.focus import FocusSource
 from tests.conftest import DATA
-from tests.helpers import ledger_totals, load_registry
+from tests.helpers import assert_rollup_matches_ledger, ledger_totals, load_registry
 
 FOCUS = DATA / "focus_sample.csv"
 CUR_MONTHS = sorted(DATA.glob("*2018-WorkshopCUR-00001.snappy.parquet"))
@@ -49,9 +49,13 @@ def test_focus_sample_reconciles_to_the_cent_and_reingest_changes_nothing(
     assert abs(billed - expected_billed) < Decimal("1e-8")
     assert effective.quantize(CENT) == expected_effective.quantize(CENT)
 
+    rolled = assert_rollup_matches_ledger(session)
+    assert 0 < rolled < rows
+
     again = ingest(FocusSource([str(FOCUS)]), session=session)
     assert again.replaced_rows == rows
     assert ledger_totals(session) == (billed, effective, rows)
+    assert assert_rollup_matches_ledger(session) == rolled
 
 
 def test_focus_quirks_tags_with_spaces_and_gpu_hours(session: Session) -> None:
@@ -84,8 +88,10 @@ def test_three_real_cur_months_reconcile_and_reingest_is_idempotent(session: Ses
     tagged = session.scalar(select(func.count()).where(DailySpend.model_tag_value.is_not(None)))
     assert tagged and tagged > 0
 
+    rolled = assert_rollup_matches_ledger(session)
     ingest(CurSource([str(CUR_MONTHS[0])]), session=session)
     assert ledger_totals(session) == (billed, effective, rows)
+    assert assert_rollup_matches_ledger(session) == rolled
 
 
 def test_slash_header_cur_csv(session: Session) -> None:
@@ -107,6 +113,7 @@ def test_two_exports_for_the_same_month_add_up(session: Session, tmp_path: Path)
     second = ingest(FocusSource([str(other)]), session=session)
     assert second.replaced_rows == 0
     assert ledger_totals(session)[0] == first.billed_total + second.billed_total
+    assert_rollup_matches_ledger(session)  # the second account's days were summed again
 
 
 def test_gzip_bom_and_azure_tags_without_braces(session: Session, tmp_path: Path) -> None:

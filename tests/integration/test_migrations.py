@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal
+
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import insert, inspect, select
+from sqlalchemy.orm import Session
 
 from bot.db import alembic_config, make_engine, upgrade
-from bot.models import Base
+from bot.models import Base, DailySpend, IngestionRun, SpendRollup
+from tests.alert_fixtures import spend_row
+from tests.helpers import assert_rollup_matches_ledger
 
 
 def test_upgrade_head_matches_the_models_and_downgrade_works(database_url: str) -> None:
@@ -22,4 +28,30 @@ def test_upgrade_head_matches_the_models_and_downgrade_works(database_url: str) 
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     upgrade(engine)
     assert "daily_spend" in inspect(engine).get_table_names()
+    engine.dispose()
+
+
+def test_the_rollup_migration_sums_the_ledger_already_there(database_url: str) -> None:
+    engine = make_engine(database_url)
+    cfg = alembic_config(database_url)
+    command.downgrade(cfg, "base")
+    command.upgrade(cfg, "0003_review_refresh")
+    day = dt.date(2026, 11, 2)
+    with Session(engine) as session, session.begin():
+        run = IngestionRun(source="test", location="before 0004", status="succeeded")
+        session.add(run)
+        session.flush()
+        rows = [
+            {
+                **spend_row(day, "alpha", "training", "ranking", cost, resource=f"i-{n}"),
+                "run_id": run.id,
+            }
+            for n, cost in enumerate(("1.10", "2.25", "0.0000000001"))
+        ] + [{**spend_row(day, None, "other", None, "7"), "run_id": run.id}]
+        session.execute(insert(DailySpend.__table__), rows)
+    upgrade(engine)
+    with Session(engine) as session:
+        assert assert_rollup_matches_ledger(session) == 2
+        alpha = session.scalars(select(SpendRollup).where(SpendRollup.model == "alpha")).one()
+        assert alpha.billed_cost == Decimal("3.3500000001")
     engine.dispose()
