@@ -48,6 +48,14 @@ def _tell(client: WebClient, channel: str, user: str, text: str) -> None:
     client.chat_postEphemeral(channel=channel, user=user, text=text)
 
 
+def _tell_quietly(client: WebClient, channel: str, user: str, text: str) -> None:
+    """Tell the user if Slack lets us; a note that cannot be shown is only logged."""
+    try:
+        _tell(client, channel, user, text)
+    except Exception as exc:
+        log.warning("could not tell %s: %s", user, exc)
+
+
 def register(app: App, services: AppServices) -> None:
     def silence(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         ack()
@@ -77,7 +85,13 @@ def register(app: App, services: AppServices) -> None:
             return
         message = body.get("message") or {}
         blocks = replace_actions(message.get("blocks") or [], note)
-        client.chat_update(channel=channel, ts=ts, text=message.get("text") or note, blocks=blocks)
+        try:
+            client.chat_update(
+                channel=channel, ts=ts, text=message.get("text") or note, blocks=blocks
+            )
+        except Exception as exc:  # recorded already: say so to the clicker, keep the alert as is
+            log.warning("alert %s %s recorded, message not updated: %s", scope, action_id, exc)
+            _tell_quietly(client, channel, user, f"{note} (The alert itself could not be updated.)")
 
     def open_raise(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         ack()
@@ -120,9 +134,13 @@ def register(app: App, services: AppServices) -> None:
                 f":moneybag: <@{user}> set the monthly budget of `{meta['scope']}` to {new} "
                 f"on {format_when(services.clock())}."
             )
-            client.chat_postMessage(
-                channel=meta["channel"], thread_ts=meta.get("ts") or None, text=text
-            )
+            try:
+                client.chat_postMessage(
+                    channel=meta["channel"], thread_ts=meta.get("ts") or None, text=text
+                )
+            except Exception as exc:  # the budget is changed and audited; the note is a courtesy
+                log.warning("budget %s raised, thread note not posted: %s", meta["scope"], exc)
+                _tell_quietly(client, meta["channel"], user, text)
 
     app.action(ACK_ACTION)(silence)
     app.action(SNOOZE_ACTION)(silence)

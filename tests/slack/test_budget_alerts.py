@@ -152,6 +152,20 @@ def click(slack: SlackHarness, key: str, action_id: str, user: str) -> None:
     assert slack.action(payload).status == 200
 
 
+def test_an_acknowledgement_is_kept_when_the_alert_cannot_be_updated(slack: SlackHarness) -> None:
+    seed_month(slack)
+    cycle(slack, T0)
+    alpha = "budget:model:alpha:2026-11:actual:50"
+    slack.fake.fail("chat.update", 500, times=1)
+    click(slack, alpha, "budget_ack", "U0AAA111")
+    told = slack.fake.wait_for("chat.postEphemeral")[0].params
+    assert told["user"] == "U0AAA111"
+    assert "Acknowledged by <@U0AAA111>" in told["text"] and "could not be updated" in told["text"]
+    with session_scope(slack.session_factory) as session:
+        kinds = [(s.budget_scope, s.kind) for s in session.scalars(select(AlertSilence))]
+    assert kinds == [("model:alpha", "ack")]
+
+
 def test_snooze_and_acknowledge_stop_repeats_and_are_recorded(slack: SlackHarness) -> None:
     seed_month(slack)
     cycle(slack, T0)
