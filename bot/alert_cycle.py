@@ -26,6 +26,7 @@ from bot.blocks.alerts import (
     build_budget_alert,
     build_unallocated_alert,
 )
+from bot.blocks.waste import build_waste_digest
 from bot.budgets import Drivers, evaluate_budgets, ledger_first_day, top_drivers
 from bot.catalog import model_owner_ids
 from bot.config import Settings
@@ -37,10 +38,11 @@ from bot.outbox import DeliveryReport, PlannedPost, deliver_pending, enqueue_man
 from bot.reports import cost_column
 from bot.slack.notifier import Notifier, Posted
 from bot.sources.base import SpendSource
+from bot.waste import WasteFinding, find_waste
 
 log = logging.getLogger(__name__)
 
-ALL_CHECKS = ("budgets", "anomalies", "unallocated")
+ALL_CHECKS = ("budgets", "anomalies", "unallocated", "waste")
 
 
 @dataclass
@@ -260,6 +262,42 @@ def plan_unallocated_post(
     return [PlannedPost(key, "unallocated", router.finops_channel, text, blocks)], []
 
 
+def plan_waste_posts(
+    *, session: Session, settings: Settings, as_of: dt.date, router: Router
+) -> tuple[list[PlannedPost], list[str]]:
+    """Return the weekly waste digests for the last complete week: one per channel.
+
+    A finding goes where its model's alerts go; one with no model (spend tagged for an
+    unregistered model) goes to the FinOps channel.
+    """
+    monday, sunday = last_complete_week(as_of)
+    first_day = ledger_first_day(session)
+    if first_day is None or first_day > monday:
+        return [], []  # the ledger does not cover the whole week
+    findings = find_waste(session=session, as_of=sunday)
+    by_channel: dict[str, list[WasteFinding]] = {}
+    owners: dict[str, set[str]] = {}
+    unroutable: list[str] = []
+    router.preload([f.model for f in findings if f.model], [])
+    for finding in findings:
+        channel, finding_owners = (
+            router.route(finding.model, None) if finding.model else (router.finops_channel, [])
+        )
+        if channel is None:
+            unroutable.append(f"waste:{monday.isoformat()}:{finding.kind}:{finding.subject}")
+            continue
+        by_channel.setdefault(channel, []).append(finding)
+        owners.setdefault(channel, set()).update(finding_owners)
+    label = f"the week of {monday:%b %-d}–{sunday:%b %-d}"
+    posts = []
+    for channel, found in sorted(by_channel.items()):
+        text, blocks = build_waste_digest(found, label, sorted(owners[channel]), settings.currency)
+        posts.append(
+            PlannedPost(f"waste:{monday.isoformat()}:{channel}", "waste", channel, text, blocks)
+        )
+    return posts, unroutable
+
+
 def plan_alerts(
     *,
     session: Session,
@@ -293,6 +331,12 @@ def plan_alerts(
         report.unroutable.extend(unroutable)
     if "unallocated" in checks:
         posts, unroutable = plan_unallocated_post(
+            session=session, settings=settings, as_of=as_of, router=router
+        )
+        extra.extend(posts)
+        report.unroutable.extend(unroutable)
+    if "waste" in checks:
+        posts, unroutable = plan_waste_posts(
             session=session, settings=settings, as_of=as_of, router=router
         )
         extra.extend(posts)

@@ -57,7 +57,7 @@ class JobSpec:
 
 
 def run_poll(services: AppServices) -> None:
-    """Poll the configured sources, evaluate budgets and the weekly unallocated alert, deliver."""
+    """Poll the sources; evaluate budgets and the weekly unallocated and waste posts; deliver."""
     now = services.clock()
     report = run_cycle(
         session_factory=services.session_factory,
@@ -66,7 +66,7 @@ def run_poll(services: AppServices) -> None:
         sources=configured_sources(services.settings, local_today(now, services.settings.timezone)),
         notifier=SlackNotifier(services.client),
         find_posted=HistoryLookup(services.client),
-        checks=("budgets", "unallocated"),
+        checks=("budgets", "unallocated", "waste"),
     )
     log.info(
         "poll cycle as of %s: %d budgets, %d alerts queued",

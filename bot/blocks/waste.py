@@ -53,3 +53,19 @@ def render_waste_text(findings: list[WasteFinding], currency: str = "USD") -> st
     total = sum((f.monthly_cost for f in findings), Decimal(0))
     lines.append(f"total: about {format_money(total, currency)}/month")
     return "\n".join(lines) + "\n"
+
+
+def build_waste_digest(findings: list[WasteFinding], week_label: str, owners: list[str],
+                       currency: str = "USD") -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
+    """The weekly waste digest for one channel: its findings, and who owns them."""
+    total = sum((f.monthly_cost for f in findings), Decimal(0))
+    headline = (f"Waste in {week_label}: {len(findings)} finding(s), "
+                f"about {format_money(total, currency)}/month")  # fmt: skip
+    _, blocks = build_waste_blocks(findings, currency)
+    blocks[0] = {"type": "header", "text": {"type": "plain_text", "text": clip(headline, 150)}}
+    mentions = " ".join(f"<@{u}>" for u in owners)
+    note = f"{mentions} · " if mentions else ""
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": clip(
+        f"{note}Run-rates are the week's cost scaled to 30 days · `/mlcost waste` for the live "
+        "list", 2000)}]})  # fmt: skip
+    return f":wastebasket: {headline}", blocks

@@ -140,7 +140,10 @@ ALERTS_THROUGH = dt.date(2026, 11, 20)
 
 def show_alerts(ctx: CliContext) -> None:
     """Walk the demo month day by day and print each alert on the day it would have posted."""
-    section(f"6. Budget alerts and anomalies, day by day to {ALERTS_THROUGH} (no Slack needed)")
+    section(
+        f"6. Budget alerts, anomalies, weekly unallocated and waste posts, day by day to "
+        f"{ALERTS_THROUGH} (no Slack needed)"
+    )
     sent: set[str] = set()
     first: PlannedPost | None = None
     day = ALERTS_THROUGH.replace(day=1)

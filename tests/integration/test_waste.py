@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from decimal import Decimal
 
 import boto3
 from moto import mock_aws
 from sqlalchemy.orm import Session
 
+from bot.alert_cycle import plan_alerts, queue_posts
+from bot.config import Settings
 from bot.models import DailySpend, IngestionRun, Review, ReviewItem, ValueMetric
+from bot.outbox import PlannedPost
+from bot.registry import import_registry, parse_registry
 from bot.waste import find_waste
+from tests.alert_fixtures import ALERT_REGISTRY
 
 AS_OF = dt.date(2026, 11, 30)
 
@@ -86,3 +92,42 @@ def test_idle_gpu_instances_from_cloudwatch(session: Session) -> None:
     assert [(f.resource_id, f.monthly_cost) for f in findings] == [
         ("i-idlegpu", Decimal("1200.00"))
     ]
+
+
+def test_weekly_waste_digests_go_to_the_owners_channels_once_a_week(session: Session) -> None:
+    import_registry(parse_registry(ALERT_REGISTRY), session=session, actor="test")
+    run = ledger(session)
+    # alpha (channel C0ALPHA) keeps an idle endpoint; beta (team ranking's C0RANKING) stale
+    # checkpoints; spend tagged for an unregistered model goes to FinOps
+    spend(session, run, "alpha", "serving", "arn:endpoint/alpha", "14")
+    spend(session, run, "beta", "storage", "arn:aws:s3:::beta-ckpt", "7")
+    spend(session, run, None, "storage", "arn:aws:s3:::legacy", "10", tag="legacy-ranker")
+    spend(session, run, "gamma", "serving", "arn:endpoint/gamma", "14")  # serving, with value
+    for i in range(14):
+        session.add(ValueMetric(model_name="gamma", day=AS_OF - dt.timedelta(days=i),
+                                metric="predictions", units=Decimal(1000)))  # fmt: skip
+    session.flush()
+    settings = Settings(database_url="sqlite://")
+    now = dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)
+
+    def plan(as_of: dt.date) -> dict[str, PlannedPost]:
+        report = plan_alerts(session=session, settings=settings, as_of=as_of, now=now,
+                             checks=("waste",))  # fmt: skip
+        return {p.channel: p for p in report.planned}
+
+    # Monday Nov 30: the last complete week is Nov 23-29 (AS_OF is that Monday)
+    posts = plan(AS_OF)
+    assert set(posts) == {"C0ALPHA", "C0RANKING", "C0FINOPS"}
+    assert {p.dedupe_key for p in posts.values()} == {
+        "waste:2026-11-23:C0ALPHA", "waste:2026-11-23:C0RANKING", "waste:2026-11-23:C0FINOPS",
+    }  # fmt: skip
+    alpha = json.dumps(posts["C0ALPHA"].blocks)
+    assert "week of Nov 23–Nov 29" in posts["C0ALPHA"].text and "$420/month" in alpha
+    assert "<@U0AAA111>" in alpha and "beta" not in alpha
+    ranking = json.dumps(posts["C0RANKING"].blocks)
+    assert "Stale checkpoints" in ranking and "<@U0BBB111>" in ranking
+    assert "legacy-ranker" in json.dumps(posts["C0FINOPS"].blocks)
+
+    assert queue_posts(session, posts.values()) == 3
+    assert plan(AS_OF + dt.timedelta(days=3)) == {}  # the same week: already queued
+    assert plan(AS_OF - dt.timedelta(days=40)) == {}  # the ledger does not cover that week
