@@ -38,7 +38,7 @@ from bot.outbox import DeliveryReport, PlannedPost, deliver_pending, enqueue_man
 from bot.reports import cost_column
 from bot.slack.notifier import Notifier, Posted
 from bot.sources.base import SpendSource
-from bot.waste import WasteFinding, find_waste
+from bot.waste import WasteFinding, find_configured_waste
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ def plan_waste_posts(
     first_day = ledger_first_day(session)
     if first_day is None or first_day > monday:
         return [], []  # the ledger does not cover the whole week
-    findings = find_waste(session=session, as_of=sunday)
+    findings = find_configured_waste(session=session, settings=settings, as_of=sunday, strict=False)
     by_channel: dict[str, list[WasteFinding]] = {}
     owners: dict[str, set[str]] = {}
     unroutable: list[str] = []

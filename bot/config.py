@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -64,6 +65,12 @@ class Settings(BaseSettings):
         default=Decimal(100), validation_alias="MLCOST_UNALLOCATED_MIN_DOLLARS"
     )
     anomaly_hour: int = Field(default=9, ge=0, le=23, validation_alias="MLCOST_ANOMALY_HOUR")
+    spot_advisor_file: Path | None = Field(
+        default=None, validation_alias="MLCOST_SPOT_ADVISOR_FILE"
+    )
+    spot_max_interruption_band: int = Field(
+        default=2, ge=0, le=4, validation_alias="MLCOST_SPOT_MAX_INTERRUPTION_BAND"
+    )
     delivery_interval_seconds: float = Field(
         default=60.0, gt=0, validation_alias="MLCOST_DELIVERY_INTERVAL_SECONDS"
     )

@@ -1,4 +1,5 @@
-"""Money that burns silently: orphaned spend, idle endpoints, stale checkpoints, killed models.
+"""Money that burns silently: orphaned spend, idle endpoints, stale checkpoints, killed models,
+and on-demand training that Spot would run for much less.
 
 Each finding carries a monthly run-rate (the last week's cost scaled to 30 days), the evidence,
 and the fix. Findings come from the ledger and value metrics; idle GPU instances can also be
@@ -8,18 +9,25 @@ confirmed from CloudWatch CPU utilisation when a client is given.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from bot.config import Settings
+from bot.errors import UsageError
 from bot.models import DailySpend, Review, ReviewItem, ValueMetric
+from bot.spot import SpotAdvisor, load_spot_advisor
+
+log = logging.getLogger(__name__)
 
 RUN_RATE_DAYS = 7
 MIN_MONTHLY = Decimal(50)  # below this a finding is noise, not waste
+SPOT_MAX_BAND = 2  # recommend Spot where it is interrupted less than 15 % of the time
 
 
 @dataclass(frozen=True)
@@ -39,9 +47,14 @@ def _run_rate(week_cost: Decimal) -> Decimal:
 
 def find_waste(
     *, session: Session, as_of: dt.date, cloudwatch: Any | None = None,
-    min_monthly: Decimal = MIN_MONTHLY,
+    min_monthly: Decimal = MIN_MONTHLY, spot: SpotAdvisor | None = None,
+    spot_max_band: int = SPOT_MAX_BAND,
 ) -> list[WasteFinding]:  # fmt: skip
-    """Return every waste finding as of a day, largest monthly cost first."""
+    """Return every waste finding as of a day, largest monthly cost first.
+
+    With a Spot advisor, on-demand training on instance types whose Spot interruption band is at
+    most `spot_max_band` is a finding too, worth the monthly saving.
+    """
     week = (as_of - dt.timedelta(days=RUN_RATE_DAYS - 1), as_of + dt.timedelta(days=1))
     findings = [
         *_orphaned(session, week),
@@ -51,8 +64,32 @@ def find_waste(
     ]
     if cloudwatch is not None:
         findings += _idle_gpu_instances(session, week, cloudwatch, as_of)
+    if spot is not None:
+        findings += _spot_candidates(session, week, spot, spot_max_band)
     return sorted((f for f in findings if f.monthly_cost >= min_monthly),
                   key=lambda f: f.monthly_cost, reverse=True)  # fmt: skip
+
+
+def find_configured_waste(
+    *, session: Session, settings: Settings, as_of: dt.date, cloudwatch: Any | None = None,
+    strict: bool = True,
+) -> list[WasteFinding]:  # fmt: skip
+    """Return find_waste() with the configured Spot advisor feed and interruption band.
+
+    An unreadable feed is an error, unless `strict` is off (scheduled jobs): then it is logged
+    and the other findings still come.
+    """
+    try:
+        spot: SpotAdvisor | None = load_spot_advisor(settings.spot_advisor_file)
+    except UsageError as exc:
+        if strict:
+            raise
+        log.warning("waste: no Spot candidates this time: %s", exc)
+        spot = None
+    return find_waste(
+        session=session, as_of=as_of, cloudwatch=cloudwatch, spot=spot,
+        spot_max_band=settings.spot_max_interruption_band,
+    )  # fmt: skip
 
 
 def _in(window: tuple[dt.date, dt.date]) -> list[Any]:
@@ -186,4 +223,45 @@ def _idle_gpu_instances(
             f"average CPU {max(values):.1f} % over {RUN_RATE_DAYS} days on a GPU instance",
             "stop the instance, or move the job to spot/on-demand capacity when it runs",
             model=model, resource_id=resource,
+        )  # fmt: skip
+
+
+def _spot_candidates(
+    session: Session, week: tuple[dt.date, dt.date], advisor: SpotAdvisor, max_band: int
+) -> Iterable[WasteFinding]:
+    """On-demand training where Spot is much cheaper and seldom interrupted.
+
+    Training checkpoints and resumes, so it can run on Spot; serving is latency-bound and stays
+    on-demand. The saving is what was paid (effective cost: Savings Plans and RIs already count)
+    minus what the same hours cost on Spot (on-demand cost times the advisor's price ratio).
+    """
+    rows = session.execute(
+        select(DailySpend.model, DailySpend.region, DailySpend.instance_type,
+               func.sum(DailySpend.billed_cost), func.sum(DailySpend.effective_cost),
+               func.count(func.distinct(DailySpend.resource_id)))
+        .where(*_in(week), DailySpend.stage == "training", DailySpend.instance_type.is_not(None),
+               DailySpend.charge_category == "Usage",
+               or_(DailySpend.usage_type.is_(None), ~DailySpend.usage_type.ilike("%spot%")))
+        .group_by(DailySpend.model, DailySpend.region, DailySpend.instance_type)
+    ).all()  # fmt: skip
+    for model, region, instance_type, billed, effective, resources in rows:
+        offer = advisor.offer(region, instance_type)
+        if offer is None or offer.band > max_band:
+            continue
+        paid, on_demand = Decimal(effective or 0), Decimal(billed or 0)
+        saving = paid - on_demand * offer.price_ratio
+        if saving <= 0:
+            continue
+        discounted = (
+            " (Savings Plans or RIs already discount part of it)" if paid < on_demand else ""
+        )
+        yield WasteFinding(
+            "spot_candidate", f"`{model or 'unowned'}` training on {instance_type} in {region}",
+            _run_rate(saving),
+            f"{resources} on-demand instance(s) trained last week{discounted}; Spot is "
+            f"{offer.savings_pct} % below on-demand there and interrupted {offer.band_label} "
+            "of the time (AWS Spot Instance Advisor)",
+            "checkpoint often and train on Spot: SageMaker managed spot training, an EC2 Spot "
+            "fleet or a Karpenter spot node pool",
+            model=model,
         )  # fmt: skip

@@ -15,6 +15,7 @@ KIND_LABELS = {
     "idle_endpoint": "Idle endpoint",
     "killed_still_spending": "Killed, still spending",
     "idle_gpu": "Idle GPU instance",
+    "spot_candidate": "Spot candidate",
 }
 
 

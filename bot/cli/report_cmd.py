@@ -52,7 +52,7 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
 def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print waste findings."""
     from bot.blocks.waste import render_waste_text
-    from bot.waste import find_waste
+    from bot.waste import find_configured_waste
 
     cloudwatch = None
     if args.cloudwatch:
@@ -61,7 +61,9 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
         cloudwatch = boto3.client("cloudwatch")
     as_of = args.as_of or dt.datetime.now(dt.UTC).date()
     with ctx.session() as session:
-        findings = find_waste(session=session, as_of=as_of, cloudwatch=cloudwatch)
+        findings = find_configured_waste(
+            session=session, settings=ctx.settings, as_of=as_of, cloudwatch=cloudwatch
+        )
     print(render_waste_text(findings, ctx.settings.currency), end="")
     return 0
 

@@ -17,7 +17,7 @@ from bot.periods import month_period
 from bot.registry import import_registry, load_registry_file
 from bot.reports import spend_report
 from bot.sources.focus import FocusSource
-from bot.waste import find_waste
+from bot.waste import find_configured_waste
 
 DATA = Path(__file__).resolve().parent / "data"
 DEMO_MONTH = "2026-11"
@@ -62,7 +62,9 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
 
     section("10. Waste as of 2026-11-30: money that burns silently")
     with ctx.session() as session:
-        findings = find_waste(session=session, as_of=dt.date(2026, 11, 30))
+        findings = find_configured_waste(
+            session=session, settings=ctx.settings, as_of=dt.date(2026, 11, 30)
+        )
     print(render_waste_text(findings, ctx.settings.currency), end="")
     return 0
 

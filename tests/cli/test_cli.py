@@ -140,8 +140,25 @@ def test_report_waste_on_the_demo_org(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 0
     assert "Orphaned (tagged for an unregistered model): `legacy-ranker`" in out
     assert "Idle endpoint: churn-predictor" in out
+    # recsys trains on p4d.24xlarge on demand in us-east-1: 67 % cheaper on Spot, 10-15 % band
+    assert "Spot candidate: `recsys` training on p4d.24xlarge in us-east-1" in out
+    assert "67 % below on-demand" in out
     assert out.rstrip().splitlines()[-1].startswith("total: about $")
     with pytest.raises(SystemExit) as exited:
         main(["--database-url", url, "report", "waste", "--as-of", "2026-13-01"])
     assert exited.value.code == 2
     assert "invalid fromisoformat value: '2026-13-01'" in capsys.readouterr().err
+
+
+def test_an_unreadable_spot_feed_is_a_clear_error_for_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "demo"
+    assert run(capsys, "demo", "--dir", str(folder))[0] == 0
+    feed = tmp_path / "feed.json"
+    feed.write_text("<html>Access Denied</html>")
+    monkeypatch.setenv("MLCOST_SPOT_ADVISOR_FILE", str(feed))
+    url = f"sqlite:///{folder / 'mlcost-demo.db'}"
+    code, out, err = run(capsys, "--database-url", url, "report", "waste", "--as-of", "2026-11-30")
+    assert code != 0 and out == ""
+    assert f"cannot read the Spot Instance Advisor feed {feed}" in err

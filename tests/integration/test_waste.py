@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from decimal import Decimal
+from pathlib import Path
 
 import boto3
+import pytest
 from moto import mock_aws
 from sqlalchemy.orm import Session
 
@@ -15,6 +18,7 @@ from bot.config import Settings
 from bot.models import DailySpend, IngestionRun, Review, ReviewItem, ValueMetric
 from bot.outbox import PlannedPost
 from bot.registry import import_registry, parse_registry
+from bot.spot import SpotAdvisor
 from bot.waste import find_waste
 from tests.alert_fixtures import ALERT_REGISTRY
 
@@ -131,3 +135,76 @@ def test_weekly_waste_digests_go_to_the_owners_channels_once_a_week(session: Ses
     assert queue_posts(session, posts.values()) == 3
     assert plan(AS_OF + dt.timedelta(days=3)) == {}  # the same week: already queued
     assert plan(AS_OF - dt.timedelta(days=40)) == {}  # the ledger does not cover that week
+
+
+FEED = {
+    "ranges": [{"index": i, "label": label}
+               for i, label in enumerate(("<5%", "5-10%", "10-15%", "15-20%", ">20%"))],
+    "spot_advisor": {"us-east-1": {"Linux": {
+        "p4d.24xlarge": {"s": 60, "r": 1}, "g5.12xlarge": {"s": 58, "r": 4},
+    }}},
+}  # fmt: skip
+
+
+def training(session: Session, run: IngestionRun, model: str, instance: str, billed: str,
+             effective: str, *, usage_type: str | None = None, region: str | None = "us-east-1",
+             stage: str = "training") -> None:  # fmt: skip
+    for i in range(7):
+        day = AS_OF - dt.timedelta(days=i)
+        session.add(DailySpend(
+            run_id=run.id, day=day, billing_period=day.replace(day=1), provider="AWS",
+            billing_account="1", service="Amazon Elastic Compute Cloud",
+            resource_id=f"i-{model}-{instance}", stage=stage, model=model, team="t",
+            attribution="tag", billed_cost=Decimal(billed), effective_cost=Decimal(effective),
+            instance_type=instance, region=region,
+            usage_type=usage_type or f"USE1-BoxUsage:{instance}",
+        ))  # fmt: skip
+
+
+def test_spot_candidates_are_on_demand_training_where_spot_is_cheap_and_steady(
+    session: Session,
+) -> None:
+    run = ledger(session)
+    training(session, run, "alpha", "p4d.24xlarge", "100", "100")  # on-demand
+    training(session, run, "beta", "p4d.24xlarge", "100", "72")  # a Savings Plan covers it
+    training(session, run, "gamma", "p4d.24xlarge", "40", "40",
+             usage_type="USE1-SpotUsage:p4d.24xlarge")  # already on Spot  # fmt: skip
+    training(session, run, "delta", "g5.12xlarge", "100", "100")  # Spot interrupted > 20 %
+    training(session, run, "eps", "p4d.24xlarge", "100", "100", stage="serving")
+    training(session, run, "zeta", "p4d.24xlarge", "100", "100", region=None)
+    training(session, run, "eta", "x9.huge", "100", "100")  # not in the feed
+    session.flush()
+    advisor = SpotAdvisor(FEED)
+
+    found = {f.model: f for f in find_waste(session=session, as_of=AS_OF, spot=advisor)
+             if f.kind == "spot_candidate"}  # fmt: skip
+    # alpha: paid 700, Spot 700 x 0.40 = 280, saving 420 a week = 1,800 a month
+    # beta: paid 504, Spot 280, saving 224 a week = 960 a month
+    assert {m: f.monthly_cost for m, f in found.items()} == {
+        "alpha": Decimal("1800.00"), "beta": Decimal("960.00"),
+    }  # fmt: skip
+    assert "60 % below on-demand" in found["alpha"].evidence
+    assert "5-10%" in found["alpha"].evidence and "Savings Plans" not in found["alpha"].evidence
+    assert "Savings Plans" in found["beta"].evidence
+    assert found["alpha"].subject == "`alpha` training on p4d.24xlarge in us-east-1"
+
+    tolerant = find_waste(session=session, as_of=AS_OF, spot=advisor, spot_max_band=4)
+    assert {f.model for f in tolerant if f.kind == "spot_candidate"} == {"alpha", "beta", "delta"}
+    assert not [f for f in find_waste(session=session, as_of=AS_OF) if f.kind == "spot_candidate"]
+
+
+def test_the_weekly_digest_still_posts_when_the_spot_feed_is_unreadable(
+    session: Session, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import_registry(parse_registry(ALERT_REGISTRY), session=session, actor="test")
+    spend(session, ledger(session), None, "storage", "arn:aws:s3:::legacy", "10", tag="legacy")
+    session.flush()
+    broken = tmp_path / "feed.json"
+    broken.write_text("{")
+    settings = Settings(database_url="sqlite://", MLCOST_SPOT_ADVISOR_FILE=str(broken))
+    now = dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)
+    with caplog.at_level(logging.WARNING, logger="bot.waste"):
+        report = plan_alerts(session=session, settings=settings, as_of=AS_OF, now=now,
+                             checks=("waste",))  # fmt: skip
+    assert [p.dedupe_key for p in report.planned] == ["waste:2026-11-23:C0FINOPS"]
+    assert "no Spot candidates this time: cannot read the Spot Instance Advisor feed" in caplog.text
