@@ -202,10 +202,14 @@ class ValueTotal:
     days: int = 0
 
 
-def value_totals(
+def daily_values(
     *, session: Session, period: Period, models: Iterable[str] | None = None
-) -> dict[str, dict[str, ValueTotal]]:
-    """Return {model: {metric: total}} over the period, one source per model, day and metric."""
+) -> dict[tuple[str, dt.date, str], ValueMetric]:
+    """Return the value recorded per (model, day, metric) in the period, one source each.
+
+    When several sources recorded the same day (Slack, CLI, CSV, CloudWatch), the first in
+    SOURCE_PRECEDENCE wins, so nothing is counted twice.
+    """
     query = select(ValueMetric).where(ValueMetric.day >= period.start, ValueMetric.day < period.end)
     if models is not None:
         query = query.where(ValueMetric.model_name.in_(list(models)))
@@ -215,8 +219,17 @@ def value_totals(
         current = chosen.get(key)
         if current is None or _rank(row.source) < _rank(current.source):
             chosen[key] = row
+    return chosen
+
+
+def value_totals(
+    *, session: Session, period: Period, models: Iterable[str] | None = None
+) -> dict[str, dict[str, ValueTotal]]:
+    """Return {model: {metric: total}} over the period, one source per model, day and metric."""
     totals: dict[str, dict[str, ValueTotal]] = defaultdict(dict)
-    for (model, _day, metric), row in chosen.items():
+    for (model, _day, metric), row in daily_values(
+        session=session, period=period, models=models
+    ).items():
         total = totals[model].setdefault(metric, ValueTotal(metric))
         total.units += row.units
         total.days += 1

@@ -21,13 +21,18 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.errors import UsageError
 from bot.models import DailySpend, Review, ReviewItem, ValueMetric
+from bot.periods import Period
 from bot.spot import SpotAdvisor, load_spot_advisor
+from bot.value_metrics import daily_values, primary_metric
 
 log = logging.getLogger(__name__)
 
 RUN_RATE_DAYS = 7
 MIN_MONTHLY = Decimal(50)  # below this a finding is noise, not waste
 SPOT_MAX_BAND = 2  # recommend Spot where it is interrupted less than 15 % of the time
+SCALING_DAYS = 14  # two weeks show a weekly traffic pattern
+QUIET_TRAFFIC = Decimal("0.6")  # quiet days carry at most 60 % of busy days' traffic...
+LEVEL_COST = Decimal("0.85")  # ...while serving still costs at least 85 % of busy days
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ def find_waste(
         *_stale_checkpoints(session, week, as_of),
         *_idle_endpoints(session, week),
         *_killed_still_spending(session, week),
+        *_serving_without_autoscaling(session, as_of),
     ]
     if cloudwatch is not None:
         findings += _idle_gpu_instances(session, week, cloudwatch, as_of)
@@ -264,4 +270,66 @@ def _spot_candidates(
             "checkpoint often and train on Spot: SageMaker managed spot training, an EC2 Spot "
             "fleet or a Karpenter spot node pool",
             model=model,
+        )  # fmt: skip
+
+
+def _mean(values: list[Decimal]) -> Decimal:
+    return sum(values, Decimal(0)) / len(values)
+
+
+def _serving_without_autoscaling(session: Session, as_of: dt.date) -> Iterable[WasteFinding]:
+    """Serving whose cost stays level while its traffic swings (no autoscaling).
+
+    Over the last two weeks, the days are ranked by the model's traffic (its primary value
+    metric). If the quietest third carried at most 60 % of the busiest third's traffic while
+    serving cost at least 85 % as much, capacity is not following demand. The saving is what each
+    day would have cost with capacity sized to its traffic against the busy days' level: a daily
+    view, so it leaves out the larger swings within a day.
+    """
+    start = as_of - dt.timedelta(days=SCALING_DAYS - 1)
+    window = Period(start, as_of + dt.timedelta(days=1), f"{SCALING_DAYS}d")
+    rows = session.execute(
+        select(DailySpend.model, DailySpend.day, func.sum(DailySpend.billed_cost))
+        .where(DailySpend.day >= window.start, DailySpend.day < window.end,
+               DailySpend.stage == "serving", DailySpend.model.is_not(None))
+        .group_by(DailySpend.model, DailySpend.day)
+    ).all()  # fmt: skip
+    cost: dict[str, dict[dt.date, Decimal]] = {}
+    for model, day, amount in rows:
+        cost.setdefault(str(model), {})[day] = Decimal(amount or 0)
+    traffic: dict[str, dict[str, dict[dt.date, Decimal]]] = {}
+    for (model, day, metric), row in daily_values(
+        session=session, period=window, models=list(cost)
+    ).items():
+        traffic.setdefault(model, {}).setdefault(metric, {})[day] = row.units
+    for model, daily_cost in sorted(cost.items()):
+        primary = primary_metric(traffic.get(model, {}))
+        if primary is None:
+            continue
+        units = traffic[model][primary]
+        days = sorted(d for d in daily_cost if d in units)
+        if len(days) < SCALING_DAYS - 2:
+            continue  # too few days with both cost and traffic to see a pattern
+        ranked = sorted(days, key=lambda d: units[d])
+        third = len(ranked) // 3
+        quiet, busy = ranked[:third], ranked[-third:]
+        peak = _mean([units[d] for d in busy])
+        busy_cost = _mean([daily_cost[d] for d in busy])
+        if peak <= 0 or busy_cost <= 0:
+            continue
+        traffic_ratio = _mean([units[d] for d in quiet]) / peak
+        cost_ratio = _mean([daily_cost[d] for d in quiet]) / busy_cost
+        if traffic_ratio > QUIET_TRAFFIC or cost_ratio < LEVEL_COST:
+            continue
+        saving = sum(
+            (daily_cost[d] * max(Decimal(0), 1 - units[d] / peak) for d in days), Decimal(0)
+        )
+        yield WasteFinding(
+            "fixed_serving", str(model), (saving * 30 / len(days)).quantize(Decimal("0.01")),
+            f"on its quietest days of the last {len(days)} `{model}` served "
+            f"{traffic_ratio:.0%} of the {primary} of its busiest days, yet serving cost "
+            f"{cost_ratio:.0%} as much",
+            "scale serving with traffic: SageMaker target tracking on InvocationsPerInstance, "
+            "a Kubernetes HPA or KEDA, or fewer replicas off-peak",
+            model=str(model),
         )  # fmt: skip

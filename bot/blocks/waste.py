@@ -16,6 +16,7 @@ KIND_LABELS = {
     "killed_still_spending": "Killed, still spending",
     "idle_gpu": "Idle GPU instance",
     "spot_candidate": "Spot candidate",
+    "fixed_serving": "Serving does not scale with traffic",
 }
 
 

@@ -262,8 +262,11 @@ def value_rows() -> list[dict[str, str]]:
             if daily == 0:
                 continue
             growth = 1.0 + (0.25 if model == "embeddings" else 0.02) * (day - START).days / 90
+            # chat-assistant serves office hours: busy on weekdays, quiet at weekends (and its
+            # endpoint does not scale, which the waste report notices)
+            week = (1.3 if day.weekday() < 5 else 0.45) if model == "chat-assistant" else 1.0
             rows.append({"date": day.isoformat(), "model": model, "metric": "predictions",
-                         "units": str(int(daily * growth * rng.uniform(0.9, 1.1))),
+                         "units": str(int(daily * growth * week * rng.uniform(0.9, 1.1))),
                          "revenue": ""})  # fmt: skip
         day += dt.timedelta(days=1)
     return rows

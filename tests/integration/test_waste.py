@@ -208,3 +208,34 @@ def test_the_weekly_digest_still_posts_when_the_spot_feed_is_unreadable(
                              checks=("waste",))  # fmt: skip
     assert [p.dedupe_key for p in report.planned] == ["waste:2026-11-23:C0FINOPS"]
     assert "no Spot candidates this time: cannot read the Spot Instance Advisor feed" in caplog.text
+
+
+def test_serving_that_does_not_follow_a_weekly_traffic_swing(session: Session) -> None:
+    run = ledger(session)
+    # AS_OF is Monday Nov 30: the two weeks back hold four weekend days (21, 22, 28, 29)
+    spend(session, run, "steady", "serving", "arn:endpoint/steady", "100", days=14)
+    spend(session, run, "flat-traffic", "serving", "arn:endpoint/flat", "100", days=14)
+    for i in range(14):
+        day = AS_OF - dt.timedelta(days=i)
+        weekend = day.weekday() >= 5
+        for model, units in (("steady", 300 if weekend else 1000), ("flat-traffic", 800),
+                             ("scaled", 300 if weekend else 1000)):  # fmt: skip
+            session.add(ValueMetric(model_name=model, day=day, metric="predictions",
+                                    units=Decimal(units), source="csv"))  # fmt: skip
+        # a CloudWatch count for the same day must not be added to the CSV one
+        session.add(ValueMetric(model_name="steady", day=day, metric="predictions",
+                                units=Decimal(5), source="cloudwatch"))  # fmt: skip
+        session.add(DailySpend(
+            run_id=run.id, day=day, billing_period=day.replace(day=1), provider="AWS",
+            billing_account="1", service="svc", resource_id="arn:endpoint/scaled",
+            stage="serving", model="scaled", team="t", attribution="tag",
+            billed_cost=Decimal(30 if weekend else 100), effective_cost=Decimal(100),
+        ))  # fmt: skip
+    session.flush()
+
+    found = [f for f in find_waste(session=session, as_of=AS_OF) if f.kind == "fixed_serving"]
+    assert [f.model for f in found] == ["steady"]
+    # four weekend days at 30 % of the weekday peak: 4 x $100 x 0.7 = $280 in 14 days
+    assert found[0].monthly_cost == Decimal("600.00")
+    assert "served 30% of the predictions of its busiest days" in found[0].evidence
+    assert "serving cost 100% as much" in found[0].evidence
