@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -10,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import and_, delete, or_
+from sqlalchemy import and_, delete, or_, text
 from sqlalchemy.orm import Session
 
 from bot.attribution import AttributionRules, Attributor, ChargeFacts
@@ -85,9 +86,17 @@ class IngestReport:
 def ingest(
     source: SpendSource, *, session: Session, progress: Progress | None = None
 ) -> IngestReport:
-    """Read a source, attribute it, replace its scopes in the ledger; the caller commits."""
+    """Read a source, attribute it, replace its scopes in the ledger; the caller commits.
+
+    Ingestions write one at a time: on PostgreSQL a transaction-level advisory lock, taken once
+    the source has been read, makes a second one wait for the first to commit, so its deletes
+    see the rows the first wrote (under READ COMMITTED they would not: a concurrent re-ingestion
+    of the same scope, or of overlapping days in the rollup, would count twice). SQLite allows a
+    single writer anyway.
+    """
     rules = load_attribution_rules(session=session)
     data = source.read(rules.tag_keys_used(), progress)
+    lock_ledger(session)
     run = IngestionRun(
         source=source.kind,
         location=source.location,
@@ -138,6 +147,16 @@ def ingest(
         unallocated_total=billed - attributed, replaced_rows=replaced,
         api_requests=data.api_requests, scopes=data.scopes, notes=data.notes,
     )  # fmt: skip
+
+
+# pg_advisory_xact_lock takes a bigint: a stable one derived from a name (not the scheduler's)
+LEDGER_LOCK_KEY = int.from_bytes(hashlib.sha256(b"mlcost:ledger").digest()[:8], "big", signed=True)
+
+
+def lock_ledger(session: Session) -> None:
+    """Wait until no other transaction writes the ledger; held until this one ends."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK_KEY})
 
 
 def scope_condition(scopes: Iterable[ReplaceScope]) -> Any:
