@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import threading
@@ -14,6 +15,8 @@ from slack_bolt import App
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
+
+from bot.health import health_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ class QuietHandler(WSGIRequestHandler):
 
 
 def build_wsgi_app(app: App, session_factory: sessionmaker[Session]) -> Callable[..., Any]:
-    """Route /slack/events to Bolt and /healthz to a database check."""
+    """Route /slack/events to Bolt and /healthz to a database check and the outbox backlog."""
     slack = SlackRequestHandler(app)
 
     def wsgi(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -51,7 +54,9 @@ def _health(factory: sessionmaker[Session], start_response: StartResponse) -> It
     try:
         with factory() as session:
             session.execute(text("SELECT 1"))
-        status, body = "200 OK", {"status": "ok", "database": "ok"}
+            body: dict[str, Any] = {"status": "ok", "database": "ok"}
+            body.update(health_snapshot(session, dt.datetime.now(dt.UTC)))
+        status = "200 OK"
     except Exception as exc:
         log.warning("health check failed: %s", type(exc).__name__)
         status, body = "503 Service Unavailable", {"status": "error", "database": "unreachable"}

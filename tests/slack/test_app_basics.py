@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 import urllib.request
+from typing import Any
 
+from bot.db import session_scope
+from bot.models import IngestionRun, OutboxMessage
 from tests.slack.conftest import SlackHarness
 
 
@@ -30,10 +34,28 @@ def test_unknown_subcommand_suggests_the_closest(slack: SlackHarness) -> None:
     assert "Did you mean `unallocated`" in reply["text"]
 
 
-def test_healthz_checks_the_database(slack: SlackHarness) -> None:
-    with urllib.request.urlopen(slack.url + "healthz", timeout=5) as response:
-        assert response.status == 200
-        assert json.loads(response.read()) == {"status": "ok", "database": "ok"}
+def test_healthz_checks_the_database_and_reports_the_backlog(slack: SlackHarness) -> None:
+    def health() -> dict[str, Any]:
+        with urllib.request.urlopen(slack.url + "healthz", timeout=5) as response:
+            assert response.status == 200
+            return dict(json.loads(response.read()))
+
+    assert health() == {
+        "status": "ok", "database": "ok",
+        "outbox": {"waiting": 0, "oldest_waiting_seconds": None, "failed": 0},
+        "last_ingestion": None, "review_threads_to_update": 0,
+    }  # fmt: skip
+    an_hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+    with session_scope(slack.session_factory) as session:
+        for n, status in enumerate(("pending", "sending", "failed", "delivered")):
+            session.add(OutboxMessage(dedupe_key=f"k{n}", kind="test", channel="C1", payload={},
+                                      status=status, created_at=an_hour_ago))  # fmt: skip
+        session.add(IngestionRun(source="focus", location="x", status="succeeded",
+                                 finished_at=an_hour_ago))  # fmt: skip
+    report = health()
+    assert report["outbox"]["waiting"] == 2 and report["outbox"]["failed"] == 1
+    assert 3590 <= report["outbox"]["oldest_waiting_seconds"] <= 3700
+    assert report["last_ingestion"] == {"source": "focus", "finished_at": an_hour_ago.isoformat()}
 
 
 def test_waste_replies_with_findings(slack: SlackHarness) -> None:
