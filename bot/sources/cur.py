@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -156,7 +157,7 @@ class _ColumnPlan:
         map_col = col("tags_map")
         if map_col is not None:
             for key in sorted(self.tag_keys - set(self.tags)):
-                keys[TAG_PREFIX + key] = _from_map(map_col, key, n)
+                keys[TAG_PREFIX + key] = tag_from_map(map_col, key, n)
         unblended = money("unblended")
         values = {
             "billed": unblended,
@@ -237,14 +238,36 @@ def _categories(item_type: pa.Array) -> pa.Array:
     return result
 
 
-def _from_map(column: Any, key: str, n: int) -> pa.Array:
-    """Pick a tag from CUR 2.0's resource_tags map (keys like `user_ml_model`)."""
-    values = []
-    for entry in column.to_pylist():
-        found = ""
-        for k, v in entry or []:
-            if normalize_tag_key(k.removeprefix("user_").removeprefix("user:")) == key:
-                found = v or ""
-                break
-        values.append(found)
-    return pa.array(values, pa.string()) if values else as_string(None, n)
+def tag_from_map(column: Any, key: str, n: int) -> pa.Array:
+    """Pick a tag from CUR 2.0's resource_tags map (keys like `user_ml_model`), vectorised.
+
+    Only the distinct map keys are normalised in Python; the entries are matched, the first match
+    of each row kept and scattered back to the rows by Arrow and NumPy. Rows without the tag, or
+    with a null value, get "".
+    """
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if len(column) == 0:
+        return as_string(None, n)
+    if pa.types.is_map(column.type):
+        entry = pa.struct([pa.field("key", column.type.key_type, nullable=False),
+                           pa.field("value", column.type.item_type)])  # fmt: skip
+        column = column.cast(pa.list_(entry))
+    entries = pc.list_flatten(column)
+    parents = pc.list_parent_indices(column)
+    raw_keys = entries.field("key")
+    wanted = [
+        k for k in pc.unique(raw_keys).to_pylist()
+        if k is not None and normalize_tag_key(k.removeprefix("user_").removeprefix("user:")) == key
+    ]  # fmt: skip
+    if not wanted:
+        return pa.array([""] * len(column), pa.string())
+    match = pc.is_in(raw_keys, value_set=pa.array(wanted, raw_keys.type))
+    rows = pc.filter(parents, match).to_numpy(zero_copy_only=False)
+    values = pc.cast(pc.filter(entries.field("value"), match), pa.string())
+    first = np.ones(len(rows), dtype=bool)  # parents ascend: a row's first match starts a run
+    first[1:] = rows[1:] != rows[:-1]
+    position = np.full(len(column), -1, dtype=np.int64)
+    position[rows[first]] = np.arange(int(first.sum()), dtype=np.int64)
+    picked = pc.take(pc.filter(values, pa.array(first)), pa.array(position, mask=position < 0))
+    return pc.fill_null(picked, "")

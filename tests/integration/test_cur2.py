@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 from decimal import Decimal
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import pyarrow.parquet as pq
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bot.attribution import normalize_tag_key
 from bot.ledger import ingest
 from bot.models import DailySpend
-from bot.sources.cur import CurSource
+from bot.sources.cur import CurSource, tag_from_map
 from tests.helpers import load_registry
 
 
@@ -63,3 +65,39 @@ def test_cur2_map_tags_savings_plans_and_gpu_hours(session: Session, tmp_path: P
     assert rows["arn:aws:s3:::ckpt"].model is None
     assert rows["arn:aws:s3:::ckpt"].stage == "storage"
     assert rows["arn:train-1"].billing_period == dt.date(2026, 11, 1)
+
+
+def test_map_tags_are_picked_like_a_row_by_row_reading() -> None:
+    """The vectorised map lookup agrees with the plain Python reading it replaced."""
+    rng = random.Random(3)
+    keys = ["user_ml_model", "user:ml:model", "user_MlModel", "user_team", "aws_created_by", None]
+    rows: list[list[tuple[str, str | None]] | None] = []
+    for _ in range(2_000):
+        if rng.random() < 0.1:
+            rows.append(None)
+            continue
+        entries = []
+        for _ in range(rng.randint(0, 4)):
+            key = rng.choice(keys[:-1])
+            entries.append((key, rng.choice([None, "recsys", "search", "Ads CTR"])))
+        rows.append(entries)
+    column = pa.chunked_array([
+        pa.array(rows[:700], pa.map_(pa.string(), pa.string())),
+        pa.array(rows[700:], pa.map_(pa.string(), pa.string())).slice(0),
+    ])  # fmt: skip
+
+    def reference(key: str) -> list[str]:
+        found = []
+        for entry in rows:
+            value = ""
+            for k, v in entry or []:
+                if normalize_tag_key(k.removeprefix("user_").removeprefix("user:")) == key:
+                    value = v or ""
+                    break
+            found.append(value)
+        return found
+
+    for key in ("ml_model", "team", "missing"):
+        assert tag_from_map(column, key, len(rows)).to_pylist() == reference(key), key
+    sliced = pa.array(rows, pa.map_(pa.string(), pa.string())).slice(500, 700)
+    assert tag_from_map(sliced, "ml_model", 700).to_pylist() == reference("ml_model")[500:1200]
