@@ -38,6 +38,7 @@ from bot.outbox import DeliveryReport, PlannedPost, deliver_pending, enqueue_man
 from bot.reports import cost_column
 from bot.slack.notifier import Notifier, Posted
 from bot.sources.base import SpendSource
+from bot.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
 from bot.waste import WasteFinding, find_configured_waste
 
 log = logging.getLogger(__name__)
@@ -365,12 +366,16 @@ def queue_posts(session: Session, posts: Iterable[PlannedPost]) -> int:
 
 
 def configured_sources(
-    settings: Settings, today: dt.date, *, ce_client: Any = None
+    settings: Settings, today: dt.date, *, ce_client: Any = None, s3_client: Any = None
 ) -> list[SpendSource]:
-    """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES), trailing window."""
+    """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES).
+
+    Cost Explorer re-reads its trailing window of days; a CUR or FOCUS export in S3 (or a
+    folder) re-reads its previous and current billing periods.
+    """
     sources: list[SpendSource] = []
-    for name in settings.poll_source_names():
-        if name in ("cost-explorer", "ce"):
+    for kind, location in settings.poll_source_specs():
+        if kind in ("cost-explorer", "ce") and location is None:
             from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
 
             sources.append(CostExplorerSource(
@@ -380,8 +385,15 @@ def configured_sources(
                 second_group=settings.cost_explorer_group_key,
                 billing_account=settings.aws_billing_account or "aws",
             ))  # fmt: skip
+        elif kind in EXPORT_KINDS and location:
+            sources.append(
+                RecentExportSource(kind, location, recent_periods(today), s3_client=s3_client)
+            )
         else:
-            raise MlcostError(f"MLCOST_POLL_SOURCES: unknown source {name!r}; use cost-explorer")
+            raise MlcostError(
+                f"MLCOST_POLL_SOURCES: cannot poll {kind + (':' + location if location else '')!r};"
+                " use cost-explorer, cur:s3://bucket/prefix/ or focus:s3://bucket/prefix/"
+            )
     return sources
 
 

@@ -81,9 +81,19 @@ class Settings(BaseSettings):
         default=10.0, gt=0, validation_alias="MLCOST_LEADER_CHECK_SECONDS"
     )
 
-    def poll_source_names(self) -> list[str]:
-        """Return the sources the scheduled poll reads (`MLCOST_POLL_SOURCES=cost-explorer`)."""
-        return [name.strip().lower() for name in self.poll_sources.split(",") if name.strip()]
+    def poll_source_specs(self) -> list[tuple[str, str | None]]:
+        """Return (kind, location) for each source the scheduled poll reads.
+
+        `MLCOST_POLL_SOURCES=cost-explorer,cur:s3://bucket/exports/,focus:s3://bucket/focus/`:
+        the kind is case-insensitive; a location (S3 prefix or folder) is kept as written.
+        """
+        specs: list[tuple[str, str | None]] = []
+        for entry in (e.strip() for e in self.poll_sources.split(",")):
+            if not entry:
+                continue
+            kind, _, location = entry.partition(":")
+            specs.append((kind.strip().lower(), location.strip() or None))
+        return specs
 
     def slack_base_url(self) -> str:
         """Return the Web API base URL with the trailing slash slack_sdk needs."""

@@ -1,0 +1,80 @@
+"""A billing export delivered again and again to S3 (or a folder), polled for recent months.
+
+AWS refreshes a CUR 2.0 or FOCUS Data Export at least daily into one folder per billing period
+(`.../data/BILLING_PERIOD=2026-11/`), and may still restate a month for two weeks after it ends.
+A poll re-reads only the current and the previous billing period; each replaces its month in the
+ledger, so re-reading never doubles anything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from typing import Any
+
+from bot.errors import IngestError
+from bot.periods import month_of
+from bot.sources.base import Progress, SourceData, SpendSource
+from bot.sources.cur import CurSource
+from bot.sources.files import expand_locations
+from bot.sources.focus import FocusSource
+
+log = logging.getLogger(__name__)
+
+# Data Exports (CUR 2.0, FOCUS): BILLING_PERIOD=2026-11; legacy CUR: 20261101-20261201, or
+# year=2026/month=11 in its Athena layout
+_PERIOD_PATTERNS = (
+    re.compile(r"BILLING_PERIOD=(\d{4})-(\d{2})(?:/|$)"),
+    re.compile(r"/(\d{4})(\d{2})01-\d{8}/"),
+    re.compile(r"year=(\d{4})/month=(\d{1,2})(?:/|$)"),
+)
+EXPORT_KINDS = ("cur", "focus")
+
+
+def export_period(location: str) -> dt.date | None:
+    """Return the billing period (its first day) a file's path names, or None."""
+    for pattern in _PERIOD_PATTERNS:
+        match = pattern.search(location)
+        if match and 1 <= int(match[2]) <= 12:
+            return dt.date(int(match[1]), int(match[2]), 1)
+    return None
+
+
+def recent_periods(today: dt.date) -> list[dt.date]:
+    """Return the previous and the current billing period (first days) of a day."""
+    current = month_of(today).start
+    return [month_of(current - dt.timedelta(days=1)).start, current]
+
+
+class RecentExportSource:
+    """Re-read the recent billing periods of an export; files without one in their path too."""
+
+    def __init__(self, kind: str, location: str, periods: list[dt.date],
+                 s3_client: Any | None = None) -> None:  # fmt: skip
+        if kind not in EXPORT_KINDS:
+            raise IngestError(f"{kind!r} is not an export kind; use {', '.join(EXPORT_KINDS)}")
+        self.kind = kind
+        self.periods = sorted(periods)
+        labels = ", ".join(f"{p:%Y-%m}" for p in self.periods)
+        self.location = f"{location} (billing periods {labels})"
+        self._root = location
+        self._s3 = s3_client
+
+    def files(self) -> list[str]:
+        """List the export's files for the wanted billing periods (and any without one)."""
+        found = expand_locations([self._root], self._s3)
+        unmarked = [f for f in found if export_period(f) is None]
+        if unmarked:
+            log.warning("%s: %d file(s) name no billing period in their path; every poll "
+                        "re-reads them", self._root, len(unmarked))  # fmt: skip
+        chosen = [f for f in found if export_period(f) in self.periods] + unmarked
+        if not chosen:
+            raise IngestError(f"{self.location}: no export files for these billing periods yet")
+        return chosen
+
+    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
+        files = self.files()
+        source: SpendSource = (CurSource(files, self._s3) if self.kind == "cur"
+                               else FocusSource(files, self._s3))  # fmt: skip
+        return source.read(tag_keys, progress)
