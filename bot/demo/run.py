@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import gzip
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from bot.money import format_money, format_percent
 from bot.periods import month_period
 from bot.registry import import_registry, load_registry_file
 from bot.reports import spend_report
+from bot.sources.exports import RecentExportSource, recent_periods
 from bot.sources.focus import FocusSource
 from bot.waste import find_configured_waste
 
@@ -66,7 +69,51 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
             session=session, settings=ctx.settings, as_of=dt.date(2026, 11, 30)
         )
     print(render_waste_text(findings, ctx.settings.currency), end="")
+
+    show_export_poll(ctx, folder)
     return 0
+
+
+def write_export_folders(root: Path) -> list[Path]:
+    """Lay the demo's billing out as a FOCUS Data Export: one folder per billing period."""
+    with gzip.open(DATA / "billing-focus.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        fields = list(reader.fieldnames or [])
+        by_period: dict[str, list[dict[str, str]]] = {}
+        for row in reader:
+            by_period.setdefault(row["BillingPeriodStart"][:7], []).append(row)
+    written = []
+    for period, rows in sorted(by_period.items()):
+        target = root / "data" / f"BILLING_PERIOD={period}" / "mlcost-focus-00001.csv.gz"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(target, "wt", encoding="utf-8", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+        written.append(target)
+    return written
+
+
+def show_export_poll(ctx: CliContext, folder: Path) -> None:
+    """Poll an export the way the scheduler does: only the last two billing periods."""
+    today = dt.date(2026, 12, 1)
+    section(f"11. The scheduled poll of an export, on {today} (a folder laid out like S3)")
+    root = folder / "focus-export"
+    files = write_export_folders(root)
+    print(f"{len(files)} billing-period folders under {root}/data/ "
+          "(MLCOST_POLL_SOURCES=focus:s3://bucket/prefix/ reads this layout in S3)")  # fmt: skip
+    with ctx.session() as session:
+        before = spend_report(session=session, period=month_period(DEMO_MONTH), by=["model"])
+    source = RecentExportSource("focus", str(root), recent_periods(today))
+    with ctx.session() as session:
+        report = ingest(source, session=session)
+    with ctx.session() as session:
+        after = spend_report(session=session, period=month_period(DEMO_MONTH), by=["model"])
+    print(f"re-read {source.location}: {report.rows_read:,} rows, replaced "
+          f"{report.replaced_rows:,} ledger rows; {DEMO_MONTH} billed "
+          f"{format_money(before.billed, ctx.settings.currency)} before, "
+          f"{format_money(after.billed, ctx.settings.currency)} after (replaced, "
+          "not doubled)")  # fmt: skip
 
 
 GATE_MODELS = ("search-ranker", "recsys", "embeddings")

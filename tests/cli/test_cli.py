@@ -87,6 +87,10 @@ def test_demo_runs_twice_harmlessly(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert total and total == [
         line for line in second.splitlines() if line.startswith("total billed")
     ]
+    # the export poll re-reads November (December has no folder yet) and replaces it
+    poll = next(line for line in second.splitlines() if line.startswith("re-read "))
+    assert "(billing periods 2026-11, 2026-12): 1,470 rows, replaced 1,470 ledger rows" in poll
+    assert "2026-11 billed $94,587 before, $94,587 after" in poll
 
 
 def test_cost_explorer_command_through_moto(
