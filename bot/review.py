@@ -35,7 +35,7 @@ from bot.models import AuditLog, MLModel, OutboxMessage, Review, ReviewItem, Tea
 from bot.outbox import deliver_pending, enqueue
 from bot.periods import Period, previous_month
 from bot.signoff import signoff_counts
-from bot.slack.notifier import Notifier, Posted
+from bot.slack.notifier import SLACK_FAILURES, Notifier, Posted
 from bot.unit_economics import economics_for, verdict_rules
 
 log = logging.getLogger(__name__)
@@ -316,7 +316,7 @@ def refresh_pending_messages(
                 refresh_messages(
                     session=session, notifier=notifier, item_id=item_id, currency=currency
                 )
-        except Exception as exc:  # logged; the flag keeps it for the next round
+        except SLACK_FAILURES as exc:  # logged; the flag keeps it for the next round
             log.warning("review item %d: message not refreshed yet: %s", item_id, exc)
             return done, len(ids) - done
         done += 1

@@ -25,6 +25,7 @@ from bot.errors import MlcostError
 from bot.money import format_money
 from bot.services import AppServices
 from bot.silences import acknowledge_budget, budget_for_raise, snooze_budget
+from bot.slack.notifier import SLACK_FAILURES
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def _tell_quietly(client: WebClient, channel: str, user: str, text: str) -> None
     """Tell the user if Slack lets us; a note that cannot be shown is only logged."""
     try:
         _tell(client, channel, user, text)
-    except Exception as exc:
+    except SLACK_FAILURES as exc:
         log.warning("could not tell %s: %s", user, exc)
 
 
@@ -89,7 +90,7 @@ def register(app: App, services: AppServices) -> None:
             client.chat_update(
                 channel=channel, ts=ts, text=message.get("text") or note, blocks=blocks
             )
-        except Exception as exc:  # recorded already: say so to the clicker, keep the alert as is
+        except SLACK_FAILURES as exc:  # recorded already: tell the clicker, keep the alert
             log.warning("alert %s %s recorded, message not updated: %s", scope, action_id, exc)
             _tell_quietly(client, channel, user, f"{note} (The alert itself could not be updated.)")
 
@@ -138,7 +139,7 @@ def register(app: App, services: AppServices) -> None:
                 client.chat_postMessage(
                     channel=meta["channel"], thread_ts=meta.get("ts") or None, text=text
                 )
-            except Exception as exc:  # the budget is changed and audited; the note is a courtesy
+            except SLACK_FAILURES as exc:  # the budget is changed and audited; a courtesy
                 log.warning("budget %s raised, thread note not posted: %s", meta["scope"], exc)
                 _tell_quietly(client, meta["channel"], user, text)
 

@@ -19,7 +19,7 @@ from bot.review import check_can_decide, record_decision, refresh_messages
 from bot.services import AppServices
 from bot.signoff import record_signoff
 from bot.slack.guard import clip
-from bot.slack.notifier import SlackNotifier
+from bot.slack.notifier import SLACK_FAILURES, SlackNotifier
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def register(app: App, services: AppServices) -> None:
                     item_id=int(meta["item"]),
                     currency=services.settings.currency,
                 )
-        except Exception as exc:  # the decision is kept; the refresh job retries
+        except SLACK_FAILURES as exc:  # the decision is kept; the refresh job retries
             log.warning("review item %s: decision recorded, thread not updated yet: %s",
                         meta["item"], exc)  # fmt: skip
 

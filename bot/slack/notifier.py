@@ -6,8 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackClientError
 
 from bot.slack.guard import checked_message
+
+# What a Web API call raises when Slack refuses (ok: false, HTTP errors) or cannot be reached
+SLACK_FAILURES: tuple[type[Exception], ...] = (SlackClientError, OSError)
 
 
 @dataclass(frozen=True)
