@@ -3,9 +3,10 @@
     python benchmarks/alerts.py                       # SQLite (a temporary file)
     python benchmarks/alerts.py --postgres URL        # also PostgreSQL (a throwaway database)
 
-Prints the load time, the time of the budget evaluation alone, of a first full cycle (budgets,
-drivers, anomalies, unallocated; many alerts rendered and queued) and of a steady-state cycle
-(nothing new), and how many Cost Explorer requests one scheduled poll makes.
+Prints the load time, the time of the budget evaluation alone, of a first poll cycle (what the
+scheduler's poll evaluates: budgets with their drivers, the weekly unallocated and waste posts;
+many alerts rendered and queued) and of a steady-state one (nothing new), of the daily anomaly
+check, and how many Cost Explorer requests one scheduled poll makes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.engine import make_url
 
-from bot.alert_cycle import plan_alerts, queue_posts
+from bot.alert_cycle import POLL_CHECKS, plan_alerts, queue_posts
 from bot.budgets import evaluate_budgets
 from bot.config import Settings
 from bot.db import make_engine, make_session_factory, session_scope, upgrade
@@ -273,7 +274,7 @@ def bench(url: str) -> None:
                     settings=settings,
                     as_of=AS_OF,
                     now=now,
-                    checks=("budgets", "unallocated"),
+                    checks=POLL_CHECKS,
                 )
                 return len(report.planned), queue_posts(session, report.planned)
 

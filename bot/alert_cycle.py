@@ -44,6 +44,8 @@ from bot.waste import WasteFinding, find_configured_waste
 log = logging.getLogger(__name__)
 
 ALL_CHECKS = ("budgets", "anomalies", "unallocated", "waste")
+# what the scheduler's poll evaluates after re-reading its sources; anomalies run once a day
+POLL_CHECKS = ("budgets", "unallocated", "waste")
 
 
 @dataclass

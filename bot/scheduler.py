@@ -32,7 +32,7 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import URL
 from sqlalchemy.pool import NullPool
 
-from bot.alert_cycle import configured_sources, deliver_outbox, local_today, run_cycle
+from bot.alert_cycle import POLL_CHECKS, configured_sources, deliver_outbox, local_today, run_cycle
 from bot.config import Settings
 from bot.outbox import HistoryLookup
 from bot.services import AppServices
@@ -66,7 +66,7 @@ def run_poll(services: AppServices) -> None:
         sources=configured_sources(services.settings, local_today(now, services.settings.timezone)),
         notifier=SlackNotifier(services.client),
         find_posted=HistoryLookup(services.client),
-        checks=("budgets", "unallocated", "waste"),
+        checks=POLL_CHECKS,
     )
     log.info(
         "poll cycle as of %s: %d budgets, %d alerts queued",
