@@ -1,7 +1,9 @@
-"""Blocks for waste findings."""
+"""Waste findings as Block Kit, plain text (command line) and JSON (scripts)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -40,6 +42,21 @@ def build_waste_blocks(findings: list[WasteFinding], currency: str = "USD",
             {"type": "mrkdwn", "text": f"…and {len(findings) - limit} smaller findings. "
                                        "`mlcost report waste` lists them all."}]})  # fmt: skip
     return text, blocks
+
+
+def render_waste_json(findings: list[WasteFinding], as_of: dt.date) -> str:
+    """JSON for scripts: each finding with its kind, label, monthly cost (a string), fix."""
+    total = sum((f.monthly_cost for f in findings), Decimal(0))
+    return json.dumps({
+        "as_of": as_of.isoformat(),
+        "monthly_total": str(total),
+        "findings": [
+            {"kind": f.kind, "label": KIND_LABELS.get(f.kind, f.kind), "subject": f.subject,
+             "model": f.model, "resource_id": f.resource_id, "monthly_cost": str(f.monthly_cost),
+             "evidence": f.evidence, "fix": f.fix}
+            for f in findings
+        ],
+    }, indent=2)  # fmt: skip
 
 
 def render_waste_text(findings: list[WasteFinding], currency: str = "USD") -> str:

@@ -35,6 +35,10 @@ def register(commands: Any) -> None:
         action="store_true",
         help="also confirm idle GPU instances from CloudWatch CPU",
     )
+    waste.add_argument(
+        "--format", choices=["text", "json"], default="text",
+        help="json: one object per finding, money as exact strings (for tickets and scripts)",
+    )  # fmt: skip
     waste.set_defaults(handler=run_waste)
 
 
@@ -51,7 +55,7 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print waste findings."""
-    from bot.blocks.waste import render_waste_text
+    from bot.blocks.waste import render_waste_json, render_waste_text
     from bot.waste import find_configured_waste
 
     cloudwatch = None
@@ -64,7 +68,10 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
         findings = find_configured_waste(
             session=session, settings=ctx.settings, as_of=as_of, cloudwatch=cloudwatch
         )
-    print(render_waste_text(findings, ctx.settings.currency), end="")
+    if args.format == "json":
+        print(render_waste_json(findings, as_of))
+    else:
+        print(render_waste_text(findings, ctx.settings.currency), end="")
     return 0
 
 

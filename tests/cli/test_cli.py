@@ -148,6 +148,14 @@ def test_report_waste_on_the_demo_org(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "Spot candidate: `recsys` training on p4d.24xlarge in us-east-1" in out
     assert "67 % below on-demand" in out
     assert out.rstrip().splitlines()[-1].startswith("total: about $")
+    code, out, _ = run(capsys, "--database-url", url, "report", "waste", "--as-of", "2026-11-30",
+                       "--format", "json")  # fmt: skip
+    data = json.loads(out)
+    costs = [Decimal(f["monthly_cost"]) for f in data["findings"]]
+    assert code == 0 and data["as_of"] == "2026-11-30"
+    assert Decimal(data["monthly_total"]) == sum(costs) and costs == sorted(costs, reverse=True)
+    spot = next(f for f in data["findings"] if f["kind"] == "spot_candidate")
+    assert spot["model"] == "recsys" and spot["label"] == "Spot candidate"
     with pytest.raises(SystemExit) as exited:
         main(["--database-url", url, "report", "waste", "--as-of", "2026-13-01"])
     assert exited.value.code == 2
