@@ -9,6 +9,7 @@ confirmed from CloudWatch CPU utilisation when a client is given.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,8 +20,8 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.errors import UsageError
-from bot.models import DailySpend, Review, ReviewItem, ValueMetric
+from bot.errors import NotFoundError, UsageError
+from bot.models import DailySpend, MLModel, Review, ReviewItem, Team, ValueMetric
 from bot.periods import Period
 from bot.spot import SpotAdvisor, load_spot_advisor
 from bot.value_metrics import daily_values, primary_metric
@@ -96,6 +97,22 @@ def find_configured_waste(
         session=session, as_of=as_of, cloudwatch=cloudwatch, spot=spot,
         spot_max_band=settings.spot_max_interruption_band,
     )  # fmt: skip
+
+
+def findings_for(session: Session, findings: list[WasteFinding], name: str) -> list[WasteFinding]:
+    """Keep the findings of one team's models, or of one model; an unknown name is NotFound."""
+    wanted = name.strip().lower()
+    teams = dict(session.execute(select(Team.name, Team.id)).all())
+    models = dict(session.execute(select(MLModel.name, MLModel.team_id)).all())
+    if wanted in teams:
+        keep = {m for m, team_id in models.items() if team_id == teams[wanted]}
+    elif wanted in models:
+        keep = {wanted}
+    else:
+        close = difflib.get_close_matches(wanted, [*teams, *models], n=3, cutoff=0.5)
+        hint = (" Did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close else ""
+        raise NotFoundError(f"No team or model named `{name[:60]}`.{hint}")
+    return [f for f in findings if f.model in keep]
 
 
 def _in(window: tuple[dt.date, dt.date]) -> list[Any]:

@@ -1,23 +1,33 @@
-"""`/mlcost waste`: orphaned spend, idle endpoints, stale checkpoints, killed models."""
+"""`/mlcost waste [team|model]`: idle, orphaned and stale spend, and right-sizing."""
 
 from __future__ import annotations
 
 from bot.blocks.waste import build_waste_blocks
+from bot.errors import UsageError
+from bot.slack.command_args import clip_word
 from bot.slack.command_router import Invocation, Reply, Subcommand
-from bot.waste import find_configured_waste
+from bot.waste import find_configured_waste, findings_for
+
+USAGE = "waste [team|model]"
 
 
 def handle_waste(inv: Invocation) -> Reply:
-    """List this week's waste findings, largest first."""
+    """List this week's waste findings, largest first; for one team or model if named."""
+    if len(inv.args) > 1:
+        raise UsageError(
+            f"Usage: `/mlcost {USAGE}`; `{clip_word(' '.join(inv.args))}` is more than one name"
+        )
     findings = find_configured_waste(
         session=inv.session, settings=inv.settings, as_of=inv.now.date()
     )
+    if inv.args:
+        findings = findings_for(inv.session, findings, inv.args[0])
     text, blocks = build_waste_blocks(findings, inv.settings.currency)
     return Reply(text=text, blocks=blocks)
 
 
 SUBCOMMANDS = [
-    Subcommand("waste", "waste", "/mlcost waste",
+    Subcommand("waste", USAGE, "/mlcost waste ranking",
                "idle endpoints, orphaned resources, stale checkpoints, killed models still "
-               "spending", handle_waste),
+               "spending, Spot candidates, serving that does not scale", handle_waste),
 ]  # fmt: skip

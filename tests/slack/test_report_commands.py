@@ -152,3 +152,23 @@ def test_chart_upload_failure_still_posts_the_numbers(demo: SlackHarness) -> Non
     reply = demo.responses(1)[0]
     assert reply["response_type"] == "in_channel"
     assert "I could not post the chart here (`not_in_channel`)" in all_text(reply["blocks"])
+
+
+def test_waste_for_everyone_for_a_team_and_for_an_unknown_name(demo: SlackHarness) -> None:
+    demo.command("waste")
+    everything = all_text(demo.responses(1)[0]["blocks"])
+    assert "Spot candidate: `recsys` training on p4d.24xlarge in us-east-1" in everything
+    assert "`legacy-ranker`" in everything  # orphaned: no team owns it
+    demo.command("waste ranking")
+    ranking = demo.responses(2)[-1]
+    assert ranking["response_type"] == "ephemeral"
+    assert "Spot candidate: `recsys`" in all_text(ranking["blocks"])
+    assert "legacy-ranker" not in all_text(ranking["blocks"])
+    demo.command("waste vision")
+    assert demo.responses(3)[-1]["text"].startswith("Waste: nothing found this week")
+    demo.command("waste rankin")
+    assert demo.responses(4)[-1]["text"].startswith(
+        ":warning: No team or model named `rankin`. Did you mean `ranking`"
+    )
+    demo.command("waste ranking recsys")
+    assert "Usage: `/mlcost waste [team|model]`" in demo.responses(5)[-1]["text"]
