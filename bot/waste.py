@@ -343,8 +343,8 @@ def _serving_without_autoscaling(session: Session, as_of: dt.date) -> Iterable[W
         )
         yield WasteFinding(
             "fixed_serving", str(model), (saving * 30 / len(days)).quantize(Decimal("0.01")),
-            f"on its quietest days of the last {len(days)} `{model}` served "
-            f"{traffic_ratio:.0%} of the {primary} of its busiest days, yet serving cost "
+            f"over the last {len(days)} days, the quietest days of `{model}` carried "
+            f"{traffic_ratio:.0%} of the {primary} of its busiest, yet serving cost "
             f"{cost_ratio:.0%} as much",
             "scale serving with traffic: SageMaker target tracking on InvocationsPerInstance, "
             "a Kubernetes HPA or KEDA, or fewer replicas off-peak",

@@ -237,5 +237,5 @@ def test_serving_that_does_not_follow_a_weekly_traffic_swing(session: Session) -
     assert [f.model for f in found] == ["steady"]
     # four weekend days at 30 % of the weekday peak: 4 x $100 x 0.7 = $280 in 14 days
     assert found[0].monthly_cost == Decimal("600.00")
-    assert "served 30% of the predictions of its busiest days" in found[0].evidence
+    assert "carried 30% of the predictions of its busiest" in found[0].evidence
     assert "serving cost 100% as much" in found[0].evidence
