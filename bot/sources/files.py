@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,29 +18,42 @@ import pyarrow.parquet as pq
 from bot.errors import IngestError
 from bot.sources.base import aws_error_reason
 
+log = logging.getLogger(__name__)
+
 
 def is_s3(location: str) -> bool:
     """Return whether the location is an s3:// URI."""
     return location.startswith("s3://")
 
 
+_DATA_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+# A folder that holds one billing period: Data Exports (BILLING_PERIOD=2026-11), legacy CUR
+# (20261101-20261201), or legacy CUR's Athena layout (year=2026/month=11).
+_PERIOD_FOLDER = re.compile(r"^(BILLING_PERIOD=\d{4}-\d{2}|\d{8}-\d{8}|month=\d{1,2})$")
+
+
 def expand_locations(locations: list[str], s3_client: Any | None = None) -> list[str]:
-    """Expand directories and s3 prefixes into the billing files they hold."""
+    """Expand directories and s3 prefixes into the billing files they hold.
+
+    Where an export keeps every version of a billing period (legacy CUR's "create new report
+    version" puts each in a folder named by its assembly id), only the newest version is kept:
+    they are copies of the same month, and reading them all would count it several times.
+    """
     files: list[str] = []
     for location in locations:
         if is_s3(location):
-            files.extend(_expand_s3(location, s3_client))
+            files.extend(latest_versions(_expand_s3(location, s3_client)))
             continue
         path = Path(location)
         if path.is_dir():
             found = sorted(
-                str(p)
+                (str(p), p.stat().st_mtime)
                 for p in path.rglob("*")
-                if p.is_file() and p.name.lower().endswith((".csv", ".csv.gz", ".parquet"))
+                if p.is_file() and p.name.lower().endswith(_DATA_SUFFIXES)
             )
             if not found:
                 raise IngestError(f"{location}: no .csv, .csv.gz or .parquet files in this folder")
-            files.extend(found)
+            files.extend(latest_versions(found))
         elif path.exists():
             files.append(str(path))
         else:
@@ -46,21 +61,48 @@ def expand_locations(locations: list[str], s3_client: Any | None = None) -> list
     return files
 
 
-def _expand_s3(uri: str, s3_client: Any | None) -> list[str]:
+def latest_versions(files: list[tuple[str, float]]) -> list[str]:
+    """Keep, in each billing-period folder, the files of its newest version folder only.
+
+    `files` are (location, modified time). Files directly in a period folder are one version;
+    each subfolder of it is another. Files outside any period folder are all kept.
+    """
+    kept: list[str] = []
+    periods: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    for location, modified in files:
+        parts = location.split("/")
+        at = next((i for i, part in enumerate(parts[:-1]) if _PERIOD_FOLDER.match(part)), None)
+        if at is None:
+            kept.append(location)
+            continue
+        version = parts[at + 1] if at + 1 < len(parts) - 1 else ""
+        periods.setdefault("/".join(parts[: at + 1]), {}).setdefault(version, []).append(
+            (location, modified)
+        )
+    for period, versions in periods.items():
+        newest = max(versions.values(), key=lambda found: max(m for _, m in found))
+        if len(versions) > 1:
+            log.warning("%s holds %d versions of its billing period; reading the newest only",
+                        period, len(versions))  # fmt: skip
+        kept.extend(location for location, _ in newest)
+    return sorted(kept)
+
+
+def _expand_s3(uri: str, s3_client: Any | None) -> list[tuple[str, float]]:
     bucket, key = _split_s3(uri)
     client = s3_client or _s3()
     if key and not key.endswith("/"):
-        return [uri]
+        return [(uri, 0.0)]
     try:
-        keys = []
+        objects = []
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
-            keys += [o["Key"] for o in page.get("Contents", [])]
+            objects += [(o["Key"], o["LastModified"]) for o in page.get("Contents", [])]
     except Exception as exc:  # botocore raises many shapes; all mean "cannot list"
         raise IngestError(f"{uri}: cannot list the S3 prefix ({aws_error_reason(exc)})") from None
     files = [
-        f"s3://{bucket}/{k}"
-        for k in sorted(keys)
-        if k.lower().endswith((".csv", ".csv.gz", ".parquet"))
+        (f"s3://{bucket}/{k}", modified.timestamp())
+        for k, modified in sorted(objects)
+        if k.lower().endswith(_DATA_SUFFIXES)
     ]
     if not files:
         raise IngestError(f"{uri}: no billing files under this S3 prefix")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import logging
+import time
 
 import boto3
 import pyarrow as pa
@@ -109,3 +110,20 @@ def test_poll_source_specs_keep_the_location_and_refuse_what_cannot_be_polled() 
     for bad in ("athena", "cur", "cost-explorer:s3://x/"):
         with pytest.raises(MlcostError, match="MLCOST_POLL_SOURCES: cannot poll"):
             configured_sources(Settings(MLCOST_POLL_SOURCES=bad), dt.date(2026, 12, 2))
+
+
+@mock_aws
+def test_s3_versions_of_a_month_are_read_newest_only(session: Session) -> None:
+    load_registry(session)
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="billing")
+    month = "cur/report/20261101-20261201"
+    s3.put_object(Bucket="billing", Key=f"{month}/asm-old/report-1.snappy.parquet",
+                  Body=cur2_month(dt.date(2026, 11, 1), 20.0))  # fmt: skip
+    time.sleep(1.1)  # S3 times objects to the second
+    s3.put_object(Bucket="billing", Key=f"{month}/asm-new/report-1.snappy.parquet",
+                  Body=cur2_month(dt.date(2026, 11, 1), 25.0))  # fmt: skip
+    source = RecentExportSource("cur", "s3://billing/cur/", recent_periods(dt.date(2026, 12, 2)),
+                                s3_client=s3)  # fmt: skip
+    assert source.files() == [f"s3://billing/{month}/asm-new/report-1.snappy.parquet"]
+    assert ingest(source, session=session).billed_total == 25

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import logging
+import os
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -171,3 +173,25 @@ def test_missing_file_and_wrong_kind(tmp_path: Path) -> None:
     shutil.copy(CUR_MONTHS[0], copy)
     with pytest.raises(IngestError, match="missing FOCUS column"):
         FocusSource([str(copy)]).read(set())
+
+
+def test_only_the_newest_version_of_a_cur_month_is_read(
+    session: Session, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Legacy CUR's "create new report version": one folder per assembly id, each a whole month."""
+    source = DATA / "sample-anonymous-aws-export-dataset.csv"
+    month = tmp_path / "cur" / "report" / "20231101-20231201"
+    older, newer = month / "1f0e-assembly-old", month / "9a2b-assembly-new"
+    for folder in (older, newer):
+        folder.mkdir(parents=True)
+        shutil.copy(source, folder / "report-1.csv")
+    (month / "report-Manifest.json").write_text("{}")
+    os.utime(older / "report-1.csv", (1_700_000_000, 1_700_000_000))
+    os.utime(newer / "report-1.csv", (1_700_090_000, 1_700_090_000))
+    expected = pandas_total(pd.read_csv(source, dtype={"lineItem/UnblendedCost": str}),
+                            "lineItem/UnblendedCost")  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="bot.sources.files"):
+        report = ingest(CurSource([str(tmp_path / "cur")]), session=session)
+    assert report.billed_total == expected  # one copy of the month, not two
+    assert "holds 2 versions of its billing period; reading the newest only" in caplog.text
+    assert report.rows_read == len(pd.read_csv(source))
