@@ -53,6 +53,9 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "ri_unused_recurring": (
         "reservation_unused_recurring_fee", "reservation/UnusedRecurringFee"),
     "tags_map": ("resource_tags",),
+    # CUR 2.0 keeps product attributes outside its fixed schema (the product name among them)
+    # in a `product` map column
+    "product_map": ("product",),
 }  # fmt: skip
 REQUIRED = ("start", "payer", "unblended")
 # Fields grouped on as read; the canonical columns are derived from them per group.
@@ -158,6 +161,9 @@ class _ColumnPlan:
         if map_col is not None:
             for key in sorted(self.tag_keys - set(self.tags)):
                 keys[TAG_PREFIX + key] = tag_from_map(map_col, key, n)
+        product_map = col("product_map")
+        if product_map is not None and "product_name" not in self.fields:
+            keys["product_name"] = tag_from_map(product_map, "product_name", n)
         unblended = money("unblended")
         values = {
             "billed": unblended,

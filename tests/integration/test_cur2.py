@@ -101,3 +101,22 @@ def test_map_tags_are_picked_like_a_row_by_row_reading() -> None:
         assert tag_from_map(column, key, len(rows)).to_pylist() == reference(key), key
     sliced = pa.array(rows, pa.map_(pa.string(), pa.string())).slice(500, 700)
     assert tag_from_map(sliced, "ml_model", 700).to_pylist() == reference("ml_model")[500:1200]
+
+
+def test_cur2_product_name_from_the_product_map(session: Session, tmp_path: Path) -> None:
+    """CUR 2.0 without product_product_name: the name comes from the `product` map."""
+    path = tmp_path / "cur2-00001.snappy.parquet"
+    write_cur2(path)
+    table = pq.read_table(path).drop(["product_product_name"])
+    product = pa.array(
+        [[("product_name", "Amazon SageMaker"), ("region", "us-east-1")],
+         [("region", "us-east-1")],  # no name: the product code stands in
+         None],
+        pa.map_(pa.string(), pa.string()),
+    )  # fmt: skip
+    pq.write_table(table.append_column("product", product), path)
+    ingest(CurSource([str(path)]), session=session)
+    services = {r.resource_id: r.service for r in session.scalars(select(DailySpend))}
+    assert services == {
+        "arn:train-1": "Amazon SageMaker", "i-abc": "AmazonEC2", "arn:aws:s3:::ckpt": "AmazonS3",
+    }  # fmt: skip
