@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def dialect_insert(session: Session) -> Any:
+    """Return the session's dialect `insert`, which has ON CONFLICT (upserts, insert-if-absent)."""
+    return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
 
 
 def make_engine(url: str) -> Engine:

@@ -16,11 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from sqlalchemy import Table, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.db import session_scope
+from bot.db import dialect_insert, session_scope
 from bot.models import OutboxMessage
 from bot.slack.guard import MessageTooLarge
 from bot.slack.notifier import Notifier, Posted
@@ -60,8 +58,7 @@ def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
         })  # fmt: skip
     if not rows:
         return set()
-    dialect = session.get_bind().dialect.name
-    insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+    insert_fn = dialect_insert(session)
     # one statement, executed for many parameter sets: SQLAlchemy batches it ("insertmanyvalues")
     # and RETURNING names the rows that were inserted, not the ones the conflict skipped
     table = cast(Table, OutboxMessage.__table__)

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import delete, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
@@ -29,7 +27,7 @@ from bot.blocks.review import (
 )
 from bot.catalog import can_manage_model, is_admin, model_owner_ids
 from bot.config import Settings
-from bot.db import session_scope
+from bot.db import dialect_insert, session_scope
 from bot.errors import NotFoundError, PermissionDenied, UsageError
 from bot.models import AuditLog, MLModel, OutboxMessage, Review, ReviewItem, Team
 from bot.outbox import deliver_pending, enqueue
@@ -469,8 +467,7 @@ def upload_chart(
             select(Review).where(Review.id == review_id).options(selectinload(Review.items))
         ).one()
         key = chart_key(review.month, review.team_name)
-        dialect = session.get_bind().dialect.name
-        insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+        insert_fn = dialect_insert(session)
         claimed = session.execute(
             insert_fn(OutboxMessage)
             .values(

@@ -20,10 +20,9 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from bot.db import dialect_insert
 from bot.errors import IngestError, UsageError
 from bot.models import MLModel, ValueMetric, utcnow
 from bot.periods import Period
@@ -86,8 +85,7 @@ def record_values(
     rows: Iterable[ValueRow], *, session: Session, source: str, recorded_by: str | None
 ) -> int:
     """Insert or replace value rows for one source; return how many were written."""
-    dialect = session.get_bind().dialect.name
-    insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+    insert_fn = dialect_insert(session)
     count = 0
     now = utcnow()
     for row in rows:
