@@ -10,35 +10,24 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 from typing import Any
 
 from bot.errors import IngestError
 from bot.periods import month_of
 from bot.sources.base import Progress, SourceData, SpendSource
 from bot.sources.cur import CurSource
-from bot.sources.files import expand_locations
+from bot.sources.files import expand_locations, period_folder
 from bot.sources.focus import FocusSource
 
 log = logging.getLogger(__name__)
 
-# Data Exports (CUR 2.0, FOCUS): BILLING_PERIOD=2026-11; legacy CUR: 20261101-20261201, or
-# year=2026/month=11 in its Athena layout
-_PERIOD_PATTERNS = (
-    re.compile(r"BILLING_PERIOD=(\d{4})-(\d{2})(?:/|$)"),
-    re.compile(r"/(\d{4})(\d{2})01-\d{8}/"),
-    re.compile(r"year=(\d{4})/month=(\d{1,2})(?:/|$)"),
-)
 EXPORT_KINDS = ("cur", "focus")
 
 
 def export_period(location: str) -> dt.date | None:
     """Return the billing period (its first day) a file's path names, or None."""
-    for pattern in _PERIOD_PATTERNS:
-        match = pattern.search(location)
-        if match and 1 <= int(match[2]) <= 12:
-            return dt.date(int(match[1]), int(match[2]), 1)
-    return None
+    found = period_folder(location)
+    return found[1] if found else None
 
 
 def recent_periods(today: dt.date) -> list[dt.date]:
@@ -63,12 +52,12 @@ class RecentExportSource:
 
     def files(self) -> list[str]:
         """List the export's files for the wanted billing periods (and any without one)."""
-        found = expand_locations([self._root], self._s3)
-        unmarked = [f for f in found if export_period(f) is None]
+        found = {f: export_period(f) for f in expand_locations([self._root], self._s3)}
+        unmarked = [f for f, period in found.items() if period is None]
         if unmarked:
             log.warning("%s: %d file(s) name no billing period in their path; every poll "
                         "re-reads them", self._root, len(unmarked))  # fmt: skip
-        chosen = [f for f in found if export_period(f) in self.periods] + unmarked
+        chosen = [f for f, period in found.items() if period in self.periods] + unmarked
         if not chosen:
             raise IngestError(f"{self.location}: no export files for these billing periods yet")
         return chosen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import re
 import tempfile
@@ -29,7 +30,29 @@ def is_s3(location: str) -> bool:
 _DATA_SUFFIXES = (".csv", ".csv.gz", ".parquet")
 # A folder that holds one billing period: Data Exports (BILLING_PERIOD=2026-11), legacy CUR
 # (20261101-20261201), or legacy CUR's Athena layout (year=2026/month=11).
-_PERIOD_FOLDER = re.compile(r"^(BILLING_PERIOD=\d{4}-\d{2}|\d{8}-\d{8}|month=\d{1,2})$")
+_PERIOD_FOLDERS = (
+    re.compile(r"BILLING_PERIOD=(\d{4})-(\d{2})"),
+    re.compile(r"(\d{4})(\d{2})01-\d{8}"),
+)
+_ATHENA_YEAR, _ATHENA_MONTH = re.compile(r"year=(\d{4})"), re.compile(r"month=(\d{1,2})")
+
+
+def period_folder(location: str) -> tuple[int, dt.date] | None:
+    """Return (index among the path's '/' parts, first day) of its billing-period folder."""
+    parts = location.split("/")
+    for at, part in enumerate(parts[:-1]):
+        found = next((m for p in _PERIOD_FOLDERS if (m := p.fullmatch(part))), None)
+        if found:
+            year, month = int(found[1]), int(found[2])
+        else:
+            month_match = _ATHENA_MONTH.fullmatch(part)
+            year_match = _ATHENA_YEAR.fullmatch(parts[at - 1]) if at else None
+            if not (month_match and year_match):
+                continue
+            year, month = int(year_match[1]), int(month_match[1])
+        if 1 <= month <= 12:
+            return at, dt.date(year, month, 1)
+    return None
 
 
 def expand_locations(locations: list[str], s3_client: Any | None = None) -> list[str]:
@@ -70,17 +93,17 @@ def latest_versions(files: list[tuple[str, float]]) -> list[str]:
     kept: list[str] = []
     periods: dict[str, dict[str, list[tuple[str, float]]]] = {}
     for location, modified in files:
-        parts = location.split("/")
-        at = next((i for i, part in enumerate(parts[:-1]) if _PERIOD_FOLDER.match(part)), None)
-        if at is None:
+        found = period_folder(location)
+        if found is None:
             kept.append(location)
             continue
+        at, parts = found[0], location.split("/")
         version = parts[at + 1] if at + 1 < len(parts) - 1 else ""
         periods.setdefault("/".join(parts[: at + 1]), {}).setdefault(version, []).append(
             (location, modified)
         )
     for period, versions in periods.items():
-        newest = max(versions.values(), key=lambda found: max(m for _, m in found))
+        newest = max(versions.values(), key=lambda group: max(m for _, m in group))
         if len(versions) > 1:
             log.warning("%s holds %d versions of its billing period; reading the newest only",
                         period, len(versions))  # fmt: skip
