@@ -237,15 +237,27 @@ def last_complete_week(as_of: dt.date) -> tuple[dt.date, dt.date]:
     return sunday - dt.timedelta(days=6), sunday
 
 
+def covered_week(session: Session, as_of: dt.date) -> tuple[dt.date, dt.date] | None:
+    """Return the last complete week (Monday, Sunday) if the ledger covers all of it."""
+    monday, sunday = last_complete_week(as_of)
+    first_day = ledger_first_day(session)
+    return None if first_day is None or first_day > monday else (monday, sunday)
+
+
+def week_label(monday: dt.date, sunday: dt.date) -> str:
+    """Return `the week of Nov 23–Nov 29`."""
+    return f"the week of {monday:%b %-d}–{sunday:%b %-d}"
+
+
 def plan_unallocated_post(
     *, session: Session, settings: Settings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
     """Return the weekly unallocated alert for the last complete week, if it is worth posting."""
-    monday, sunday = last_complete_week(as_of)
-    key = f"unallocated:{monday.isoformat()}"
-    first_day = ledger_first_day(session)
-    if first_day is None or first_day > monday:
+    week = covered_week(session, as_of)
+    if week is None:
         return [], []  # the ledger does not cover the whole week
+    monday, sunday = week
+    key = f"unallocated:{monday.isoformat()}"
     cost = cost_column(settings.budget_cost_basis)
     total_cost = func.sum(cost)
     rows = session.execute(
@@ -260,7 +272,7 @@ def plan_unallocated_post(
         return [], []
     if router.finops_channel is None:
         return [], [key]
-    label = f"the week of {monday:%b %-d}–{sunday:%b %-d}"
+    label = week_label(monday, sunday)
     text, blocks = build_unallocated_alert(lines, total, label, settings.currency)
     return [PlannedPost(key, "unallocated", router.finops_channel, text, blocks)], []
 
@@ -273,10 +285,10 @@ def plan_waste_posts(
     A finding goes where its model's alerts go; one with no model (spend tagged for an
     unregistered model) goes to the FinOps channel.
     """
-    monday, sunday = last_complete_week(as_of)
-    first_day = ledger_first_day(session)
-    if first_day is None or first_day > monday:
+    week = covered_week(session, as_of)
+    if week is None:
         return [], []  # the ledger does not cover the whole week
+    monday, sunday = week
     findings = find_configured_waste(session=session, settings=settings, as_of=sunday, strict=False)
     by_channel: dict[str, list[WasteFinding]] = {}
     owners: dict[str, set[str]] = {}
@@ -291,7 +303,7 @@ def plan_waste_posts(
             continue
         by_channel.setdefault(channel, []).append(finding)
         owners.setdefault(channel, set()).update(finding_owners)
-    label = f"the week of {monday:%b %-d}–{sunday:%b %-d}"
+    label = week_label(monday, sunday)
     posts = []
     for channel, found in sorted(by_channel.items()):
         text, blocks = build_waste_digest(found, label, sorted(owners[channel]), settings.currency)

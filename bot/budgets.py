@@ -141,7 +141,7 @@ def _scope_sums(
 ) -> list[Any]:
     """Sum the rollup over [start, end] into named buckets for every budget, in one statement.
 
-    `buckets` maps a name to a condition on SpendRollup (None: every row). The window is summed
+    `buckets` maps a name to a condition on SpendRollup. The window is summed
     once by (model, team, stage) and rolled up to each budget shape with equality joins; with
     `by_stage` each budget gets one row per stage it spans.
     """
@@ -155,10 +155,7 @@ def _scope_sums(
             SpendRollup.model,
             SpendRollup.team,
             SpendRollup.stage,
-            *(
-                func.sum(cost if condition is None else case((condition, cost))).label(name)
-                for name, condition in buckets.items()
-            ),
+            *(func.sum(case((condition, cost))).label(name) for name, condition in buckets.items()),
         )
         .where(day >= start, day <= end)
         .group_by(SpendRollup.model, SpendRollup.team, SpendRollup.stage)

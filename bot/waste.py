@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.errors import NotFoundError, UsageError
 from bot.models import DailySpend, MLModel, Review, ReviewItem, Team, ValueMetric
-from bot.periods import Period
+from bot.periods import trailing_days
 from bot.spot import SpotAdvisor, load_spot_advisor
 from bot.value_metrics import daily_values, primary_metric
 
@@ -303,8 +303,7 @@ def _serving_without_autoscaling(session: Session, as_of: dt.date) -> Iterable[W
     day would have cost with capacity sized to its traffic against the busy days' level: a daily
     view, so it leaves out the larger swings within a day.
     """
-    start = as_of - dt.timedelta(days=SCALING_DAYS - 1)
-    window = Period(start, as_of + dt.timedelta(days=1), f"{SCALING_DAYS}d")
+    window = trailing_days(SCALING_DAYS, as_of)
     rows = session.execute(
         select(DailySpend.model, DailySpend.day, func.sum(DailySpend.billed_cost))
         .where(DailySpend.day >= window.start, DailySpend.day < window.end,

@@ -160,10 +160,10 @@ class _ColumnPlan:
         map_col = col("tags_map")
         if map_col is not None:
             for key in sorted(self.tag_keys - set(self.tags)):
-                keys[TAG_PREFIX + key] = tag_from_map(map_col, key, n)
+                keys[TAG_PREFIX + key] = value_from_map(map_col, key, n)
         product_map = col("product_map")
         if product_map is not None and "product_name" not in self.fields:
-            keys["product_name"] = tag_from_map(product_map, "product_name", n)
+            keys["product_name"] = value_from_map(product_map, "product_name", n)
         unblended = money("unblended")
         values = {
             "billed": unblended,
@@ -244,12 +244,13 @@ def _categories(item_type: pa.Array) -> pa.Array:
     return result
 
 
-def tag_from_map(column: Any, key: str, n: int) -> pa.Array:
-    """Pick a tag from CUR 2.0's resource_tags map (keys like `user_ml_model`), vectorised.
+def value_from_map(column: Any, key: str, n: int) -> pa.Array:
+    """Pick one key's value from a CUR 2.0 map column, vectorised.
 
-    Only the distinct map keys are normalised in Python; the entries are matched, the first match
-    of each row kept and scattered back to the rows by Arrow and NumPy. Rows without the tag, or
-    with a null value, get "".
+    The maps are `resource_tags` (keys like `user_ml_model`) and `product` (`product_name`); keys
+    are compared normalised, without a `user_` prefix. Only the distinct map keys are normalised
+    in Python; the entries are matched, the first match of each row kept and scattered back to the
+    rows by Arrow and NumPy. Rows without the key, or with a null value, get "".
     """
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from bot.attribution import normalize_tag_key
 from bot.ledger import ingest
 from bot.models import DailySpend
-from bot.sources.cur import CurSource, tag_from_map
+from bot.sources.cur import CurSource, value_from_map
 from tests.helpers import load_registry
 
 
@@ -98,9 +98,9 @@ def test_map_tags_are_picked_like_a_row_by_row_reading() -> None:
         return found
 
     for key in ("ml_model", "team", "missing"):
-        assert tag_from_map(column, key, len(rows)).to_pylist() == reference(key), key
+        assert value_from_map(column, key, len(rows)).to_pylist() == reference(key), key
     sliced = pa.array(rows, pa.map_(pa.string(), pa.string())).slice(500, 700)
-    assert tag_from_map(sliced, "ml_model", 700).to_pylist() == reference("ml_model")[500:1200]
+    assert value_from_map(sliced, "ml_model", 700).to_pylist() == reference("ml_model")[500:1200]
 
 
 def test_cur2_product_name_from_the_product_map(session: Session, tmp_path: Path) -> None:
