@@ -174,3 +174,32 @@ def test_an_unreadable_spot_feed_is_a_clear_error_for_the_report(
     code, out, err = run(capsys, "--database-url", url, "report", "waste", "--as-of", "2026-11-30")
     assert code != 0 and out == ""
     assert f"cannot read the Spot Instance Advisor feed {feed}" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("teams: []\nx: !!python/name:os.system\n", "registry.yaml:2: the tag !!python/name:os"),
+        ("teams: &loop\n  - *loop\n", "registry.yaml:1: anchors and aliases"),
+        ("teams:\n  - {name: a\n  - b: [\n", "registry.yaml:3: invalid YAML: "),
+        (b"teams: []\nfinops_channel: \xff\n", "registry.yaml:2: not UTF-8 text"),
+    ],
+)
+def test_registry_yaml_errors_are_one_line_and_exit_2(
+    database_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str | bytes,
+    expected: str,
+) -> None:
+    registry = tmp_path / "registry.yaml"
+    if isinstance(text, bytes):
+        registry.write_bytes(text)
+    else:
+        registry.write_text(text)
+    db = ["--database-url", database_url]
+    code, out, err = run(capsys, *db, "registry", "import", str(registry))
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"error: {registry.parent}/{expected}")
+    assert err.count("\n") == 1
