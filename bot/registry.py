@@ -336,8 +336,13 @@ def _cross_check(spec: RegistrySpec, lines: dict[tuple[Any, ...], int], source: 
 # --- database sync ------------------------------------------------------------------------
 
 
-def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli") -> dict[str, int]:
-    """Make the database match the spec exactly (idempotent); return counts of what changed."""
+def import_registry(
+    spec: RegistrySpec, *, session: Session, actor: str = "cli", kept: Sequence[str] = ()
+) -> dict[str, int]:
+    """Make the database match the spec exactly (idempotent); return counts of what changed.
+
+    `kept` names entities whose Slack-side changes the spec kept; the audit record says so.
+    """
     changes = {"created": 0, "updated": 0, "removed": 0}
 
     teams = {t.name: t for t in session.scalars(select(Team).options(selectinload(Team.owners)))}
@@ -439,8 +444,11 @@ def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli")
             changes["updated"] += 1
 
     if any(changes.values()):
+        detail: dict[str, Any] = dict(changes)
+        if kept:
+            detail["kept_slack_changes"] = list(kept)
         session.add(
-            AuditLog(actor=actor, action="registry.import", target="registry", detail=dict(changes))
+            AuditLog(actor=actor, action="registry.import", target="registry", detail=detail)
         )
     session.flush()
     return changes
