@@ -105,8 +105,10 @@ def _show(value: Any) -> str:
         return "(none)"
     if isinstance(value, Decimal):
         return format(value.normalize(), "f")
-    if isinstance(value, list):
+    if isinstance(value, list) and not any(isinstance(v, dict) for v in value):
         return ", ".join(str(v) for v in value)
+    if isinstance(value, list):
+        return json.dumps(value, sort_keys=True, default=str)
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=True, default=str)
     return str(value)
@@ -154,8 +156,7 @@ def diff_registry(current: RegistrySpec, wanted: RegistrySpec) -> RegistryDiff:
     for scope, budget in budgets_new.items():
         if (old_budget := budgets_old.get(scope)) is not None:
             _compare(diff, f"budget {scope}", _budget_fields(old_budget), _budget_fields(budget))
-    _compare(diff, "admins", {"users": sorted(current.admins)}, {"users": sorted(wanted.admins)})
-    _compare(diff, "settings", _settings(current), _settings(wanted))
+    _compare(diff, "registry", _settings(current), _settings(wanted))
 
     owners = sum(len(t.owners) for t in current.teams) + sum(len(m.owners) for m in current.models)
     diff.size = len(current.teams) + len(current.models) + len(current.budgets) + owners
@@ -187,9 +188,11 @@ def _budget_fields(budget: Any) -> dict[str, Any]:
 
 
 def _settings(spec: RegistrySpec) -> dict[str, Any]:
+    attribution = spec.attribution.model_dump(exclude_none=True)
     return {
+        "admins": sorted(spec.admins),
         "finops_channel": spec.finops_channel,
-        "attribution": spec.attribution.model_dump(exclude_none=True),
+        **{f"attribution.{key}": value for key, value in attribution.items()},
     }
 
 

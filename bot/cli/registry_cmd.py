@@ -38,11 +38,14 @@ def register(commands: Any) -> None:
     exp.set_defaults(handler=run_export)
 
 
-def _show_plan(plan: ImportPlan) -> None:
+def _show_diff(plan: ImportPlan) -> None:
     for line in plan.diff.lines():
         print(f"  {line}")
     for change in plan.kept:
         print(f"  keep (changed in Slack) {change.line()}")
+
+
+def _show_slack_changes(plan: ImportPlan) -> None:
     if plan.reverted:
         print(
             f"warning: this import reverts {len(plan.reverted)} change(s) made in Slack "
@@ -68,7 +71,10 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
         plan = plan_import(
             spec, session=session, source=source, keep_slack_changes=args.keep_slack_changes
         )
-        _show_plan(plan)
+        _show_slack_changes(plan)
+        if plan.refusals and not args.yes and not args.dry_run:
+            raise RegistryError(_refusal(plan))
+        _show_diff(plan)
         counts = plan.diff.counts()
         summary = (
             f"{len(plan.spec.teams)} teams, {len(plan.spec.models)} models, "
@@ -82,8 +88,6 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
             if plan.refusals and not args.yes:
                 print(f"without --yes the import would be refused: {'; '.join(plan.refusals)}")
             return 0
-        if plan.refusals and not args.yes:
-            raise RegistryError(_refusal(plan))
         import_registry(plan.spec, session=session, actor="cli", kept=kept_entities(plan.kept))
     print(
         f"registry {source}: {summary}; {counts['created']} created, "

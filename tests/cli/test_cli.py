@@ -254,7 +254,7 @@ def test_an_empty_or_truncated_file_is_refused_without_yes(
     assert _import(capsys, database_url, full)[0] == 0
     before, audits = _export(capsys, database_url), _audit_count(database_url)
     code, out, err = _import(capsys, database_url, cut)
-    assert code == 2
+    assert code == 2 and out == ""
     assert err.startswith(f"error: not imported: {cut}") and expected in err
     assert "--yes" in err and err.count("\n") == 1
     assert _export(capsys, database_url) == before
@@ -320,7 +320,7 @@ def test_reverting_budgets_and_owners_changed_in_slack_needs_a_choice(
     assert "monthly: 15000" in slack_state
 
     code, out, err = _import(capsys, database_url, registry)
-    assert code == 2
+    assert code == 2 and out == ""
     lines = err.splitlines()
     assert (
         lines[0] == "warning: this import reverts 2 change(s) made in Slack since the last import:"
