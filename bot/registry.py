@@ -336,6 +336,10 @@ def _cross_check(spec: RegistrySpec, lines: dict[tuple[Any, ...], int], source: 
 # --- database sync ------------------------------------------------------------------------
 
 
+# The audit detail key naming entities whose Slack-side values an import kept.
+KEPT_SLACK_CHANGES = "kept_slack_changes"
+
+
 def import_registry(
     spec: RegistrySpec, *, session: Session, actor: str = "cli", kept: Sequence[str] = ()
 ) -> dict[str, int]:
@@ -446,7 +450,7 @@ def import_registry(
     if any(changes.values()):
         detail: dict[str, Any] = dict(changes)
         if kept:
-            detail["kept_slack_changes"] = list(kept)
+            detail[KEPT_SLACK_CHANGES] = list(kept)
         session.add(
             AuditLog(actor=actor, action="registry.import", target="registry", detail=detail)
         )

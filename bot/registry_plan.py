@@ -18,12 +18,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.models import AuditLog
-from bot.registry import RegistrySpec, export_registry
+from bot.registry import KEPT_SLACK_CHANGES, RegistrySpec, export_registry
 
 SLACK_ACTIONS = ("budget.set", "model.owners.set")
 # The fields a Slack-side change sets, per kind of entity: the file reverts it if it changes one.
 SLACK_FIELDS = {"budget": {"monthly", "thresholds", "forecast"}, "model": {"owners", "channel"}}
-KEPT_KEY = "kept_slack_changes"
 
 
 @dataclass(frozen=True)
@@ -222,7 +221,7 @@ def _last_full_import_id(session: Session) -> int:
         .order_by(AuditLog.id.desc())
     )
     for audit_id, detail in rows:
-        if not (detail or {}).get(KEPT_KEY):
+        if not (detail or {}).get(KEPT_SLACK_CHANGES):
             return int(audit_id)
     return 0
 
