@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -125,13 +125,24 @@ class Router:
         return self.finops_channel, frozenset()
 
 
-def load_silences(session: Session, period: str, now: dt.datetime) -> dict[str, Silence]:
-    """Return the silences in force this month, by budget scope."""
+def load_silences(
+    session: Session,
+    period: str,
+    now: dt.datetime,
+    revisions: Mapping[str, int] | None = None,
+) -> dict[str, Silence]:
+    """Return the silences in force this month, by budget scope.
+
+    A silence given for an earlier amount of the budget (`revisions`: each scope's current
+    amount revision, 0 when absent) is not in force: the changed amount's alerts are news.
+    """
     silences: dict[str, Silence] = {}
     rows = session.scalars(
         select(AlertSilence).where(AlertSilence.period == period).order_by(AlertSilence.at)
     )
     for row in rows:
+        if row.budget_revision != (revisions or {}).get(row.budget_scope, 0):
+            continue
         current = silences.get(row.budget_scope, Silence())
         if row.kind == "ack":
             current = Silence(row.user_id, current.snoozed_until, current.snoozed_by)
@@ -163,8 +174,9 @@ def plan_budget_posts(
     if not statuses:
         return [], [], 0
     period = statuses[0].month.label
-    sent = sent_by_scope([*recorded_keys(session, f"budget:%:{period}:%"), *also_sent])
-    silences = load_silences(session, period, now)
+    revisions = {s.scope: s.revision for s in statuses}
+    sent = sent_by_scope([*recorded_keys(session, f"budget:%:{period}:%"), *also_sent], revisions)
+    silences = load_silences(session, period, now, revisions)
     due: list[BudgetAlert] = []
     for status in statuses:
         due.extend(

@@ -183,6 +183,8 @@ class Budget(Base):
     thresholds: Mapped[list[int]] = mapped_column(JSONType, default=list)
     forecast: Mapped[bool] = mapped_column(Boolean, default=False)
     forecast_threshold: Mapped[int] = mapped_column(Integer, default=100)
+    # bumped whenever monthly_amount changes: the alerts of a new amount are new alerts
+    amount_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     updated_by: Mapped[str | None] = mapped_column(String(40))
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -325,6 +327,8 @@ class AlertSilence(Base):
     user_id: Mapped[str] = mapped_column(String(40))
     at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     reason: Mapped[str | None] = mapped_column(Text)
+    # the budget's amount_revision when given: a changed amount is not silenced by it
+    budget_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class ValueMetric(Base):
