@@ -214,16 +214,29 @@ def plan_budget_posts(
     return posts, unroutable, len(statuses)
 
 
+def recheck_days(as_of: dt.date, window: int) -> list[dt.date]:
+    """Return the `window` days ending on as_of, oldest first."""
+    return [as_of - dt.timedelta(days=back) for back in range(max(window, 1) - 1, -1, -1)]
+
+
 def plan_anomaly_posts(
     *, session: Session, settings: Settings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
-    """Find the day's anomalies and return (posts, unroutable keys)."""
-    anomalies: Sequence[Anomaly] = find_anomalies(
-        session=session,
-        day=as_of,
-        min_excess=settings.anomaly_min_dollars,
-        basis=settings.budget_cost_basis,
-    )
+    """Find the anomalies of the trailing re-check window and return (posts, unroutable keys).
+
+    Every run re-checks the last MLCOST_ANOMALY_RECHECK_DAYS days, not only as_of: spend that
+    arrives late or is restated is judged again. Keys (per kind, scope and day) stop repeats.
+    """
+    anomalies: list[Anomaly] = []
+    for day in recheck_days(as_of, settings.anomaly_recheck_days):
+        anomalies.extend(
+            find_anomalies(
+                session=session,
+                day=day,
+                min_excess=settings.anomaly_min_dollars,
+                basis=settings.budget_cost_basis,
+            )
+        )
     posts, unroutable = [], []
     for anomaly in anomalies:
         channel, owners = router.route(anomaly.model_name, None)
