@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -37,7 +38,8 @@ from bot.models import AlertSilence, DailySpend, MLModel, OutboxMessage, Registr
 from bot.outbox import DeliveryReport, PlannedPost, deliver_pending, enqueue_many
 from bot.reports import cost_column
 from bot.slack.notifier import Notifier, Posted
-from bot.sources.base import SpendSource
+from bot.source_health import clear_source_failure, record_source_failure, redact
+from bot.sources.base import Progress, SourceData, SpendSource
 from bot.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
 from bot.waste import WasteFinding, find_configured_waste
 
@@ -404,30 +406,70 @@ def queue_posts(session: Session, posts: Iterable[PlannedPost]) -> int:
     return len(enqueue_many(session, posts))
 
 
+class PolledSource:
+    """A configured poll source, named by its MLCOST_POLL_SOURCES entry (stable across polls).
+
+    Building the real source can fail (no AWS region, say); that error is raised when the
+    source is read, so it fails this source's fetch and not the whole poll.
+    """
+
+    def __init__(self, name: str, kind: str, build: Callable[[], SpendSource]) -> None:
+        self.name = name
+        self.kind = kind
+        self.location = name
+        self._source: SpendSource | None = None
+        self._error: Exception | None = None
+        try:
+            self._source = build()
+            self.location = self._source.location
+        except Exception as exc:
+            self._error = exc
+
+    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
+        """Read the source (or raise why it could not be built)."""
+        if self._source is None:
+            assert self._error is not None
+            raise self._error
+        return self._source.read(tag_keys, progress)
+
+
+def source_name(source: SpendSource) -> str:
+    """Return the name a source's failures are recorded under."""
+    return source.name if isinstance(source, PolledSource) else source.location
+
+
 def configured_sources(
     settings: Settings, today: dt.date, *, ce_client: Any = None, s3_client: Any = None
-) -> list[SpendSource]:
+) -> list[PolledSource]:
     """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES).
 
     Cost Explorer re-reads its trailing window of days; a CUR or FOCUS export in S3 (or a
     folder) re-reads its previous and current billing periods.
     """
-    sources: list[SpendSource] = []
+    sources: list[PolledSource] = []
     for kind, location in settings.poll_source_specs():
         if kind in ("cost-explorer", "ce") and location is None:
-            from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
 
-            sources.append(CostExplorerSource(
-                ce_client or make_ce_client(),
-                today - dt.timedelta(days=settings.poll_lookback_days), today,
-                model_tag_key=settings.model_tag_keys[0],
-                second_group=settings.cost_explorer_group_key,
-                billing_account=settings.aws_billing_account or "aws",
-            ))  # fmt: skip
+            def build_ce() -> SpendSource:
+                from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
+
+                return CostExplorerSource(
+                    ce_client or make_ce_client(),
+                    today - dt.timedelta(days=settings.poll_lookback_days), today,
+                    model_tag_key=settings.model_tag_keys[0],
+                    second_group=settings.cost_explorer_group_key,
+                    billing_account=settings.aws_billing_account or "aws",
+                )  # fmt: skip
+
+            sources.append(PolledSource("cost-explorer", "cost-explorer", build_ce))
         elif kind in EXPORT_KINDS and location:
-            sources.append(
-                RecentExportSource(kind, location, recent_periods(today), s3_client=s3_client)
-            )
+
+            def build_export(kind: str = kind, location: str = location) -> SpendSource:
+                return RecentExportSource(
+                    kind, location, recent_periods(today), s3_client=s3_client
+                )
+
+            sources.append(PolledSource(f"{kind}:{location}", kind, build_export))
         else:
             raise MlcostError(
                 f"MLCOST_POLL_SOURCES: cannot poll {kind + (':' + location if location else '')!r};"
@@ -437,16 +479,47 @@ def configured_sources(
 
 
 def fetch_sources(
-    session_factory: sessionmaker[Session], sources: Sequence[SpendSource], report: CycleReport
+    session_factory: sessionmaker[Session],
+    sources: Sequence[SpendSource],
+    report: CycleReport,
+    *,
+    now: dt.datetime | None = None,
 ) -> None:
-    """Ingest each source in its own transaction; a failing source does not stop the cycle."""
+    """Ingest each source in its own transaction; a failing source does not stop the cycle.
+
+    Whatever a source raises is logged (with its traceback unless it is one of our own
+    explained errors, credentials masked) and recorded for /healthz until it is next fetched.
+    """
+    at = now or dt.datetime.now(dt.UTC)
     for source in sources:
+        name = source_name(source)
         try:
             with session_scope(session_factory) as session:
                 report.fetched.append(ingest(source, session=session))
-        except MlcostError as exc:
-            log.error("poll of %s failed: %s", source.location, exc)
-            report.fetch_errors.append(str(exc))
+                clear_source_failure(session=session, source=name)
+        except Exception as exc:
+            if isinstance(exc, MlcostError):
+                log.error("poll of %s failed: %s", name, redact(str(exc)))
+                report.fetch_errors.append(redact(str(exc)))
+            else:
+                log.error(
+                    "poll of %s failed (%s); the other sources go on\n%s",
+                    name,
+                    type(exc).__name__,
+                    redact("".join(traceback.format_exception(exc)).rstrip()),
+                )
+                report.fetch_errors.append(f"{name}: {type(exc).__name__}: {redact(str(exc))}")
+            _record_failure(session_factory, name, exc, at)
+
+
+def _record_failure(
+    session_factory: sessionmaker[Session], name: str, exc: Exception, now: dt.datetime
+) -> None:
+    try:
+        with session_scope(session_factory) as session:
+            record_source_failure(session=session, source=name, exc=exc, now=now)
+    except Exception:
+        log.exception("could not record the failure of %s for /healthz", name)
 
 
 def run_cycle(
@@ -465,7 +538,7 @@ def run_cycle(
     day = as_of or default_as_of(now, settings.timezone)
     fetched = CycleReport(as_of=day)
     if not dry_run:
-        fetch_sources(session_factory, sources, fetched)
+        fetch_sources(session_factory, sources, fetched, now=now)
     with session_scope(session_factory) as session:
         report = plan_alerts(session=session, settings=settings, as_of=day, now=now, checks=checks)
         if not dry_run:

@@ -210,6 +210,17 @@ class IngestionRun(Base):
     error: Mapped[str | None] = mapped_column(Text)
 
 
+class SourceFailure(Base):
+    """A poll source whose last fetch failed: which, when, and a short safe reason (/healthz)."""
+
+    __tablename__ = "source_failures"
+
+    source: Mapped[str] = mapped_column(String(300), primary_key=True)
+    failed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    error: Mapped[str] = mapped_column(String(100))
+    message: Mapped[str] = mapped_column(Text)
+
+
 class DailySpend(Base):
     """One day of attributed spend for one resource, service and attribution."""
 

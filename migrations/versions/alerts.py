@@ -1,4 +1,5 @@
-"""budgets count changes of their amount; silences remember the amount they were given for
+"""budgets count changes of their amount; silences remember the amount they were given for;
+poll sources whose last fetch failed are recorded for /healthz
 
 Revision ID: alerts
 Revises: 0004_spend_rollup
@@ -20,6 +21,14 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    op.create_table(
+        "source_failures",
+        sa.Column("source", sa.String(length=300), nullable=False),
+        sa.Column("failed_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("error", sa.String(length=100), nullable=False),
+        sa.Column("message", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("source", name=op.f("pk_source_failures")),
+    )
     with op.batch_alter_table("budgets", schema=None) as batch_op:
         batch_op.add_column(
             sa.Column("amount_revision", sa.Integer(), server_default="0", nullable=False)
@@ -31,6 +40,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table("source_failures")
     with op.batch_alter_table("alert_silences", schema=None) as batch_op:
         batch_op.drop_column("budget_revision")
     with op.batch_alter_table("budgets", schema=None) as batch_op:
