@@ -7,15 +7,15 @@ import logging
 from pathlib import Path
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, NoRegionError
 from sqlalchemy import func, select
 
-from bot.alert_cycle import configured_sources, run_cycle
+from bot.alert_cycle import PolledSource, configured_sources, run_cycle
 from bot.config import Settings
 from bot.db import session_scope
 from bot.health import health_snapshot
 from bot.models import DailySpend, IngestionRun
-from bot.sources.base import Progress, SourceData
+from bot.sources.base import Progress, SourceData, SpendSource
 from bot.sources.focus import FocusSource
 from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
 
@@ -112,8 +112,25 @@ def test_a_failing_source_fails_alone_and_shows_in_healthz(
         assert runs == 1
 
 
-def test_configured_sources_have_stable_names_and_fail_at_fetch_time() -> None:
+def test_configured_sources_have_stable_names_and_fail_at_fetch_time(database_url: str) -> None:
     settings = Settings(MLCOST_POLL_SOURCES="cost-explorer,focus:s3://billing/focus/")
     named = configured_sources(settings, dt.date(2026, 12, 2), ce_client=object())
     assert [s.name for s in named] == ["cost-explorer", "focus:s3://billing/focus/"]
     assert named[0].location == "cost-explorer:2026-11-25..2026-12-02"
+
+    def no_region() -> SpendSource:
+        raise NoRegionError()
+
+    unbuildable = PolledSource("cost-explorer", "cost-explorer", no_region)
+    with migrated(database_url) as (_engine, factory):
+        report = run_cycle(
+            session_factory=factory,
+            settings=Settings(database_url=database_url),
+            now=NOW,
+            sources=[unbuildable, FocusSource([str(FOCUS)])],
+            checks=("budgets",),
+        )
+        assert len(report.fetched) == 1 and len(report.fetch_errors) == 1
+        with session_scope(factory) as session:
+            (failure,) = health_snapshot(session, NOW)["source_failures"]
+        assert (failure["source"], failure["error"]) == ("cost-explorer", "NoRegionError")
