@@ -417,19 +417,17 @@ class PolledSource:
         self.name = name
         self.kind = kind
         self.location = name
-        self._source: SpendSource | None = None
-        self._error: Exception | None = None
+        self._source: SpendSource | Exception
         try:
             self._source = build()
             self.location = self._source.location
         except Exception as exc:
-            self._error = exc
+            self._source = exc
 
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
         """Read the source (or raise why it could not be built)."""
-        if self._source is None:
-            assert self._error is not None
-            raise self._error
+        if isinstance(self._source, Exception):
+            raise self._source
         return self._source.read(tag_keys, progress)
 
 
