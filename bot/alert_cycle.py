@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
 from bot.alerts import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
-from bot.anomalies import Anomaly, find_anomalies
+from bot.anomalies import Anomaly, find_anomalies_between
 from bot.blocks.alerts import (
     AlertContext,
     build_anomaly_alert,
@@ -216,11 +216,6 @@ def plan_budget_posts(
     return posts, unroutable, len(statuses)
 
 
-def recheck_days(as_of: dt.date, window: int) -> list[dt.date]:
-    """Return the `window` days ending on as_of, oldest first."""
-    return [as_of - dt.timedelta(days=back) for back in range(max(window, 1) - 1, -1, -1)]
-
-
 def plan_anomaly_posts(
     *, session: Session, settings: Settings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
@@ -229,16 +224,13 @@ def plan_anomaly_posts(
     Every run re-checks the last MLCOST_ANOMALY_RECHECK_DAYS days, not only as_of: spend that
     arrives late or is restated is judged again. Keys (per kind, scope and day) stop repeats.
     """
-    anomalies: list[Anomaly] = []
-    for day in recheck_days(as_of, settings.anomaly_recheck_days):
-        anomalies.extend(
-            find_anomalies(
-                session=session,
-                day=day,
-                min_excess=settings.anomaly_min_dollars,
-                basis=settings.budget_cost_basis,
-            )
-        )
+    anomalies: Sequence[Anomaly] = find_anomalies_between(
+        session=session,
+        first=as_of - dt.timedelta(days=settings.anomaly_recheck_days - 1),
+        last=as_of,
+        min_excess=settings.anomaly_min_dollars,
+        basis=settings.budget_cost_basis,
+    )
     posts, unroutable = [], []
     for anomaly in anomalies:
         channel, owners = router.route(anomaly.model_name, None)

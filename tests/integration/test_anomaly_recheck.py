@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.alert_cycle import run_cycle
+from bot.anomalies import find_anomalies, find_anomalies_between
 from bot.config import Settings
 from bot.db import session_scope
 from bot.models import OutboxMessage
@@ -60,3 +62,22 @@ def test_the_recheck_window_is_a_setting(database_url: str) -> None:
         # Nov 10 is three days before Nov 13: outside a window of two days
         assert anomaly_run(factory, settings, dt.date(2026, 11, 13)) == []
         assert anomaly_run(factory, settings, dt.date(2026, 11, 11)) == SPIKE_KEYS
+
+
+def test_a_window_judges_each_day_as_a_single_day_check_would(database_url: str) -> None:
+    with migrated(database_url) as (_engine, factory):
+        seed_walk(factory)
+        with session_scope(factory) as session:
+            for day in days(MONTH_START, dt.date(2026, 11, 20)):
+                add_spend(session, walk_day_rows(day))
+            first, last = dt.date(2026, 11, 3), dt.date(2026, 11, 19)
+            window = find_anomalies_between(
+                session=session, first=first, last=last, min_excess=Decimal(100)
+            )
+            one_by_one = [
+                a
+                for day in days(first, last + dt.timedelta(days=1))
+                for a in find_anomalies(session=session, day=day, min_excess=Decimal(100))
+            ]
+        assert window == one_by_one
+        assert [a.dedupe_key for a in window] == SPIKE_KEYS
