@@ -66,6 +66,8 @@ def set_budget(
         session.add(budget)
     else:
         before = {"monthly": str(budget.monthly_amount), "thresholds": budget.thresholds}
+        if budget.monthly_amount != spec.monthly:
+            budget.amount_revision = (budget.amount_revision or 0) + 1  # fresh thresholds
         budget.monthly_amount = spec.monthly
         if thresholds:
             budget.thresholds = spec.thresholds

@@ -70,6 +70,7 @@ class BudgetStatus:
     as_of: dt.date
     month_to_date: Decimal
     forecast: BudgetForecast | None
+    revision: int = 0  # the budget's amount revision: its alerts' keys name it
 
     @property
     def percent(self) -> Decimal | None:
@@ -231,6 +232,7 @@ def evaluate_budgets(
             Budget.thresholds,
             Budget.forecast,
             Budget.forecast_threshold,
+            Budget.amount_revision,
         ).order_by(Budget.scope)
     )
     for row in rows:
@@ -257,6 +259,7 @@ def evaluate_budgets(
                 as_of=as_of,
                 month_to_date=values["mtd"],
                 forecast=forecast_month_end(summary),
+                revision=int(row.amount_revision or 0),
             )
         )
     return statuses

@@ -65,6 +65,9 @@ class Settings(BaseSettings):
         default=Decimal(100), validation_alias="MLCOST_UNALLOCATED_MIN_DOLLARS"
     )
     anomaly_hour: int = Field(default=9, ge=0, le=23, validation_alias="MLCOST_ANOMALY_HOUR")
+    anomaly_recheck_days: int = Field(
+        default=7, ge=1, le=60, validation_alias="MLCOST_ANOMALY_RECHECK_DAYS"
+    )
     spot_advisor_file: Path | None = Field(
         default=None, validation_alias="MLCOST_SPOT_ADVISOR_FILE"
     )

@@ -183,6 +183,8 @@ class Budget(Base):
     thresholds: Mapped[list[int]] = mapped_column(JSONType, default=list)
     forecast: Mapped[bool] = mapped_column(Boolean, default=False)
     forecast_threshold: Mapped[int] = mapped_column(Integer, default=100)
+    # bumped whenever monthly_amount changes: the alerts of a new amount are new alerts
+    amount_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     updated_by: Mapped[str | None] = mapped_column(String(40))
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -206,6 +208,17 @@ class IngestionRun(Base):
     replaced_rows: Mapped[int] = mapped_column(Integer, default=0)
     scopes: Mapped[list[dict[str, str]]] = mapped_column(JSONType, default=list)
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class SourceFailure(Base):
+    """A poll source whose last fetch failed: which, when, and a short safe reason (/healthz)."""
+
+    __tablename__ = "source_failures"
+
+    source: Mapped[str] = mapped_column(String(300), primary_key=True)
+    failed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    error: Mapped[str] = mapped_column(String(100))
+    message: Mapped[str] = mapped_column(Text)
 
 
 class DailySpend(Base):
@@ -325,6 +338,8 @@ class AlertSilence(Base):
     user_id: Mapped[str] = mapped_column(String(40))
     at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     reason: Mapped[str | None] = mapped_column(Text)
+    # the budget's amount_revision when given: a changed amount is not silenced by it
+    budget_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class ValueMetric(Base):

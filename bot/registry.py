@@ -423,6 +423,8 @@ def import_registry(
             session.add(Budget(scope=budget_spec.scope, updated_by=actor, **values))
             changes["created"] += 1
         elif any(getattr(budget, k) != v for k, v in values.items()):
+            if budget.monthly_amount != budget_spec.monthly:
+                budget.amount_revision = (budget.amount_revision or 0) + 1  # fresh thresholds
             for key, value in values.items():
                 setattr(budget, key, value)
             budget.updated_by = actor
