@@ -1,7 +1,7 @@
 """budgets count changes of their amount; silences remember the amount they were given for;
 poll sources whose last fetch failed are recorded for /healthz
 
-Revision ID: alerts
+Revision ID: 0005_budget_revisions
 Revises: 0004_spend_rollup
 Create Date: 2026-12-03 10:40:00
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "alerts"
+revision: str = "0005_budget_revisions"
 down_revision: str | None = "0004_spend_rollup"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
