@@ -5,6 +5,10 @@ Delivery never holds a database lock across the network call. A worker claims a 
 message metadata, and records the result in another. A message whose worker died mid-post is
 re-claimed when its lease expires; before posting again the worker looks for the key in the
 channel's recent history, so a post that did reach Slack is never sent twice.
+
+A thread reply is claimed only once its parent has a ts; until then it waits without taking a
+place in the claim window. When a parent fails for good, its replies fail with it (naming the
+parent and its reason).
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import Table, or_, select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Table, exists, or_, select, update
+from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from bot.db import dialect_insert, session_scope
 from bot.models import OutboxMessage
@@ -152,6 +156,8 @@ def deliver_pending(
     channel, invalid blocks) marks the message failed and moves on.
     """
     report = DeliveryReport()
+    with session_scope(session_factory) as session:
+        report.dead += fail_orphaned_replies(session)
     for _ in range(limit):
         claimed = _claim(session_factory, now, kinds, lease)
         if claimed is None:
@@ -171,14 +177,19 @@ def deliver_pending(
             log.log(logging.ERROR if permanent else logging.WARNING,
                     "outbox %s not delivered (attempt %d%s): %s", key, attempts,
                     ", giving up" if permanent else "", _error_text(exc))  # fmt: skip
+            orphans: list[str] = []
             with session_scope(session_factory) as session:
                 row = session.get(OutboxMessage, message_id)
                 if row is not None:
                     row.status = "failed" if permanent else "pending"
                     row.last_error = _error_text(exc)
                     row.next_attempt_at = None if permanent else now + _retry_delay(exc, attempts)
+                if permanent:
+                    session.flush()
+                    orphans = fail_orphaned_replies(session)
             if permanent:
                 report.dead.append(key)
+                report.dead += orphans
                 continue
             report.failed.append(key)
             break
@@ -192,6 +203,30 @@ def deliver_pending(
                 row.last_error = None
         report.delivered.append(key)
     return report
+
+
+def fail_orphaned_replies(session: Session) -> list[str]:
+    """Mark failed every undelivered thread reply whose parent failed for good; return their keys.
+
+    A reply cannot be posted without its parent's ts, so it shares the parent's fate (and reason).
+    """
+    parent = aliased(OutboxMessage)
+    failed: list[str] = []
+    while True:  # a failed reply may itself be a parent
+        found = session.execute(
+            select(OutboxMessage, parent.dedupe_key, parent.last_error)
+            .join(parent, parent.dedupe_key == OutboxMessage.thread_key)
+            .where(parent.status == "failed", OutboxMessage.status.in_(("pending", "sending")))
+        ).all()
+        if not found:
+            return failed
+        for row, parent_key, reason in found:
+            row.status = "failed"
+            row.next_attempt_at = None
+            row.last_error = f"thread parent {parent_key} failed: {reason or 'unknown'}"[:2000]
+            log.error("outbox %s not delivered: %s", row.dedupe_key, row.last_error)
+            failed.append(row.dedupe_key)
+        session.flush()
 
 
 def _post(notifier: Notifier, channel: str, text: str, blocks: list[dict[str, Any]],
@@ -210,13 +245,23 @@ def _claim(
     kinds: tuple[str, ...] | None,
     lease: dt.timedelta,
 ) -> tuple[int, str, str, dict[str, Any], str | None, int, dt.datetime] | None:
+    posted_parent = aliased(OutboxMessage)
     with session_scope(factory) as session:
         due = or_(
             (OutboxMessage.status == "pending")
             & (or_(OutboxMessage.next_attempt_at.is_(None), OutboxMessage.next_attempt_at <= now)),
             (OutboxMessage.status == "sending") & (OutboxMessage.next_attempt_at <= now),
         )
-        query = select(OutboxMessage).where(due).order_by(OutboxMessage.id).limit(20)
+        # a thread reply is ready once its parent is posted; one that waits must not take a place
+        # in the window, or enough of them would starve every other message
+        ready = or_(
+            OutboxMessage.thread_key.is_(None),
+            exists().where(
+                posted_parent.dedupe_key == OutboxMessage.thread_key,
+                posted_parent.slack_ts.is_not(None),
+            ),
+        )
+        query = select(OutboxMessage).where(due, ready).order_by(OutboxMessage.id).limit(20)
         if kinds:
             query = query.where(OutboxMessage.kind.in_(kinds))
         if session.get_bind().dialect.name == "postgresql":
@@ -228,7 +273,7 @@ def _claim(
                     select(OutboxMessage).where(OutboxMessage.dedupe_key == row.thread_key)
                 ).first()
                 if parent is None or parent.slack_ts is None:
-                    continue  # the parent is not posted yet; the child waits
+                    continue  # unreachable: the query only returns replies to posted parents
                 thread_ts = parent.slack_ts
             # Compare-and-set on (status, attempts): of two workers that read the same row (SQLite
             # has no SKIP LOCKED), only one wins the claim.
