@@ -163,12 +163,12 @@ def deliver_pending(
         if claimed is None:
             break
         message_id, key, channel, payload, thread_ts, attempts, created_at = claimed
+        posted = None
+        if attempts > 1 and find_posted is not None:
+            posted = _look_up(find_posted, channel, key, created_at - dt.timedelta(minutes=1))
+            if posted is not None:
+                report.recovered.append(key)
         try:
-            posted = None
-            if attempts > 1 and find_posted is not None:
-                posted = find_posted(channel, key, created_at - dt.timedelta(minutes=1))
-                if posted is not None:
-                    report.recovered.append(key)
             if posted is None:
                 blocks = payload["blocks"]
                 posted = _post(notifier, channel, payload["text"], blocks, thread_ts, key)
@@ -203,6 +203,21 @@ def deliver_pending(
                 row.last_error = None
         report.delivered.append(key)
     return report
+
+
+def _look_up(
+    find_posted: Callable[[str, str, dt.datetime], Posted | None],
+    channel: str, key: str, since: dt.datetime,
+) -> Posted | None:  # fmt: skip
+    """Return where an earlier attempt posted the message; None when not found or unknown."""
+    try:
+        return find_posted(channel, key, since)
+    except Exception as exc:
+        # a lookup error (no history scope, not a member of a public channel posted to through
+        # chat:write.public) says nothing about the post: treat it as not found and post
+        log.warning("outbox %s: could not look for an earlier post, posting: %s", key,
+                    _error_text(exc))  # fmt: skip
+        return None
 
 
 def fail_orphaned_replies(session: Session) -> list[str]:

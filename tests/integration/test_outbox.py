@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import time
 import urllib.error
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -183,3 +185,35 @@ def test_replies_wait_for_a_parent_that_is_not_posted_yet_without_blocking_other
         assert report.delivered[0] == "parent" and len(report.delivered) == 26
         parent_ts = notifier.posts[1]["ts"]
         assert {p["thread_ts"] for p in notifier.posts[2:]} == {parent_ts}
+
+
+def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    lookups: list[tuple[str, str]] = []
+
+    def not_a_member(channel: str, key: str, *_: Any) -> Posted | None:
+        # a public channel posted to through chat:write.public: the bot cannot read its history
+        lookups.append((channel, key))
+        raise SlackError("not_in_channel")
+
+    with migrated(database_url) as (_engine, factory):
+        queue(factory, 1)
+        notifier = FakeNotifier(fail_next=1, error=urllib.error.URLError("timed out"))
+        first = deliver_pending(
+            session_factory=factory, notifier=notifier, now=NOW, find_posted=not_a_member
+        )
+        assert first.failed == ["k0"] and lookups == []
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="bot.outbox"):
+            second = deliver_pending(
+                session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(hours=1),
+                find_posted=not_a_member,
+            )  # fmt: skip
+        assert lookups == [("C1", "k0")]
+        assert second.delivered == ["k0"] and second.dead == []
+        assert [p["text"] for p in notifier.posts] == ["message 0"]
+        k0 = rows(factory)["k0"]
+        assert k0.status == "delivered" and k0.last_error is None
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1 and "k0" in warnings[0] and "not_in_channel" in warnings[0]
