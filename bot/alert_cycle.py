@@ -435,8 +435,13 @@ def run_cycle(
     find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
     checks: Sequence[str] = ALL_CHECKS,
     dry_run: bool = False,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> CycleReport:
-    """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending."""
+    """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending.
+
+    Delivery reads `clock` when it claims each message (fetching may take minutes); without one
+    it delivers as of `now`.
+    """
     day = as_of or default_as_of(now, settings.timezone)
     fetched = CycleReport(as_of=day)
     if not dry_run:
@@ -451,7 +456,8 @@ def run_cycle(
             session_factory=session_factory,
             settings=settings,
             notifier=notifier,
-            now=now,
+            now=None if clock is not None else now,
+            clock=clock,
             find_posted=find_posted,
         )
     return report
@@ -462,14 +468,16 @@ def deliver_outbox(
     session_factory: sessionmaker[Session],
     settings: Settings,
     notifier: Notifier,
-    now: dt.datetime,
+    now: dt.datetime | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
     find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
 ) -> DeliveryReport:
-    """Deliver every pending outbox message that is due."""
+    """Deliver every pending outbox message that is due (as of `now`, or by `clock`)."""
     return deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
         now=now,
+        clock=clock,
         find_posted=find_posted,
         lease=dt.timedelta(seconds=settings.outbox_lease_seconds),
     )

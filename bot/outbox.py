@@ -144,8 +144,17 @@ def _error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}{f' ({code})' if code else ''}: {str(exc)[:300]}"
 
 
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _fixed(at: dt.datetime) -> Callable[[], dt.datetime]:
+    return lambda: at
+
+
 def deliver_pending(
-    *, session_factory: sessionmaker[Session], notifier: Notifier, now: dt.datetime,
+    *, session_factory: sessionmaker[Session], notifier: Notifier,
+    now: dt.datetime | None = None, clock: Callable[[], dt.datetime] | None = None,
     find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
     limit: int = 200, kinds: tuple[str, ...] | None = None, lease: dt.timedelta = LEASE,
 ) -> DeliveryReport:  # fmt: skip
@@ -154,12 +163,21 @@ def deliver_pending(
     A transient failure (429, 5xx, network) ends this round: Slack is unwell or asks us to wait,
     and the next cycle retries after Retry-After (or a backoff). A permanent one (unknown
     channel, invalid blocks) marks the message failed and moves on.
+
+    The clock is read at each claim (the lease), failure (the retry time) and delivery, so a
+    caller that took a while before delivering never claims with an already-expired lease. A
+    fixed `now` (tests, the demo) stands for a clock that does not move; with neither, the
+    system clock is used.
     """
+    if clock is None:
+        clock = _utcnow if now is None else _fixed(now)
+    elif now is not None:
+        raise TypeError("deliver_pending takes now or clock, not both")
     report = DeliveryReport()
     with session_scope(session_factory) as session:
         report.dead += fail_orphaned_replies(session)
     for _ in range(limit):
-        claimed = _claim(session_factory, now, kinds, lease)
+        claimed = _claim(session_factory, clock(), kinds, lease)
         if claimed is None:
             break
         message_id, key, channel, payload, thread_ts, attempts, created_at = claimed
@@ -183,7 +201,9 @@ def deliver_pending(
                 if row is not None:
                     row.status = "failed" if permanent else "pending"
                     row.last_error = _error_text(exc)
-                    row.next_attempt_at = None if permanent else now + _retry_delay(exc, attempts)
+                    row.next_attempt_at = (
+                        None if permanent else clock() + _retry_delay(exc, attempts)
+                    )
                 if permanent:
                     session.flush()
                     orphans = fail_orphaned_replies(session)
@@ -197,7 +217,7 @@ def deliver_pending(
             row = session.get(OutboxMessage, message_id)
             if row is not None:
                 row.status = "delivered"
-                row.delivered_at = now
+                row.delivered_at = clock()
                 row.slack_ts = posted.ts
                 row.slack_channel = posted.channel
                 row.last_error = None

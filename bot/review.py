@@ -378,13 +378,18 @@ def deliver_reviews(
     find_posted: Callable[[str, str, dt.datetime], Posted | None] | None,
     currency: str,
     report: ReviewPostReport | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> ReviewPostReport:
-    """Deliver pending review messages, record where they landed, upload pending charts."""
+    """Deliver pending review messages, record where they landed, upload pending charts.
+
+    Delivery leases by `clock` when given (read at each claim), else as of `now`.
+    """
     report = report or ReviewPostReport()
     delivery = deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
-        now=now,
+        now=None if clock is not None else now,
+        clock=clock,
         find_posted=find_posted,
         kinds=REVIEW_KINDS,
     )
@@ -419,6 +424,7 @@ def post_reviews(
     now: dt.datetime,
     find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
     teams: set[str] | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> ReviewPostReport:
     """Open the month's reviews (once), post them, and upload each team's chart (once)."""
     report = ReviewPostReport()
@@ -436,6 +442,7 @@ def post_reviews(
         find_posted=find_posted,
         currency=settings.currency,
         report=report,
+        clock=clock,
     )
 
 

@@ -145,6 +145,10 @@ class FakeSlack:
     def _respond(self, method: str, params: dict[str, Any]) -> Any:
         if method in self.handlers:
             return self.handlers[method](params)
+        return self.respond_default(method, params)
+
+    def respond_default(self, method: str, params: dict[str, Any]) -> Any:
+        """Answer a call as the fake does without a handler (for handlers that wrap it)."""
         if method == "auth.test":
             return {"ok": True, "user_id": "UBOT", "team_id": "T1", "bot_id": "B1"}
         if method == "chat.postMessage":
