@@ -34,9 +34,15 @@ from bot.db import session_scope
 from bot.errors import MlcostError
 from bot.ledger import IngestReport, ingest
 from bot.models import AlertSilence, DailySpend, MLModel, OutboxMessage, RegistrySetting, Team
-from bot.outbox import DeliveryReport, PlannedPost, deliver_pending, enqueue_many
+from bot.outbox import (
+    DeliveryReport,
+    FindPosted,
+    PlannedPost,
+    deliver_pending,
+    enqueue_many,
+)
 from bot.reports import cost_column
-from bot.slack.notifier import Notifier, Posted
+from bot.slack.notifier import Notifier
 from bot.sources.base import SpendSource
 from bot.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
 from bot.waste import WasteFinding, find_configured_waste
@@ -432,7 +438,7 @@ def run_cycle(
     as_of: dt.date | None = None,
     sources: Sequence[SpendSource] = (),
     notifier: Notifier | None = None,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    find_posted: FindPosted | None = None,
     checks: Sequence[str] = ALL_CHECKS,
     dry_run: bool = False,
     clock: Callable[[], dt.datetime] | None = None,
@@ -470,7 +476,7 @@ def deliver_outbox(
     notifier: Notifier,
     now: dt.datetime | None = None,
     clock: Callable[[], dt.datetime] | None = None,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    find_posted: FindPosted | None = None,
 ) -> DeliveryReport:
     """Deliver every pending outbox message that is due (as of `now`, or by `clock`)."""
     return deliver_pending(

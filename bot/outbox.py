@@ -2,9 +2,12 @@
 
 Delivery never holds a database lock across the network call. A worker claims a message (status
 `sending`, a lease, attempts + 1) in one short transaction, posts it with the dedupe key in the
-message metadata, and records the result in another. A message whose worker died mid-post is
-re-claimed when its lease expires; before posting again the worker looks for the key in the
-channel's recent history, so a post that did reach Slack is never sent twice.
+message metadata, and records the result in another. The lease runs from the clock at claim
+time. A message whose worker died mid-post is re-claimed when its lease expires; before posting
+again the worker looks for the key in the channel's history (a thread reply: in its thread's
+replies), so a post that did reach Slack is not sent twice. A lookup that fails (no history
+scope, a public channel posted to without joining) is "unknown": it is logged and the message
+is posted, which may double a post whose outcome was lost, but never drops one.
 
 A thread reply is claimed only once its parent has a ts; until then it waits without taking a
 place in the claim window. When a parent fails for good, its replies fail with it (naming the
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -91,31 +94,61 @@ class DeliveryReport:
     dead: list[str] = field(default_factory=list)  # permanently undeliverable
 
 
+# Where an earlier attempt posted a message: (channel, dedupe key, posted no earlier than, the
+# thread's parent ts for a reply) -> the post, or None when not found.
+FindPosted = Callable[[str, str, dt.datetime, str | None], Posted | None]
+
+
 class HistoryLookup:
     """Find an already-posted message by its dedupe key (for posts whose outcome is unknown).
 
+    A top-level post is looked for in conversations.history, a thread reply in
+    conversations.replies of its parent (history lists no replies); both are read page by page.
     Needs channels:history and groups:history; for DMs (a user ID as the channel) im:write to
     open the DM and im:history to read it.
     """
 
+    PAGE_LIMIT = 200
+    MAX_PAGES = 50
+
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def __call__(self, channel: str, key: str, since: dt.datetime) -> Posted | None:
+    def __call__(
+        self, channel: str, key: str, since: dt.datetime, thread_ts: str | None = None
+    ) -> Posted | None:
         if channel[:1] in ("U", "W"):
             # posted to a user ID (a DM): its history lives under the DM's own ID
             opened = self.client.conversations_open(users=channel)
             channel = str(opened["channel"]["id"])
-        response = self.client.conversations_history(
-            channel=channel, oldest=f"{since.timestamp():.6f}", include_all_metadata=True,
-            limit=200,
-        )  # fmt: skip
-        for message in response.get("messages", []):
+        oldest = f"{since.timestamp():.6f}"
+        if thread_ts is None:
+            messages = self._messages(
+                self.client.conversations_history, channel=channel, oldest=oldest
+            )
+        else:
+            messages = self._messages(
+                self.client.conversations_replies, channel=channel, ts=thread_ts, oldest=oldest
+            )
+        for message in messages:
             metadata = message.get("metadata") or {}
             if (metadata.get("event_type") == METADATA_EVENT
                     and (metadata.get("event_payload") or {}).get("key") == key):  # fmt: skip
                 return Posted(channel=channel, ts=str(message["ts"]))
         return None
+
+    def _messages(self, method: Callable[..., Any], **params: Any) -> Iterator[dict[str, Any]]:
+        cursor: str | None = None
+        for _ in range(self.MAX_PAGES):
+            response = method(
+                include_all_metadata=True, limit=self.PAGE_LIMIT, cursor=cursor, **params
+            )
+            yield from response.get("messages") or []
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                return
+        log.warning("history of %s not read to the end (%d pages)", params["channel"],
+                    self.MAX_PAGES)  # fmt: skip
 
 
 def _retry_delay(exc: Exception, attempts: int) -> dt.timedelta:
@@ -155,7 +188,7 @@ def _fixed(at: dt.datetime) -> Callable[[], dt.datetime]:
 def deliver_pending(
     *, session_factory: sessionmaker[Session], notifier: Notifier,
     now: dt.datetime | None = None, clock: Callable[[], dt.datetime] | None = None,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    find_posted: FindPosted | None = None,
     limit: int = 200, kinds: tuple[str, ...] | None = None, lease: dt.timedelta = LEASE,
 ) -> DeliveryReport:  # fmt: skip
     """Deliver due messages one by one; a failure leaves the message for the next cycle.
@@ -183,7 +216,8 @@ def deliver_pending(
         message_id, key, channel, payload, thread_ts, attempts, created_at = claimed
         posted = None
         if attempts > 1 and find_posted is not None:
-            posted = _look_up(find_posted, channel, key, created_at - dt.timedelta(minutes=1))
+            since = created_at - dt.timedelta(minutes=1)
+            posted = _look_up(find_posted, channel, key, since, thread_ts)
             if posted is not None:
                 report.recovered.append(key)
         try:
@@ -226,12 +260,11 @@ def deliver_pending(
 
 
 def _look_up(
-    find_posted: Callable[[str, str, dt.datetime], Posted | None],
-    channel: str, key: str, since: dt.datetime,
-) -> Posted | None:  # fmt: skip
+    find_posted: FindPosted, channel: str, key: str, since: dt.datetime, thread_ts: str | None
+) -> Posted | None:
     """Return where an earlier attempt posted the message; None when not found or unknown."""
     try:
-        return find_posted(channel, key, since)
+        return find_posted(channel, key, since, thread_ts)
     except Exception as exc:
         # a lookup error (no history scope, not a member of a public channel posted to through
         # chat:write.public) says nothing about the post: treat it as not found and post
