@@ -35,9 +35,15 @@ from bot.db import session_scope
 from bot.errors import MlcostError
 from bot.ledger import IngestReport, ingest
 from bot.models import AlertSilence, DailySpend, MLModel, OutboxMessage, RegistrySetting, Team
-from bot.outbox import DeliveryReport, PlannedPost, deliver_pending, enqueue_many
+from bot.outbox import (
+    DeliveryReport,
+    FindPosted,
+    PlannedPost,
+    deliver_pending,
+    enqueue_many,
+)
 from bot.reports import cost_column
-from bot.slack.notifier import Notifier, Posted
+from bot.slack.notifier import Notifier
 from bot.source_health import clear_source_failure, record_source_failure, redact
 from bot.sources.base import Progress, SourceData, SpendSource
 from bot.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
@@ -520,11 +526,16 @@ def run_cycle(
     as_of: dt.date | None = None,
     sources: Sequence[SpendSource] = (),
     notifier: Notifier | None = None,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    find_posted: FindPosted | None = None,
     checks: Sequence[str] = ALL_CHECKS,
     dry_run: bool = False,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> CycleReport:
-    """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending."""
+    """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending.
+
+    Delivery reads `clock` when it claims each message (fetching may take minutes); without one
+    it delivers as of `now`.
+    """
     day = as_of or default_as_of(now, settings.timezone)
     fetched = CycleReport(as_of=day)
     if not dry_run:
@@ -539,7 +550,8 @@ def run_cycle(
             session_factory=session_factory,
             settings=settings,
             notifier=notifier,
-            now=now,
+            now=None if clock is not None else now,
+            clock=clock,
             find_posted=find_posted,
         )
     return report
@@ -550,14 +562,16 @@ def deliver_outbox(
     session_factory: sessionmaker[Session],
     settings: Settings,
     notifier: Notifier,
-    now: dt.datetime,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    now: dt.datetime | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
+    find_posted: FindPosted | None = None,
 ) -> DeliveryReport:
-    """Deliver every pending outbox message that is due."""
+    """Deliver every pending outbox message that is due (as of `now`, or by `clock`)."""
     return deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
         now=now,
+        clock=clock,
         find_posted=find_posted,
         lease=dt.timedelta(seconds=settings.outbox_lease_seconds),
     )

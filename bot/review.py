@@ -30,10 +30,10 @@ from bot.config import Settings
 from bot.db import dialect_insert, session_scope
 from bot.errors import NotFoundError, PermissionDenied, UsageError
 from bot.models import AuditLog, MLModel, OutboxMessage, Review, ReviewItem, Team
-from bot.outbox import deliver_pending, enqueue
+from bot.outbox import FindPosted, deliver_pending, enqueue
 from bot.periods import Period, previous_month
 from bot.signoff import signoff_counts
-from bot.slack.notifier import SLACK_FAILURES, Notifier, Posted
+from bot.slack.notifier import SLACK_FAILURES, Notifier
 from bot.unit_economics import economics_for, verdict_rules
 
 log = logging.getLogger(__name__)
@@ -375,16 +375,21 @@ def deliver_reviews(
     session_factory: sessionmaker[Session],
     notifier: Notifier,
     now: dt.datetime,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None,
+    find_posted: FindPosted | None,
     currency: str,
     report: ReviewPostReport | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> ReviewPostReport:
-    """Deliver pending review messages, record where they landed, upload pending charts."""
+    """Deliver pending review messages, record where they landed, upload pending charts.
+
+    Delivery leases by `clock` when given (read at each claim), else as of `now`.
+    """
     report = report or ReviewPostReport()
     delivery = deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
-        now=now,
+        now=None if clock is not None else now,
+        clock=clock,
         find_posted=find_posted,
         kinds=REVIEW_KINDS,
     )
@@ -417,8 +422,9 @@ def post_reviews(
     month: Period,
     settings: Settings,
     now: dt.datetime,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    find_posted: FindPosted | None = None,
     teams: set[str] | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> ReviewPostReport:
     """Open the month's reviews (once), post them, and upload each team's chart (once)."""
     report = ReviewPostReport()
@@ -436,6 +442,7 @@ def post_reviews(
         find_posted=find_posted,
         currency=settings.currency,
         report=report,
+        clock=clock,
     )
 
 
