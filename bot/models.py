@@ -22,6 +22,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -360,6 +361,8 @@ class Review(Base):
     status: Mapped[str] = mapped_column(String(20), default="open")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    # bumped by every decision under the review's row lock (compare-and-set; see record_decision)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
     items: Mapped[list[ReviewItem]] = relationship(
         back_populates="review", cascade="all, delete-orphan"

@@ -1,0 +1,32 @@
+"""reviews count their decisions, so concurrent decisions and refreshes can compare-and-set
+
+Revision ID: review_decisions
+Revises: 0004_spend_rollup
+Create Date: 2026-12-03 10:30:00
+
+Every decision in a review bumps reviews.version under the review's row lock; a decision whose
+read of the review is stale retries, and a thread refresh that rendered an older version renders
+again, so the last update Slack receives shows every committed decision.
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "review_decisions"
+down_revision: str | None = "0004_spend_rollup"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("reviews", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("version", sa.Integer(), server_default=sa.text("0"), nullable=False)
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("reviews", schema=None) as batch_op:
+        batch_op.drop_column("version")
