@@ -38,6 +38,9 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
     refresh = session.scalar(
         select(func.count()).select_from(ReviewItem).where(ReviewItem.refresh_pending.is_(True))
     )
+    refresh_failed = session.scalar(
+        select(func.count()).select_from(ReviewItem).where(ReviewItem.refresh_error.is_not(None))
+    )
     return {
         "outbox": {
             "waiting": int(waiting or 0),
@@ -50,4 +53,5 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
             {"source": last.source, "finished_at": _iso(last.finished_at)} if last else None
         ),
         "review_threads_to_update": int(refresh or 0),
+        "review_threads_failed": int(refresh_failed or 0),  # Slack refused for good; not retried
     }

@@ -389,6 +389,8 @@ class ReviewItem(Base):
     reminded_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     # set with a decision, cleared once Slack shows it; the delivery job retries what is still set
     refresh_pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # why Slack refused the refresh for good (the flag is then cleared); reset by a new decision
+    refresh_error: Mapped[str | None] = mapped_column(Text)
 
     review: Mapped[Review] = relationship(back_populates="items")
 

@@ -31,7 +31,7 @@ from bot.config import Settings
 from bot.db import dialect_insert, session_scope
 from bot.errors import MlcostError, NotFoundError, PermissionDenied, UsageError
 from bot.models import AuditLog, MLModel, OutboxMessage, Review, ReviewItem, Team
-from bot.outbox import deliver_pending, enqueue
+from bot.outbox import PERMANENT_ERRORS, deliver_pending, enqueue
 from bot.periods import Period, previous_month
 from bot.signoff import signoff_counts
 from bot.slack.guard import MessageTooLarge
@@ -300,6 +300,7 @@ def record_decision(
     item.decided_at = now
     item.reason = (reason or "").strip()[:2000] or None
     item.refresh_pending = True  # cleared once the thread shows it (see refresh_messages)
+    item.refresh_error = None
     session.add(
         AuditLog(
             actor=user_id,
@@ -361,34 +362,87 @@ def refresh_messages(
     return False
 
 
+# chat.update errors no retry fixes, besides those of a post
+REFRESH_PERMANENT_ERRORS = PERMANENT_ERRORS | {
+    "message_not_found", "cant_update_message", "edit_window_closed", "is_inactive",
+}  # fmt: skip
+
+
+def _slack_error(exc: Exception) -> str | None:
+    response: Any = getattr(exc, "response", None)
+    return response.get("error") if response is not None and hasattr(response, "get") else None
+
+
+def _status_code(exc: Exception) -> int | None:
+    return getattr(getattr(exc, "response", None), "status_code", None)
+
+
+@dataclass
+class RefreshReport:
+    """What a refresh round did with each review item waiting for its thread update."""
+
+    refreshed: list[int] = field(default_factory=list)
+    retrying: list[int] = field(default_factory=list)  # still flagged; the next round tries again
+    given_up: list[int] = field(default_factory=list)  # refused for good; the error is recorded
+
+
 def refresh_pending_messages(
     *, session_factory: sessionmaker[Session], notifier: Notifier, currency: str, limit: int = 50
-) -> tuple[int, int]:
-    """Retry the Slack updates of decisions whose messages were not refreshed; (done, failed).
+) -> RefreshReport:
+    """Retry the Slack updates of decisions whose messages were not refreshed.
 
-    A transient failure (429, 5xx, network) ends the round; the flag stays for the next one.
+    Each item fails alone. A transient failure (5xx, network) keeps its flag for the next round;
+    a rate limit also ends this round, as Slack asks. A permanent one (msg_too_long,
+    channel_not_found, a message over Slack's limits, ...) is recorded on the item, whose flag is
+    cleared so it is not retried run after run; a new decision on the item tries again.
     """
+    report = RefreshReport()
     with session_scope(session_factory) as session:
         ids = list(
             session.scalars(
                 select(ReviewItem.id)
                 .where(ReviewItem.refresh_pending.is_(True))
-                .order_by(ReviewItem.decided_at)
+                .order_by(ReviewItem.decided_at, ReviewItem.id)
                 .limit(limit)
             )
         )
-    done = 0
-    for item_id in ids:
+    for index, item_id in enumerate(ids):
         try:
-            refresh_messages(
+            shown = refresh_messages(
                 session_factory=session_factory, notifier=notifier, item_id=item_id,
                 currency=currency,
             )  # fmt: skip
-        except SLACK_FAILURES as exc:  # logged; the flag keeps it for the next round
+        except REFRESH_FAILURES as exc:
+            error = _slack_error(exc)
+            if isinstance(exc, MessageTooLarge) or error in REFRESH_PERMANENT_ERRORS:
+                log.error("review item %d: Slack refused its thread update for good: %s",
+                          item_id, exc)  # fmt: skip
+                _give_up_refresh(session_factory, item_id, f"{type(exc).__name__}: {exc}")
+                report.given_up.append(item_id)
+                continue
             log.warning("review item %d: message not refreshed yet: %s", item_id, exc)
-            return done, len(ids) - done
-        done += 1
-    return done, 0
+            report.retrying.append(item_id)
+            if error == "ratelimited" or _status_code(exc) == 429:
+                report.retrying += ids[index + 1 :]
+                break
+            continue
+        except Exception:  # a bug in one item's rendering must not hold up the others
+            log.exception("review item %d: thread refresh failed", item_id)
+            report.retrying.append(item_id)
+            continue
+        (report.refreshed if shown else report.retrying).append(item_id)
+    return report
+
+
+def _give_up_refresh(session_factory: sessionmaker[Session], item_id: int, error: str) -> None:
+    """Record why an item's thread cannot be updated and stop retrying it."""
+    with session_scope(session_factory) as session:
+        session.execute(
+            update(ReviewItem)
+            .where(ReviewItem.id == item_id)
+            .values(refresh_pending=False, refresh_error=error[:1000])
+            .execution_options(synchronize_session=False)
+        )
 
 
 def enqueue_reminders(*, session: Session, now: dt.datetime, after_days: int) -> int:

@@ -1,4 +1,4 @@
-"""reviews count their decisions, so concurrent decisions and refreshes can compare-and-set
+"""reviews count their decisions (compare-and-set); review items keep a refresh Slack refused
 
 Revision ID: review_decisions
 Revises: 0004_spend_rollup
@@ -6,7 +6,9 @@ Create Date: 2026-12-03 10:30:00
 
 Every decision in a review bumps reviews.version under the review's row lock; a decision whose
 read of the review is stale retries, and a thread refresh that rendered an older version renders
-again, so the last update Slack receives shows every committed decision.
+again, so the last update Slack receives shows every committed decision. A review item whose
+thread refresh Slack refuses for good (msg_too_long, channel_not_found, ...) keeps the error in
+review_items.refresh_error and is not retried.
 """
 
 from collections.abc import Sequence
@@ -25,8 +27,12 @@ def upgrade() -> None:
         batch_op.add_column(
             sa.Column("version", sa.Integer(), server_default=sa.text("0"), nullable=False)
         )
+    with op.batch_alter_table("review_items", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("refresh_error", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("review_items", schema=None) as batch_op:
+        batch_op.drop_column("refresh_error")
     with op.batch_alter_table("reviews", schema=None) as batch_op:
         batch_op.drop_column("version")

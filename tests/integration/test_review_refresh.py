@@ -5,12 +5,19 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web import SlackResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db import session_scope
 from bot.models import ReviewItem
-from bot.review import REFRESH_ROUNDS, record_decision, refresh_messages
+from bot.review import (
+    REFRESH_ROUNDS,
+    record_decision,
+    refresh_messages,
+    refresh_pending_messages,
+)
 from bot.slack.notifier import Posted
 from tests.integration.conftest import PARENT_TS, REVIEW_NOW
 
@@ -108,3 +115,30 @@ def test_decisions_landing_in_every_round_leave_the_flag_for_the_refresh_job(
                                 item_id=item_id, currency="USD")  # fmt: skip
     assert len(notifier.updates) == 2 * REFRESH_ROUNDS
     assert stored(review_factory, item_id).refresh_pending
+
+
+class RateLimitedSlack(RecordingNotifier):
+    """Slack answering 429 to every update, as it does when the app exceeds its rate tier."""
+
+    def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
+        self.updates.append((channel, ts, str(blocks)))
+        response = SlackResponse(client=None, http_verb="POST", api_url="chat.update",
+                                 req_args={}, data={"ok": False, "error": "ratelimited"},
+                                 headers={"Retry-After": "30"}, status_code=429)  # fmt: skip
+        raise SlackApiError("ratelimited", response)
+
+
+def test_a_rate_limit_ends_the_refresh_round_and_keeps_every_flag(
+    review_factory: sessionmaker[Session],
+) -> None:
+    with session_scope(review_factory) as session:
+        ids = list(session.scalars(select(ReviewItem.id).order_by(ReviewItem.id)))
+    for minutes, item_id in enumerate(ids):
+        decide(review_factory, item_id, "U0ADMIN01", "keep", NOW + dt.timedelta(minutes=minutes))
+    slack = RateLimitedSlack()
+    report = refresh_pending_messages(session_factory=review_factory, notifier=slack,
+                                      currency="USD")  # fmt: skip
+    assert len(slack.updates) == 1  # Slack asked to wait: the others are not tried now
+    assert (report.refreshed, report.given_up, sorted(report.retrying)) == ([], [], ids)
+    assert all(stored(review_factory, i).refresh_pending for i in ids)
+    assert all(stored(review_factory, i).refresh_error is None for i in ids)
