@@ -347,17 +347,21 @@ def refresh_messages(
         if parent_ts and parent_shown:
             notifier.update(channel, parent_ts, *parent_shown)
         with session_scope(session_factory) as session:
-            if _lock_review(session, review_id) != version:
-                continue  # a decision landed after this round rendered: show it too
+            _lock_review(session, review_id)  # PostgreSQL: no decision lands until this commits
             if item_ts and parent_ts:
-                current = select(Review.id).where(Review.id == review_id, Review.version == version)
+                unchanged = select(Review.id).where(
+                    Review.id == review_id, Review.version == version
+                )
                 session.execute(
                     update(ReviewItem)
-                    .where(ReviewItem.id == item_id, ReviewItem.review_id.in_(current))
+                    .where(ReviewItem.id == item_id, ReviewItem.review_id.in_(unchanged))
                     .values(refresh_pending=False)
                     .execution_options(synchronize_session=False)
                 )
-            return True
+            # read after that write: on SQLite the write lock it took keeps this read current
+            if session.scalar(select(Review.version).where(Review.id == review_id)) == version:
+                return True
+        # a decision landed after this round rendered: show it too
     log.warning("review item %d: decisions kept landing during its refresh; retried later", item_id)
     return False
 

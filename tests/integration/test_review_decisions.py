@@ -124,6 +124,7 @@ def test_two_owners_deciding_two_items_at_once_close_the_review(
         with session_scope(factory) as session:
             ranking = session.scalars(select(Review).where(Review.team_name == "ranking")).one()
             assert ranking.status == "decided", f"round {round_}: the review stayed open"
+            assert not any(i.refresh_pending for i in ranking.items), f"round {round_}"
         assert "All decided" in slack.shown[PARENT_TS], f"round {round_}: {slack.shown[PARENT_TS]}"
         assert sorted(audits(factory)) == [
             ("U0AAA111", "kill", None),
@@ -148,6 +149,7 @@ def test_two_clicks_on_one_item_audit_what_each_replaced(
         with session_scope(factory) as session:
             item = session.get(ReviewItem, recsys)
             assert item is not None and (item.decided_by, item.decision) == chain[1][:2]
+            assert not item.refresh_pending, f"round {round_}: shown, yet still flagged"
         shown = slack.shown[next(ts for ts in slack.shown if ts != PARENT_TS)]
         assert f"*{'Kill' if chain[1][1] == 'kill' else 'Keep'}* — decided by <@{chain[1][0]}>" in (
             shown

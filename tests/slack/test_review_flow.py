@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from bot.app import build_app
@@ -27,6 +28,7 @@ from bot.server import make_http_server, serve_in_thread
 from bot.services import AppServices
 from bot.signoff import enqueue_digests
 from bot.slack.notifier import SlackNotifier
+from handlers.review_actions import build_decision_view
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
 from tests.slack.conftest import SlackHarness, seed
@@ -497,3 +499,64 @@ def test_a_thread_slack_refuses_fails_alone_in_the_refresh_job(
         recsys = session.scalars(select(ReviewItem).where(ReviewItem.model_name == "recsys")).one()
         assert recsys.decision == "keep" and not recsys.refresh_pending
         assert "msg_too_long" in (recsys.refresh_error or "")
+
+
+def submit_together(
+    slack: SlackHarness, submissions: list[tuple[dict[str, Any], str]]
+) -> list[int]:
+    """Submit decision modals from threads released at the same moment; return the statuses."""
+    barrier = threading.Barrier(len(submissions))
+    results: list[int] = []
+
+    def submit(view: dict[str, Any], user: str) -> None:
+        barrier.wait(timeout=10)
+        results.append(slack.action(submit_payload(view, user, None)).status)
+
+    threads = [threading.Thread(target=submit, args=pair) for pair in submissions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+def test_two_owners_submitting_at_the_same_moment_close_the_review(
+    slack: SlackHarness, clock: Clock
+) -> None:
+    seed(slack, seed_org)
+    assert run_monthly_review_job(slack.services) is not None
+    parent_ts = next(
+        ts
+        for (ch, ts), m in slack.fake.messages.items()
+        if ch == "C0RANKING" and m["thread_ts"] is None
+    )
+    choices = (("recsys", "U0AAA111", "kill"), ("search", "U0AAA113", "keep"))
+    views = [
+        build_decision_view(item_id(slack, model), model, "2026-11", decision, "C0RANKING")
+        for model, _, decision in choices
+    ]
+    for round_ in range(5):
+        with session_scope(slack.session_factory) as session:  # the review as just posted
+            session.execute(
+                update(ReviewItem).values(
+                    decision=None, decided_by=None, decided_at=None, refresh_pending=False
+                )
+            )
+            session.execute(update(Review).values(status="open", closed_at=None))
+        results = submit_together(slack, [
+            (view, user) for view, (_, user, _) in zip(views, choices, strict=True)
+        ])  # fmt: skip
+        assert results == [200, 200]
+
+        def refreshed() -> bool:
+            with session_scope(slack.session_factory) as session:
+                items = session.scalars(select(ReviewItem).join(Review)
+                                        .where(Review.team_name == "ranking")).all()  # fmt: skip
+                return all(i.decision and not i.refresh_pending for i in items)
+
+        wait_until(refreshed)
+        with session_scope(slack.session_factory) as session:
+            ranking = session.scalars(select(Review).where(Review.team_name == "ranking")).one()
+            assert ranking.status == "decided", f"round {round_}: the review stayed open"
+        shown = dumps(message(slack, "C0RANKING", parent_ts)["blocks"])
+        assert "All decided" in shown, f"round {round_}: {shown}"
