@@ -272,15 +272,19 @@ def record_decision(
     Decisions in one review are serialised: the review's row is locked, the item and its
     siblings are read after the lock, and the review's version is bumped only if nobody else
     bumped it since that read (else the read is repeated). So the audit's `before` is the
-    decision actually replaced, and the decision that completes the review closes it.
+    decision actually replaced, and the decision that completes the review closes it. The same
+    decision by the same person with the same reason again (a double submit) records nothing.
     """
     if decision not in DECISIONS:
         raise UsageError(f"unknown decision {decision!r}")
     item = check_can_decide(session=session, item_id=item_id, user_id=user_id)
     review_id = item.review_id
+    reason = (reason or "").strip()[:2000] or None
     for _ in range(DECISION_ATTEMPTS):
         version = _lock_review(session, review_id)
         item = _load_item(session, item_id, fresh=True)
+        if (item.decision, item.decided_by, item.reason) == (decision, user_id, reason):
+            return item  # the same decision again (a double submit): nothing new to record
         bumped = session.execute(
             update(Review)
             .where(Review.id == review_id, Review.version == version)
@@ -298,7 +302,7 @@ def record_decision(
     item.decision = decision
     item.decided_by = user_id
     item.decided_at = now
-    item.reason = (reason or "").strip()[:2000] or None
+    item.reason = reason
     item.refresh_pending = True  # cleared once the thread shows it (see refresh_messages)
     item.refresh_error = None
     session.add(

@@ -154,3 +154,20 @@ def test_two_clicks_on_one_item_audit_what_each_replaced(
         assert f"*{'Kill' if chain[1][1] == 'kill' else 'Keep'}* — decided by <@{chain[1][0]}>" in (
             shown
         ), f"round {round_}: the item message shows an older decision"
+
+
+def test_a_double_submit_of_the_same_decision_is_recorded_once(
+    review_factory: sessionmaker[Session],
+) -> None:
+    factory = review_factory
+    recsys = item_ids(factory)["recsys"]
+    for round_ in range(ROUNDS // 2):
+        reopen(factory)
+        slack = SlackMessages()
+        at_once(
+            partial(decide, factory, slack, recsys, "U0AAA111", "kill"),
+            partial(decide, factory, slack, recsys, "U0AAA111", "kill"),
+        )
+        assert audits(factory) == [("U0AAA111", "kill", None)], f"round {round_}"
+    decide(factory, SlackMessages(), recsys, "U0AAA111", "keep")  # a real change is recorded
+    assert audits(factory) == [("U0AAA111", "kill", None), ("U0AAA111", "keep", "kill")]
