@@ -39,6 +39,9 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
     refresh = session.scalar(
         select(func.count()).select_from(ReviewItem).where(ReviewItem.refresh_pending.is_(True))
     )
+    refresh_failed = session.scalar(
+        select(func.count()).select_from(ReviewItem).where(ReviewItem.refresh_error.is_not(None))
+    )
     return {
         "outbox": {
             "waiting": int(waiting or 0),
@@ -52,4 +55,5 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
         ),
         "source_failures": source_failures(session),
         "review_threads_to_update": int(refresh or 0),
+        "review_threads_failed": int(refresh_failed or 0),  # Slack refused for good; not retried
     }

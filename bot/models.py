@@ -22,6 +22,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -375,6 +376,8 @@ class Review(Base):
     status: Mapped[str] = mapped_column(String(20), default="open")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    # bumped by every decision under the review's row lock (compare-and-set; see record_decision)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
     items: Mapped[list[ReviewItem]] = relationship(
         back_populates="review", cascade="all, delete-orphan"
@@ -401,6 +404,8 @@ class ReviewItem(Base):
     reminded_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     # set with a decision, cleared once Slack shows it; the delivery job retries what is still set
     refresh_pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # why Slack refused the refresh for good (the flag is then cleared); reset by a new decision
+    refresh_error: Mapped[str | None] = mapped_column(Text)
 
     review: Mapped[Review] = relationship(back_populates="items")
 

@@ -119,11 +119,16 @@ def run_weekly_signoff_job(services: AppServices) -> int:
 
 def run_review_refresh_job(services: AppServices) -> int:
     """Update review threads whose decision was recorded while Slack could not be updated."""
-    done, failed = refresh_pending_messages(
+    report = refresh_pending_messages(
         session_factory=services.session_factory,
         notifier=SlackNotifier(services.client),
         currency=services.settings.currency,
     )
-    if done or failed:
-        log.info("review threads refreshed: %d, still pending: %d", done, failed)
-    return done
+    if report.refreshed or report.retrying or report.given_up:
+        log.info(
+            "review threads refreshed: %d, still pending: %d, refused by Slack: %d",
+            len(report.refreshed),
+            len(report.retrying),
+            len(report.given_up),
+        )
+    return len(report.refreshed)
