@@ -398,10 +398,17 @@ def configured_sources(
                 model_tag_key=settings.model_tag_keys[0],
                 second_group=settings.cost_explorer_group_key,
                 billing_account=settings.aws_billing_account or "aws",
+                default_currency=settings.currency,
             ))  # fmt: skip
         elif kind in EXPORT_KINDS and location:
             sources.append(
-                RecentExportSource(kind, location, recent_periods(today), s3_client=s3_client)
+                RecentExportSource(
+                    kind,
+                    location,
+                    recent_periods(today),
+                    s3_client=s3_client,
+                    default_currency=settings.currency,
+                )
             )
         else:
             raise MlcostError(

@@ -51,13 +51,13 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
     with ctx.session() as session:
         spend = spend_report(session=session, period=month_period(DEMO_MONTH),
                              by=["model", "stage"])  # fmt: skip
-    print(render(spend, "table", ctx.settings.currency), end="")
+    print(render(spend, "table"), end="")
 
     section(f"4. Unallocated spend in {DEMO_MONTH}: what tags would fix it")
     with ctx.session() as session:
         unowned = spend_report(session=session, period=month_period(DEMO_MONTH),
                                by=["service", "resource"], where={"model": None})  # fmt: skip
-    print(render(unowned, "table", ctx.settings.currency), end="")
+    print(render(unowned, "table"), end="")
 
     show_slack_model_report(ctx, folder)
     show_alerts(ctx)

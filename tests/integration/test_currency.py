@@ -1,0 +1,150 @@
+"""Currency: each ledger row keeps its billing currency; amounts in different ones never add up."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.budgets import evaluate_budgets
+from bot.cli.report_cmd import render
+from bot.errors import IngestError
+from bot.ledger import ingest
+from bot.models import DailySpend
+from bot.periods import month_period
+from bot.reports import spend_report
+from bot.sources.focus import FocusSource
+from tests.conftest import DATA
+from tests.helpers import assert_rollup_matches_ledger, load_registry
+
+HEADER = (
+    "BillingAccountId,ProviderName,ChargePeriodStart,BillingPeriodStart,ServiceName,"
+    "BilledCost,EffectiveCost,BillingCurrency,Tags\n"
+)
+
+
+def focus_file(tmp_path: Path, rows: list[tuple[str, str, str, str, str]], name: str) -> Path:
+    """Write a small FOCUS file: (account, day, cost, currency, model tag) per row."""
+    path = tmp_path / name
+    lines = [
+        f"{account},AWS,{day} 00:00:00,{day[:8]}01 00:00:00,Amazon SageMaker,{cost},{cost},"
+        f'{currency},"{{""ml:model"": ""{model}""}}"\n'
+        for account, day, cost, currency, model in rows
+    ]
+    path.write_text(HEADER + "".join(lines))
+    return path
+
+
+@pytest.fixture
+def mixed(tmp_path: Path, session: Session) -> Path:
+    """One USD account and one EUR account, both spending on recsys in November 2026."""
+    load_registry(session)
+    path = focus_file(
+        tmp_path,
+        [
+            ("111", "2026-11-02", "100.00", "USD", "recsys"),
+            ("111", "2026-11-03", "10.00", "USD", "nobody"),
+            ("222", "2026-11-02", "120.00", "EUR", "recsys"),
+            ("222", "2026-11-03", "5.00", "EUR", "nobody"),
+        ],
+        "mixed.csv",
+    )
+    ingest(FocusSource([str(path)]), session=session)
+    session.flush()
+    return path
+
+
+def test_ledger_rows_keep_their_billing_currency(session: Session, mixed: Path) -> None:
+    rows = session.execute(
+        select(DailySpend.billing_account, DailySpend.currency, DailySpend.billed_cost)
+    ).all()
+    assert sorted((a, c, Decimal(v)) for a, c, v in rows) == [
+        ("111", "USD", Decimal("10.00")), ("111", "USD", Decimal("100.00")),
+        ("222", "EUR", Decimal("5.00")), ("222", "EUR", Decimal("120.00")),
+    ]  # fmt: skip
+    assert_rollup_matches_ledger(session)
+
+
+def test_reconciliation_is_one_line_per_currency(tmp_path: Path, session: Session) -> None:
+    load_registry(session)
+    path = focus_file(
+        tmp_path,
+        [("111", "2026-11-02", "100.00", "USD", "recsys"),
+         ("222", "2026-11-02", "120.00", "EUR", "nobody")],
+        "mixed.csv",
+    )  # fmt: skip
+    report = ingest(FocusSource([str(path)]), session=session)
+    assert report.reconciled
+    assert report.reconciliation_lines() == [
+        "reconciliation OK: billed 120.00 EUR = attributed 0.00 EUR + unallocated 120.00 EUR",
+        "reconciliation OK: billed 100.00 USD = attributed 100.00 USD + unallocated 0.00 USD",
+    ]
+
+
+def test_a_bad_currency_code_is_refused(tmp_path: Path, session: Session) -> None:
+    load_registry(session)
+    path = focus_file(tmp_path, [("111", "2026-11-02", "1.00", "US Dollar", "recsys")], "bad.csv")
+    with pytest.raises(IngestError, match=r"BillingCurrency.*'US Dollar'.*ISO 4217"):
+        ingest(FocusSource([str(path)]), session=session)
+
+
+def test_a_missing_currency_takes_the_default_and_says_so(tmp_path: Path, session: Session) -> None:
+    load_registry(session)
+    path = focus_file(tmp_path, [("111", "2026-11-02", "1.00", "", "recsys")], "blank.csv")
+    report = ingest(FocusSource([str(path)], default_currency="EUR"), session=session)
+    assert session.scalars(select(DailySpend.currency)).all() == ["EUR"]
+    assert any("1 row(s) had no BillingCurrency" in n and "EUR" in n for n in report.notes)
+
+
+def test_the_real_focus_sample_is_all_usd(session: Session) -> None:
+    load_registry(session)
+    report = ingest(FocusSource([str(DATA / "focus_sample.csv")]), session=session)
+    assert set(session.scalars(select(DailySpend.currency))) == {"USD"}
+    assert [line.split(":")[0] for line in report.reconciliation_lines()] == ["reconciliation OK"]
+
+
+def test_the_spend_table_never_adds_dollars_and_euros(session: Session, mixed: Path) -> None:
+    report = spend_report(session=session, period=month_period("2026-11"), by=["model"])
+    table = render(report, "table")
+    assert "235" not in table and "220" not in table
+    assert "$110" in table and "€125" in table
+
+
+def test_spend_report_groups_by_currency_and_never_adds_them(session: Session, mixed: Path) -> None:
+    report = spend_report(session=session, period=month_period("2026-11"), by=["model"])
+    lines = {(line.group["model"], line.currency): line.cost for line in report.lines}
+    assert lines == {
+        ("recsys", "USD"): Decimal("100.00"), ("recsys", "EUR"): Decimal("120.00"),
+        (None, "USD"): Decimal("10.00"), (None, "EUR"): Decimal("5.00"),
+    }  # fmt: skip
+    totals = {t.currency: t for t in report.totals}
+    assert totals["USD"].billed == Decimal("110.00") and totals["EUR"].billed == Decimal("125.00")
+    for total in report.totals:
+        assert total.attributed + total.unallocated == total.billed
+
+    data = json.loads(render(report, "json"))
+    assert {(r["model"], r["currency"], r["cost"]) for r in data["rows"]} == {
+        ("recsys", "USD", "100.0000000000"), ("recsys", "EUR", "120.0000000000"),
+        (None, "USD", "10.0000000000"), (None, "EUR", "5.0000000000"),
+    }  # fmt: skip
+    assert {t["currency"]: t["billed"] for t in data["totals"]} == {
+        "USD": "110.0000000000", "EUR": "125.0000000000",
+    }  # fmt: skip
+
+    table = render(report, "table")
+    assert "$110" in table and "€125" in table
+    assert "235" not in table  # never one sum of dollars and euros
+    csv_text = render(report, "csv")
+    assert "235" not in csv_text and "EUR" in csv_text
+
+
+def test_a_budget_counts_only_spend_in_its_currency(session: Session, mixed: Path) -> None:
+    statuses = {s.scope: s for s in evaluate_budgets(session=session, as_of=dt.date(2026, 11, 3))}
+    recsys = statuses["model:recsys"]
+    assert recsys.month_to_date == Decimal("100.00")  # not 220: euros are not dollars
+    assert recsys.currency == "USD"
