@@ -85,6 +85,15 @@ class BudgetSpec(_Spec):
     thresholds: list[int] = Field(default_factory=lambda: [50, 80, 100])
     forecast: bool = False
     forecast_threshold: int = Field(default=100, ge=1, le=1000)
+    # the amount's ISO 4217 code; None: the organisation's (MLCOST_CURRENCY) at import
+    currency: str | None = None
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, code: str | None) -> str | None:
+        if code is not None and not re.fullmatch(r"[A-Z]{3}", code):
+            raise ValueError(f"{code!r} is not a 3-letter ISO 4217 currency code such as USD")
+        return code
 
     @field_validator("scope")
     @classmethod
@@ -240,8 +249,13 @@ def _cross_check(spec: RegistrySpec, lines: dict[tuple[Any, ...], int], source: 
 # --- database sync ------------------------------------------------------------------------
 
 
-def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli") -> dict[str, int]:
-    """Make the database match the spec exactly (idempotent); return counts of what changed."""
+def import_registry(
+    spec: RegistrySpec, *, session: Session, actor: str = "cli", default_currency: str = "USD"
+) -> dict[str, int]:
+    """Make the database match the spec exactly (idempotent); return counts of what changed.
+
+    A budget without a `currency` gets `default_currency` (the organisation's, MLCOST_CURRENCY).
+    """
     changes = {"created": 0, "updated": 0, "removed": 0}
 
     teams = {t.name: t for t in session.scalars(select(Team).options(selectinload(Team.owners)))}
@@ -312,6 +326,7 @@ def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli")
             "thresholds": budget_spec.thresholds,
             "forecast": budget_spec.forecast,
             "forecast_threshold": budget_spec.forecast_threshold,
+            "currency": budget_spec.currency or default_currency,
         }
         budget = budgets.get(budget_spec.scope)
         if budget is None:
@@ -398,6 +413,7 @@ def export_registry(*, session: Session) -> RegistrySpec:
                 thresholds=list(b.thresholds),
                 forecast=b.forecast,
                 forecast_threshold=b.forecast_threshold,
+                currency=b.currency,
             )
             for b in budgets
         ],

@@ -25,7 +25,9 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
     """Validate the whole file, then apply it in one transaction."""
     spec = load_registry_file(args.file)
     with ctx.session() as session:
-        changes = import_registry(spec, session=session, actor="cli")
+        changes = import_registry(
+            spec, session=session, actor="cli", default_currency=ctx.settings.currency
+        )
     print(
         f"registry {args.file}: {len(spec.teams)} teams, {len(spec.models)} models, "
         f"{len(spec.budgets)} budgets; {changes['created']} created, "

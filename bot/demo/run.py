@@ -38,7 +38,9 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
     section("1. Registry: teams, models, owners, budgets")
     spec = load_registry_file(DATA / "registry.yaml")
     with ctx.session() as session:
-        changes = import_registry(spec, session=session, actor="demo")
+        changes = import_registry(
+            spec, session=session, actor="demo", default_currency=ctx.settings.currency
+        )
     print(f"{len(spec.teams)} teams, {len(spec.models)} models, {len(spec.budgets)} budgets "
           f"({changes['created']} created, {changes['updated']} updated)")  # fmt: skip
 

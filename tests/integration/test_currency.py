@@ -8,19 +8,24 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from bot.blocks.budget import build_budget_show_blocks
+from bot.budget_status import budget_board
 from bot.budgets import evaluate_budgets
 from bot.cli.report_cmd import render
-from bot.errors import IngestError
+from bot.config import Settings
+from bot.errors import IngestError, RegistryError
+from bot.gate import evaluate_gate
 from bot.ledger import ingest
-from bot.models import DailySpend
+from bot.models import Budget, DailySpend
 from bot.periods import month_period
+from bot.registry import export_registry, parse_registry
 from bot.reports import spend_report
 from bot.sources.focus import FocusSource
 from tests.conftest import DATA
-from tests.helpers import assert_rollup_matches_ledger, load_registry
+from tests.helpers import REGISTRY, assert_rollup_matches_ledger, load_registry
 
 HEADER = (
     "BillingAccountId,ProviderName,ChargePeriodStart,BillingPeriodStart,ServiceName,"
@@ -148,3 +153,47 @@ def test_a_budget_counts_only_spend_in_its_currency(session: Session, mixed: Pat
     recsys = statuses["model:recsys"]
     assert recsys.month_to_date == Decimal("100.00")  # not 220: euros are not dollars
     assert recsys.currency == "USD"
+
+
+def test_budget_show_reports_spend_in_other_currencies_as_not_counted(
+    session: Session, mixed: Path
+) -> None:
+    board = budget_board(session=session, today=dt.date(2026, 11, 3), scope="model:recsys")
+    status = board.statuses[0]
+    assert status.spent == Decimal("100.00")  # the USD budget counts the USD spend only
+    assert status.currency == "USD"
+    assert status.not_counted == {"EUR": Decimal("120.00")}
+    text, blocks = build_budget_show_blocks(status, board, "USD")
+    shown = json.dumps(blocks)
+    assert "not counted: 120.00 EUR" in shown and "220" not in shown + text
+
+
+def test_a_euro_budget_from_the_registry_counts_euros(session: Session, mixed: Path) -> None:
+    load_registry(
+        session,
+        REGISTRY.replace(
+            '- {scope: "model:recsys", monthly: 12000,',
+            '- {scope: "model:recsys", monthly: 150, currency: EUR,',
+        ),
+    )
+    [recsys] = [s for s in evaluate_budgets(session=session, as_of=dt.date(2026, 11, 3))]
+    assert (recsys.currency, recsys.month_to_date) == ("EUR", Decimal("120.00"))
+    assert recsys.reached(80) and not recsys.reached(100)
+    exported = export_registry(session=session).budgets[0]
+    assert exported.currency == "EUR"
+
+
+def test_a_registry_budget_with_a_bad_currency_is_refused() -> None:
+    with pytest.raises(RegistryError, match="ISO 4217"):
+        parse_registry(REGISTRY.replace("forecast: true}", "forecast: true, currency: euro}"))
+
+
+def test_the_gate_compares_a_budget_with_spend_in_its_currency(
+    session: Session, mixed: Path
+) -> None:
+    session.execute(update(Budget).values(monthly_amount=Decimal(150)))
+    result = evaluate_gate(
+        session=session, settings=Settings(), model_name="recsys", as_of=dt.date(2026, 11, 3)
+    )
+    over = next(c for c in result.checks if c.name == "over budget")
+    assert over.passed, over.detail  # 100 USD of 150 USD; the 120 EUR are not dollars
