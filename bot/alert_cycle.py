@@ -35,7 +35,7 @@ from bot.errors import MlcostError
 from bot.ledger import IngestReport, ingest
 from bot.models import AlertSilence, DailySpend, MLModel, OutboxMessage, RegistrySetting, Team
 from bot.outbox import DeliveryReport, PlannedPost, deliver_pending, enqueue_many
-from bot.reports import cost_column
+from bot.reports import check_currency_setting, cost_column
 from bot.slack.notifier import Notifier, Posted
 from bot.sources.base import SpendSource
 from bot.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
@@ -194,7 +194,7 @@ def plan_budget_posts(
             channel=channel,
             owners=owners,
             drivers=drivers.get(status.budget_id, Drivers()),
-            currency=settings.currency,
+            currency=status.currency,  # the budget's: it counts only spend billed in it
             basis=basis,
         )
         text, blocks = build_budget_alert(alert, ctx)
@@ -323,6 +323,7 @@ def plan_alerts(
     also_sent: Iterable[str] = (),
 ) -> CycleReport:
     """Plan every alert due as of a day (nothing is written)."""
+    check_currency_setting(session, settings.currency)  # never relabel the ledger's money
     report = CycleReport(as_of=as_of)
     router = Router(session)
     if "budgets" in checks:

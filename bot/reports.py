@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -202,3 +203,51 @@ def spend_report(
         ) or 0
     )  # fmt: skip
     return report
+
+
+def ledger_currencies(
+    session: Session, *, period: Period | None = None, where: Sequence[Any] = ()
+) -> list[str]:
+    """Return the currencies the ledger's spend (in a period, matching conditions) is billed in."""
+    conditions = list(where)
+    if period is not None:
+        conditions += [DailySpend.day >= period.start, DailySpend.day < period.end]
+    query = select(DailySpend.currency).where(*conditions).distinct()
+    return sorted(session.scalars(query))
+
+
+def check_currency_setting(session: Session, setting: str) -> None:
+    """Refuse an organisation currency (MLCOST_CURRENCY) in which the ledger holds no spend.
+
+    mlcost never converts or relabels money: a setting of EUR over a ledger billed in USD would
+    show dollars as euros, and compare them with euro budgets.
+    """
+    found = ledger_currencies(session)
+    if found and setting not in found:
+        only = " only" if len(found) == 1 else ""
+        raise CurrencyError(
+            f"MLCOST_CURRENCY is {setting}, but the ledger holds spend billed in "
+            f"{' and '.join(found)}{only}; mlcost does not convert or relabel amounts. Set "
+            f"MLCOST_CURRENCY to the organisation's billing currency ({found[0]}"
+            f"{' or ' + ' or '.join(found[1:]) if len(found) > 1 else ''}), or ingest the "
+            f"{setting} billing."
+        )
+
+
+def display_currency(
+    session: Session, *, setting: str, period: Period, where: Sequence[Any] = (), what: str
+) -> str:
+    """Return the one currency a single-currency view shows: that of its spend, else the setting.
+
+    Refuses spend billed in several currencies (they are never added) and a setting the ledger
+    contradicts. `what` names the spend for the message, e.g. "`recsys`'s spend".
+    """
+    check_currency_setting(session, setting)
+    found = ledger_currencies(session, period=period, where=where)
+    if len(found) > 1:
+        raise CurrencyError(
+            f"{what} in {period.label} is billed in {' and '.join(found)}; amounts in different "
+            "currencies are never added. `mlcost report spend --by model` shows each currency "
+            "on its own."
+        )
+    return found[0] if found else setting

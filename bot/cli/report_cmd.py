@@ -11,7 +11,13 @@ from typing import Any
 from bot.cli.context import CliContext
 from bot.money import format_money
 from bot.periods import month_of, month_period
-from bot.reports import SpendReport, SpendTotals, parse_dimensions, spend_report
+from bot.reports import (
+    SpendReport,
+    SpendTotals,
+    check_currency_setting,
+    parse_dimensions,
+    spend_report,
+)
 
 
 def register(commands: Any) -> None:
@@ -46,6 +52,7 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print spend per group for a month."""
     period = month_period(args.month) if args.month else month_of(dt.datetime.now(dt.UTC).date())
     with ctx.session() as session:
+        check_currency_setting(session, ctx.settings.currency)
         report = spend_report(
             session=session, period=period, by=parse_dimensions(args.by), basis=args.cost
         )

@@ -165,9 +165,11 @@ def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
 
     as_of = dt.date(2026, 11, 20)  # mid-month, so the forecast has work to do
     section(f"5. Slack: /mlcost model recsys (as of {as_of}, no Slack needed)")
-    currency = ctx.settings.currency
     with ctx.session() as session:
-        report = model_report(session=session, name="recsys", today=as_of)
+        report = model_report(
+            session=session, name="recsys", today=as_of, currency=ctx.settings.currency
+        )
+    currency = report.currency
     money = lambda v: format_money(v, currency)  # noqa: E731
     print(f"month to date   {money(report.month_to_date)} (data through {report.span.as_of})")
     print(

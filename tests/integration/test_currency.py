@@ -11,12 +11,14 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from bot.alert_cycle import plan_alerts
 from bot.blocks.budget import build_budget_show_blocks
 from bot.budget_status import budget_board
 from bot.budgets import evaluate_budgets
+from bot.cli import main
 from bot.cli.report_cmd import render
 from bot.config import Settings
-from bot.errors import IngestError, RegistryError
+from bot.errors import CurrencyError, IngestError, RegistryError
 from bot.gate import evaluate_gate
 from bot.ledger import ingest
 from bot.models import Budget, DailySpend
@@ -197,3 +199,48 @@ def test_the_gate_compares_a_budget_with_spend_in_its_currency(
     )
     over = next(c for c in result.checks if c.name == "over budget")
     assert over.passed, over.detail  # 100 USD of 150 USD; the 120 EUR are not dollars
+
+
+def test_report_refuses_a_currency_setting_the_ledger_contradicts(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = ["--database-url", database_url]
+    assert main([*db, "ingest", "focus", str(DATA / "focus_sample.csv")]) == 0
+    monkeypatch.setenv("MLCOST_CURRENCY", "EUR")
+    capsys.readouterr()
+    code = main([*db, "report", "spend", "--month", "2024-09"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "€" not in out  # not relabelled as euros
+    assert "MLCOST_CURRENCY is EUR, but the ledger holds spend billed in USD only" in err
+    monkeypatch.setenv("MLCOST_CURRENCY", "USD")
+    assert main([*db, "report", "spend", "--month", "2024-09"]) == 0
+    assert "$20.52" in capsys.readouterr().out
+
+
+def test_the_poll_refuses_a_currency_setting_the_ledger_contradicts(
+    session: Session, mixed: Path
+) -> None:
+    now = dt.datetime(2026, 11, 4, 12, tzinfo=dt.UTC)
+    with pytest.raises(CurrencyError, match=r"MLCOST_CURRENCY is GBP.*EUR and USD"):
+        plan_alerts(session=session, settings=Settings(MLCOST_CURRENCY="GBP"),
+                    as_of=dt.date(2026, 11, 3), now=now)  # fmt: skip
+    # one of the ledger's currencies is a valid organisation currency
+    plan_alerts(session=session, settings=Settings(MLCOST_CURRENCY="EUR"),
+                as_of=dt.date(2026, 11, 3), now=now)  # fmt: skip
+
+
+def test_one_currency_views_show_the_ledgers_currency_or_refuse_a_mix(
+    session: Session, mixed: Path
+) -> None:
+    from bot.reports import display_currency
+
+    window = month_period("2026-11")
+    usd_only = [DailySpend.billing_account == "111"]
+    assert display_currency(session, setting="EUR", period=window, where=usd_only,
+                            what="x") == "USD"  # fmt: skip
+    mix = r"`recsys`'s spend in 2026-11 is billed in EUR and USD"
+    with pytest.raises(CurrencyError, match=mix):
+        display_currency(session, setting="USD", period=window,
+                         where=[DailySpend.model == "recsys"], what="`recsys`'s spend")  # fmt: skip
+    assert display_currency(session, setting="EUR", period=month_period("2026-09"),
+                            what="x") == "EUR"  # fmt: skip
