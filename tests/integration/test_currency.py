@@ -7,7 +7,9 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -25,6 +27,10 @@ from bot.models import Budget, DailySpend
 from bot.periods import month_period
 from bot.registry import export_registry, parse_registry
 from bot.reports import spend_report
+from bot.sources.athena import _to_table as athena_table
+from bot.sources.athena import build_query
+from bot.sources.cost_explorer import CostExplorerSource
+from bot.sources.cur import CurSource
 from bot.sources.focus import FocusSource
 from tests.conftest import DATA
 from tests.helpers import REGISTRY, assert_rollup_matches_ledger, load_registry
@@ -244,3 +250,57 @@ def test_one_currency_views_show_the_ledgers_currency_or_refuse_a_mix(
                          where=[DailySpend.model == "recsys"], what="`recsys`'s spend")  # fmt: skip
     assert display_currency(session, setting="EUR", period=month_period("2026-09"),
                             what="x") == "EUR"  # fmt: skip
+
+
+def test_cost_explorer_rows_take_the_currency_of_their_cost_metric(session: Session) -> None:
+    load_registry(session)
+    response = json.loads((DATA / "get-cost-and-usage.output.json").read_text())
+    groups = [g for r in response["ResultsByTime"] for g in r["Groups"]]
+    for metric in groups[0]["Metrics"].values():
+        if metric["Unit"] == "USD":
+            metric["Unit"] = "EUR"  # an account that Cost Explorer reports in euros
+    client = boto3.client("ce", region_name="us-east-1")
+    with Stubber(client) as stub:
+        stub.add_response("get_cost_and_usage", response)
+        report = ingest(
+            CostExplorerSource(client, dt.date(2017, 9, 1), dt.date(2017, 10, 1),
+                               model_tag_key="Environment"),
+            session=session,
+        )  # fmt: skip
+    assert report.currencies == ["EUR", "USD"]
+    euros = Decimal(groups[0]["Metrics"]["UnblendedCost"]["Amount"])
+    assert {t.currency: t.billed for t in report.totals}["EUR"] == euros
+    assert set(session.scalars(select(DailySpend.currency))) == {"EUR", "USD"}
+    assert_rollup_matches_ledger(session)
+
+
+def test_cur_lines_keep_line_item_currency_code(tmp_path: Path, session: Session) -> None:
+    load_registry(session)
+    path = tmp_path / "cur.csv"
+    path.write_text(
+        "bill/PayerAccountId,lineItem/UsageStartDate,bill/BillingPeriodStartDate,"
+        "lineItem/ProductCode,lineItem/UnblendedCost,lineItem/CurrencyCode,pricing/currency\n"
+        "111,2026-11-02T00:00:00Z,2026-11-01T00:00:00Z,AmazonEC2,10.5,EUR,USD\n"
+        "111,2026-11-02T00:00:00Z,2026-11-01T00:00:00Z,AmazonS3,2.25,,USD\n"
+    )
+    report = ingest(CurSource([str(path)], default_currency="EUR"), session=session)
+    assert report.currencies == ["EUR"]  # the bill's currency, not the price list's
+    assert report.billed_total == Decimal("12.75")
+    assert any("no line_item_currency_code; counted in EUR" in n for n in report.notes)
+
+
+def test_the_real_cur_months_are_usd(session: Session) -> None:
+    load_registry(session)
+    month = DATA / "Dec2018-WorkshopCUR-00001.snappy.parquet"
+    report = ingest(CurSource([str(month)]), session=session)
+    assert report.currencies == ["USD"] and report.reconciled and not report.notes
+
+
+def test_athena_reads_the_cur_currency_column() -> None:
+    sql = build_query("cur", "cur_table", "2026-11", {})
+    assert "coalesce(line_item_currency_code, '') AS currency" in sql
+    table = athena_table(
+        ["day", "billing_period", "billing_account", "service", "currency", "billed"],
+        [["2026-11-01", "2026-11-01", "111", "Amazon SageMaker", "GBP", "5"]],
+    )
+    assert table["currency"].to_pylist() == ["GBP"]

@@ -29,8 +29,9 @@ def test_a_euro_ledger_is_not_shown_as_dollars(slack: SlackHarness) -> None:
         slack.command(command)
         reply = slack.responses(1)[0]
         assert reply["response_type"] == "ephemeral", command
-        assert "MLCOST_CURRENCY is USD, but the ledger holds spend billed in EUR only" in (
-            reply["text"]
+        assert (
+            "MLCOST_CURRENCY is USD, but the ledger holds spend billed in EUR only"
+            in (reply["text"])
         ), command
         assert "$900" not in reply["text"] and "$1,200" not in reply["text"]
         slack.fake.calls.clear()
