@@ -252,29 +252,41 @@ def week_label(monday: dt.date, sunday: dt.date) -> str:
 def plan_unallocated_post(
     *, session: Session, settings: Settings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
-    """Return the weekly unallocated alert for the last complete week, if it is worth posting."""
+    """Return the weekly unallocated alerts for the last complete week that are worth posting.
+
+    One per billing currency (amounts in different currencies are never added): the
+    organisation's currency keeps the key `unallocated:<monday>`, others add `:<code>`.
+    """
     week = covered_week(session, as_of)
     if week is None:
         return [], []  # the ledger does not cover the whole week
     monday, sunday = week
-    key = f"unallocated:{monday.isoformat()}"
     cost = cost_column(settings.budget_cost_basis)
     total_cost = func.sum(cost)
     rows = session.execute(
-        select(DailySpend.service, DailySpend.model_tag_value, total_cost)
+        select(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value, total_cost)
         .where(DailySpend.model.is_(None), DailySpend.day >= monday, DailySpend.day <= sunday)
-        .group_by(DailySpend.service, DailySpend.model_tag_value)
-        .order_by(total_cost.desc())
+        .group_by(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value)
+        .order_by(DailySpend.currency, total_cost.desc())
     ).all()
-    lines = [(str(service), tag, Decimal(amount or 0)) for service, tag, amount in rows]
-    total = sum((amount for _, _, amount in lines), Decimal(0))
-    if total < settings.unallocated_min_dollars:
-        return [], []
-    if router.finops_channel is None:
-        return [], [key]
-    label = week_label(monday, sunday)
-    text, blocks = build_unallocated_alert(lines, total, label, settings.currency)
-    return [PlannedPost(key, "unallocated", router.finops_channel, text, blocks)], []
+    by_currency: dict[str, list[tuple[str, str | None, Decimal]]] = {}
+    for code, service, tag, amount in rows:
+        by_currency.setdefault(code, []).append((str(service), tag, Decimal(amount or 0)))
+    posts: list[PlannedPost] = []
+    unroutable: list[str] = []
+    for code, lines in by_currency.items():
+        key = f"unallocated:{monday.isoformat()}"
+        key += "" if code == settings.currency else f":{code}"
+        total = sum((amount for _, _, amount in lines), Decimal(0))
+        if total < settings.unallocated_min_dollars:
+            continue
+        if router.finops_channel is None:
+            unroutable.append(key)
+            continue
+        label = week_label(monday, sunday)
+        text, blocks = build_unallocated_alert(lines, total, label, code)
+        posts.append(PlannedPost(key, "unallocated", router.finops_channel, text, blocks))
+    return posts, unroutable
 
 
 def plan_waste_posts(

@@ -13,7 +13,7 @@ from botocore.stub import Stubber
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from bot.alert_cycle import plan_alerts
+from bot.alert_cycle import Router, plan_alerts, plan_unallocated_post
 from bot.blocks.budget import build_budget_show_blocks
 from bot.budget_status import budget_board
 from bot.budgets import evaluate_budgets
@@ -32,6 +32,7 @@ from bot.sources.athena import build_query
 from bot.sources.cost_explorer import CostExplorerSource
 from bot.sources.cur import CurSource
 from bot.sources.focus import FocusSource
+from tests.alert_fixtures import add_spend, spend_row
 from tests.conftest import DATA
 from tests.helpers import REGISTRY, assert_rollup_matches_ledger, load_registry
 
@@ -304,3 +305,20 @@ def test_athena_reads_the_cur_currency_column() -> None:
         [["2026-11-01", "2026-11-01", "111", "Amazon SageMaker", "GBP", "5"]],
     )
     assert table["currency"].to_pylist() == ["GBP"]
+
+
+def test_the_weekly_unallocated_alert_is_one_post_per_currency(session: Session) -> None:
+    load_registry(session)
+    week = [dt.date(2026, 11, 2) + dt.timedelta(days=i) for i in range(7)]  # Mon..Sun
+    rows = [spend_row(day, None, "other", None, "30") for day in week]  # $210
+    rows += [{**spend_row(day, None, "other", None, "20"), "currency": "EUR"} for day in week]
+    add_spend(session, rows)  # €140
+    posts, _ = plan_unallocated_post(
+        session=session, settings=Settings(), as_of=dt.date(2026, 11, 9), router=Router(session)
+    )
+    headlines = sorted((p.dedupe_key, p.text) for p in posts)
+    assert headlines == [
+        ("unallocated:2026-11-02", ":mag: $210 of spend had no owner in the week of Nov 2–Nov 8"),
+        ("unallocated:2026-11-02:EUR",
+         ":mag: €140 of spend had no owner in the week of Nov 2–Nov 8"),
+    ]  # fmt: skip
