@@ -50,3 +50,18 @@ def test_a_model_billed_in_two_currencies_is_refused_not_summed(slack: SlackHarn
     assert "`recsys`'s spend in 30d is billed in EUR and USD" in reply["text"]
     assert "1,900" not in reply["text"]
     assert not slack.fake.calls_to("files.getUploadURLExternal")  # no chart of the sum
+
+
+def test_app_home_shows_a_euro_model_in_euros(slack: SlackHarness) -> None:
+    def euros(session: Session) -> None:
+        load_registry(session)
+        add_spend(session, [euro_row("recsys", "900"),
+                            spend_row(DAY, "prod", "serving", "platform", "50")])  # fmt: skip
+
+    seed(slack, euros)
+    slack.event({"type": "app_home_opened", "user": "U0AAA111", "tab": "home"})
+    view = slack.fake.wait_for("views.publish")[0].params["view"]
+    shown = str(view["blocks"])
+    assert "€900" in shown and "$900" not in shown
+    # its USD 12,000 budget is not compared with euros
+    assert "12,000" not in shown
