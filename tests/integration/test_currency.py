@@ -23,7 +23,7 @@ from bot.config import Settings
 from bot.errors import CurrencyError, IngestError, RegistryError
 from bot.gate import evaluate_gate
 from bot.ledger import ingest
-from bot.models import Budget, DailySpend
+from bot.models import Budget, DailySpend, IngestionRun
 from bot.periods import month_period
 from bot.registry import export_registry, parse_registry
 from bot.reports import spend_report
@@ -98,6 +98,12 @@ def test_reconciliation_is_one_line_per_currency(tmp_path: Path, session: Sessio
         "reconciliation OK: billed 120.00 EUR = attributed 0.00 EUR + unallocated 120.00 EUR",
         "reconciliation OK: billed 100.00 USD = attributed 100.00 USD + unallocated 0.00 USD",
     ]
+    run = session.get(IngestionRun, report.run_id)
+    assert run is not None and run.currency_totals is not None
+    assert run.currency_totals["EUR"]["unallocated"] == str(Decimal("120.0000000000"))
+    assert run.billed_total == 0  # no single total for a run billed in two currencies
+    with pytest.raises(ValueError, match="billed in EUR, USD"):
+        _ = report.billed_total
 
 
 def test_a_bad_currency_code_is_refused(tmp_path: Path, session: Session) -> None:
