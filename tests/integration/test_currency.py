@@ -34,6 +34,7 @@ from bot.sources.cost_explorer import CostExplorerSource
 from bot.sources.cur import CurSource
 from bot.sources.focus import FocusSource
 from bot.unit_economics import economics_for
+from bot.waste import find_configured_waste
 from tests.alert_fixtures import add_spend, spend_row
 from tests.conftest import DATA
 from tests.helpers import REGISTRY, assert_rollup_matches_ledger, load_registry
@@ -342,3 +343,14 @@ def test_unit_economics_refuse_a_model_billed_in_two_currencies(
         economics_for(session=session, period=november, previous=october)
     usd = economics_for(session=session, period=november, previous=october, models=["prod"])
     assert usd == {}  # a model with no spend is fine
+
+
+def test_waste_findings_never_add_currencies(session: Session) -> None:
+    load_registry(session)
+    week = [dt.date(2026, 11, 2) + dt.timedelta(days=i) for i in range(7)]
+    ghost = [{**spend_row(day, None, "other", None, "100"), "model_tag_value": "ghost"}
+             for day in week]  # fmt: skip
+    add_spend(session, ghost + [{**row, "currency": "EUR"} for row in ghost])
+    findings = find_configured_waste(session=session, settings=Settings(), as_of=week[-1])
+    [orphaned] = [f for f in findings if f.kind == "orphaned"]
+    assert orphaned.monthly_cost == Decimal(3000)  # $100 a day; the €100 a day is not dollars
