@@ -211,6 +211,7 @@ def plan_anomaly_posts(
         day=as_of,
         min_excess=settings.anomaly_min_dollars,
         basis=settings.budget_cost_basis,
+        currency=settings.currency,
     )
     posts, unroutable = [], []
     for anomaly in anomalies:

@@ -108,15 +108,19 @@ def detect(
 
 
 def find_anomalies(
-    *, session: Session, day: dt.date, min_excess: Decimal, basis: str = "billed"
-) -> list[Anomaly]:
-    """Find spend anomalies per model and per stage, and GPU-hour anomalies per model, on a day."""
+    *, session: Session, day: dt.date, min_excess: Decimal, basis: str = "billed",
+    currency: str = "USD",
+) -> list[Anomaly]:  # fmt: skip
+    """Find spend anomalies per model and per stage, and GPU-hour anomalies per model, on a day.
+
+    Only spend billed in `currency` (the organisation's) is compared: currencies are never added.
+    """
     first_day = session.scalar(select(func.min(DailySpend.day)))
     if first_day is None:
         return []
     cost = cost_column(basis)
     start = day - dt.timedelta(days=BASELINE_MAX_DAYS)
-    window = [DailySpend.day >= start, DailySpend.day <= day]
+    window = [DailySpend.day >= start, DailySpend.day <= day, DailySpend.currency == currency]
     by_model = session.execute(
         select(
             DailySpend.model,

@@ -14,6 +14,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from bot.alert_cycle import Router, plan_alerts, plan_unallocated_post
+from bot.anomalies import find_anomalies
 from bot.blocks.budget import build_budget_show_blocks
 from bot.budget_status import budget_board
 from bot.budgets import evaluate_budgets
@@ -354,3 +355,18 @@ def test_waste_findings_never_add_currencies(session: Session) -> None:
     findings = find_configured_waste(session=session, settings=Settings(), as_of=week[-1])
     [orphaned] = [f for f in findings if f.kind == "orphaned"]
     assert orphaned.monthly_cost == Decimal(3000)  # $100 a day; the €100 a day is not dollars
+
+
+def test_anomalies_compare_spend_in_the_organisations_currency_only(session: Session) -> None:
+    load_registry(session)
+    day = dt.date(2026, 11, 30)
+    rows = []
+    for back in range(29):
+        when = day - dt.timedelta(days=back)
+        rows.append(spend_row(when, "recsys", "serving", "ranking", "1000" if back == 0 else "100"))
+        rows.append({**spend_row(when, "recsys", "serving", "ranking", "500"), "currency": "EUR",
+                     "resource_id": "eu-endpoint"})  # fmt: skip
+    add_spend(session, rows)
+    found = find_anomalies(session=session, day=day, min_excess=Decimal(100), currency="USD")
+    [spike] = [a for a in found if a.scope == "model:recsys"]
+    assert (spike.value, spike.baseline.median) == (Decimal(1000), Decimal(100))  # not 1500/600
