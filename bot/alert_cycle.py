@@ -42,7 +42,7 @@ from bot.outbox import (
     deliver_pending,
     enqueue_many,
 )
-from bot.reports import cost_column
+from bot.reports import check_currency_setting, cost_column
 from bot.slack.notifier import Notifier
 from bot.source_health import clear_source_failure, record_source_failure, redact
 from bot.sources.base import Progress, SourceData, SpendSource
@@ -214,7 +214,7 @@ def plan_budget_posts(
             channel=channel,
             owners=owners,
             drivers=drivers.get(status.budget_id, Drivers()),
-            currency=settings.currency,
+            currency=status.currency,  # the budget's: it counts only spend billed in it
             basis=basis,
         )
         text, blocks = build_budget_alert(alert, ctx)
@@ -236,6 +236,7 @@ def plan_anomaly_posts(
         last=as_of,
         min_excess=settings.anomaly_min_dollars,
         basis=settings.budget_cost_basis,
+        currency=settings.currency,
     )
     posts, unroutable = [], []
     for anomaly in anomalies:
@@ -277,29 +278,41 @@ def week_label(monday: dt.date, sunday: dt.date) -> str:
 def plan_unallocated_post(
     *, session: Session, settings: Settings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
-    """Return the weekly unallocated alert for the last complete week, if it is worth posting."""
+    """Return the weekly unallocated alerts for the last complete week that are worth posting.
+
+    One per billing currency (amounts in different currencies are never added): the
+    organisation's currency keeps the key `unallocated:<monday>`, others add `:<code>`.
+    """
     week = covered_week(session, as_of)
     if week is None:
         return [], []  # the ledger does not cover the whole week
     monday, sunday = week
-    key = f"unallocated:{monday.isoformat()}"
     cost = cost_column(settings.budget_cost_basis)
     total_cost = func.sum(cost)
     rows = session.execute(
-        select(DailySpend.service, DailySpend.model_tag_value, total_cost)
+        select(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value, total_cost)
         .where(DailySpend.model.is_(None), DailySpend.day >= monday, DailySpend.day <= sunday)
-        .group_by(DailySpend.service, DailySpend.model_tag_value)
-        .order_by(total_cost.desc())
+        .group_by(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value)
+        .order_by(DailySpend.currency, total_cost.desc())
     ).all()
-    lines = [(str(service), tag, Decimal(amount or 0)) for service, tag, amount in rows]
-    total = sum((amount for _, _, amount in lines), Decimal(0))
-    if total < settings.unallocated_min_dollars:
-        return [], []
-    if router.finops_channel is None:
-        return [], [key]
-    label = week_label(monday, sunday)
-    text, blocks = build_unallocated_alert(lines, total, label, settings.currency)
-    return [PlannedPost(key, "unallocated", router.finops_channel, text, blocks)], []
+    by_currency: dict[str, list[tuple[str, str | None, Decimal]]] = {}
+    for code, service, tag, amount in rows:
+        by_currency.setdefault(code, []).append((str(service), tag, Decimal(amount or 0)))
+    posts: list[PlannedPost] = []
+    unroutable: list[str] = []
+    for code, lines in by_currency.items():
+        key = f"unallocated:{monday.isoformat()}"
+        key += "" if code == settings.currency else f":{code}"
+        total = sum((amount for _, _, amount in lines), Decimal(0))
+        if total < settings.unallocated_min_dollars:
+            continue
+        if router.finops_channel is None:
+            unroutable.append(key)
+            continue
+        label = week_label(monday, sunday)
+        text, blocks = build_unallocated_alert(lines, total, label, code)
+        posts.append(PlannedPost(key, "unallocated", router.finops_channel, text, blocks))
+    return posts, unroutable
 
 
 def plan_waste_posts(
@@ -348,6 +361,7 @@ def plan_alerts(
     also_sent: Iterable[str] = (),
 ) -> CycleReport:
     """Plan every alert due as of a day (nothing is written)."""
+    check_currency_setting(session, settings.currency)  # never relabel the ledger's money
     report = CycleReport(as_of=as_of)
     router = Router(session)
     if "budgets" in checks:
@@ -455,6 +469,7 @@ def configured_sources(
                     model_tag_key=settings.model_tag_keys[0],
                     second_group=settings.cost_explorer_group_key,
                     billing_account=settings.aws_billing_account or "aws",
+                    default_currency=settings.currency,
                 )  # fmt: skip
 
             sources.append(PolledSource("cost-explorer", "cost-explorer", build_ce))
@@ -462,8 +477,9 @@ def configured_sources(
 
             def build_export(kind: str = kind, location: str = location) -> SpendSource:
                 return RecentExportSource(
-                    kind, location, recent_periods(today), s3_client=s3_client
-                )
+                    kind, location, recent_periods(today), s3_client=s3_client,
+                    default_currency=settings.currency,
+                )  # fmt: skip
 
             sources.append(PolledSource(f"{kind}:{location}", kind, build_export))
         else:

@@ -109,27 +109,31 @@ def detect(
 
 
 def find_anomalies(
-    *, session: Session, day: dt.date, min_excess: Decimal, basis: str = "billed"
-) -> list[Anomaly]:
+    *, session: Session, day: dt.date, min_excess: Decimal, basis: str = "billed",
+    currency: str = "USD",
+) -> list[Anomaly]:  # fmt: skip
     """Find spend anomalies per model and per stage, and GPU-hour anomalies per model, on a day."""
     return find_anomalies_between(
-        session=session, first=day, last=day, min_excess=min_excess, basis=basis
-    )
+        session=session, first=day, last=day, min_excess=min_excess, basis=basis,
+        currency=currency,
+    )  # fmt: skip
 
 
 def find_anomalies_between(
-    *, session: Session, first: dt.date, last: dt.date, min_excess: Decimal, basis: str = "billed"
-) -> list[Anomaly]:
+    *, session: Session, first: dt.date, last: dt.date, min_excess: Decimal, basis: str = "billed",
+    currency: str = "USD",
+) -> list[Anomaly]:  # fmt: skip
     """Find the anomalies of each day in [first, last], oldest first, reading the ledger once.
 
     Each day is judged exactly as `find_anomalies` judges it alone: against its own baseline.
+    Only spend billed in `currency` (the organisation's) is compared: currencies are never added.
     """
     first_day = session.scalar(select(func.min(DailySpend.day)))
     if first_day is None:
         return []
     cost = cost_column(basis)
     start = first - dt.timedelta(days=BASELINE_MAX_DAYS)
-    window = [DailySpend.day >= start, DailySpend.day <= last]
+    window = [DailySpend.day >= start, DailySpend.day <= last, DailySpend.currency == currency]
     by_model = session.execute(
         select(
             DailySpend.model,

@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: str = Field(default=DEFAULT_SLACK_API_URL, validation_alias="SLACK_API_URL")
 
+    # The organisation's currency: for budgets without one, and for billing rows without one.
+    # Never a relabel: reports and the poll refuse it when the ledger holds no spend in it.
     currency: str = Field(default="USD", validation_alias="MLCOST_CURRENCY")
     timezone: str = Field(default="UTC", validation_alias="MLCOST_TIMEZONE")
     model_tag_keys: list[str] = Field(

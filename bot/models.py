@@ -186,6 +186,8 @@ class Budget(Base):
     forecast_threshold: Mapped[int] = mapped_column(Integer, default=100)
     # bumped whenever monthly_amount changes: the alerts of a new amount are new alerts
     amount_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # the amount's currency: only spend billed in it counts against the budget
+    currency: Mapped[str] = mapped_column(String(3), default="USD", server_default="USD")
     updated_by: Mapped[str | None] = mapped_column(String(40))
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -202,10 +204,13 @@ class IngestionRun(Base):
     rows_read: Mapped[int] = mapped_column(Integer, default=0)
     rows_written: Mapped[int] = mapped_column(Integer, default=0)
     api_requests: Mapped[int] = mapped_column(Integer, default=0)
+    # these four are 0 for a run billed in several currencies: see currency_totals
     billed_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
     effective_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
     attributed_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
     unallocated_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    # currency -> {"billed", "effective", "attributed", "unallocated"} as exact strings
+    currency_totals: Mapped[dict[str, dict[str, str]] | None] = mapped_column(JSONType)
     replaced_rows: Mapped[int] = mapped_column(Integer, default=0)
     scopes: Mapped[list[dict[str, str]]] = mapped_column(JSONType, default=list)
     error: Mapped[str | None] = mapped_column(Text)
@@ -248,6 +253,9 @@ class DailySpend(Base):
     resource_id: Mapped[str | None] = mapped_column(String(1024))
     instance_type: Mapped[str | None] = mapped_column(String(60))
     charge_category: Mapped[str] = mapped_column(String(30), default="Usage")
+    # the ISO 4217 code the row was billed in; amounts in different currencies are never added
+    # (rows from before the column existed are USD: see migration 0005)
+    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
     model: Mapped[str | None] = mapped_column(String(100))
     stage: Mapped[str] = mapped_column(String(20))
     team: Mapped[str | None] = mapped_column(String(100))
@@ -261,7 +269,7 @@ class DailySpend(Base):
 
 
 class SpendRollup(Base):
-    """The ledger summed by (day, model, team, stage): what budget evaluation reads.
+    """The ledger summed by (day, model, team, stage, currency): what budget evaluation reads.
 
     The ledger keeps it in step: every ingestion sums again the days it replaced or wrote, in the
     same transaction (bot.rollup.refresh_rollup).
@@ -276,6 +284,7 @@ class SpendRollup(Base):
             "model",
             "team",
             "stage",
+            "currency",
             "day",
             "billed_cost",
             "effective_cost",
@@ -289,6 +298,7 @@ class SpendRollup(Base):
     model: Mapped[str | None] = mapped_column(String(100))
     team: Mapped[str | None] = mapped_column(String(100))
     stage: Mapped[str] = mapped_column(String(20))
+    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
     billed_cost: Mapped[Decimal] = mapped_column(Money)
     effective_cost: Mapped[Decimal] = mapped_column(Money)
     gpu_hours: Mapped[Decimal] = mapped_column(Quantity)

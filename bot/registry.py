@@ -85,6 +85,15 @@ class BudgetSpec(_Spec):
     thresholds: list[int] = Field(default_factory=lambda: [50, 80, 100])
     forecast: bool = False
     forecast_threshold: int = Field(default=100, ge=1, le=1000)
+    # the amount's ISO 4217 code; None: the organisation's (MLCOST_CURRENCY) at import
+    currency: str | None = None
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, code: str | None) -> str | None:
+        if code is not None and not re.fullmatch(r"[A-Z]{3}", code):
+            raise ValueError(f"{code!r} is not a 3-letter ISO 4217 currency code such as USD")
+        return code
 
     @field_validator("scope")
     @classmethod
@@ -341,11 +350,13 @@ KEPT_SLACK_CHANGES = "kept_slack_changes"
 
 
 def import_registry(
-    spec: RegistrySpec, *, session: Session, actor: str = "cli", kept: Sequence[str] = ()
-) -> dict[str, int]:
+    spec: RegistrySpec, *, session: Session, actor: str = "cli", kept: Sequence[str] = (),
+    default_currency: str = "USD",
+) -> dict[str, int]:  # fmt: skip
     """Make the database match the spec exactly (idempotent); return counts of what changed.
 
     `kept` names entities whose Slack-side changes the spec kept; the audit record says so.
+    A budget without a `currency` gets `default_currency` (the organisation's, MLCOST_CURRENCY).
     """
     changes = {"created": 0, "updated": 0, "removed": 0}
 
@@ -417,6 +428,7 @@ def import_registry(
             "thresholds": budget_spec.thresholds,
             "forecast": budget_spec.forecast,
             "forecast_threshold": budget_spec.forecast_threshold,
+            "currency": budget_spec.currency or default_currency,
         }
         budget = budgets.get(budget_spec.scope)
         if budget is None:
@@ -508,6 +520,7 @@ def export_registry(*, session: Session) -> RegistrySpec:
                 thresholds=list(b.thresholds),
                 forecast=b.forecast,
                 forecast_threshold=b.forecast_threshold,
+                currency=b.currency,
             )
             for b in budgets
         ],

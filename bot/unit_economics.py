@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.economics import Usage, Verdict, VerdictRules, change_pct, judge
+from bot.errors import CurrencyError
 from bot.models import Budget, DailySpend, MLModel, Team
 from bot.periods import Period
 from bot.reports import cost_column
@@ -156,9 +158,12 @@ def economics_for(
 ) -> dict[str, ModelEconomics]:
     """Return unit economics per model for a period against the previous one, by model name.
 
-    Models with neither cost nor value in either period are left out.
+    Models with neither cost nor value in either period are left out. A model's cost must be
+    billed in one currency over both periods (CurrencyError otherwise: it is never summed), and
+    only a budget in that currency is compared with it.
     """
     names = None if models is None else sorted(set(models))
+    currencies = _model_currencies(session, previous.start, period.end, names)
     spend = {
         label: _spend_by_model_stage(session, p, names, basis)
         for label, p in (("cur", period), ("prev", previous))
@@ -176,6 +181,7 @@ def economics_for(
         for b in session.scalars(
             select(Budget).where(Budget.model_name.is_not(None), Budget.stage.is_(None))
         )
+        if b.currency == currencies.get(b.model_name or "", b.currency)
     }
     everyone: set[str] = set()
     for label in ("cur", "prev"):
@@ -214,6 +220,30 @@ def economics_for(
             budget=budgets.get(model),
         )
     return result
+
+
+def _model_currencies(
+    session: Session, start: dt.date, end: dt.date, models: list[str] | None
+) -> dict[str, str]:
+    """Return each model's billing currency in [start, end); refuse a model billed in several."""
+    query = (
+        select(DailySpend.model, DailySpend.currency)
+        .where(DailySpend.day >= start, DailySpend.day < end, DailySpend.model.is_not(None))
+        .distinct()
+    )
+    if models is not None:
+        query = query.where(DailySpend.model.in_(models))
+    found: dict[str, list[str]] = defaultdict(list)
+    for model, code in session.execute(query):
+        found[str(model)].append(code)
+    mixed = sorted(m for m, codes in found.items() if len(codes) > 1)
+    if mixed:
+        raise CurrencyError(
+            f"`{mixed[0]}`'s spend from {start} to {end - dt.timedelta(days=1)} is billed in "
+            f"{' and '.join(sorted(found[mixed[0]]))}; unit economics need one currency and "
+            "amounts in different currencies are never added."
+        )
+    return {model: codes[0] for model, codes in found.items()}
 
 
 def _team_names(session: Session) -> dict[int, str]:

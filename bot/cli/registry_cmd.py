@@ -88,7 +88,10 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
             if plan.refusals and not args.yes:
                 print(f"without --yes the import would be refused: {'; '.join(plan.refusals)}")
             return 0
-        import_registry(plan.spec, session=session, actor="cli", kept=kept_entities(plan.kept))
+        import_registry(
+            plan.spec, session=session, actor="cli", kept=kept_entities(plan.kept),
+            default_currency=ctx.settings.currency,
+        )  # fmt: skip
     print(
         f"registry {source}: {summary}; {counts['created']} created, "
         f"{counts['updated']} updated, {counts['removed']} removed"

@@ -35,7 +35,7 @@ def test_registry_ingest_and_report(
     code, out, _ = run(capsys, *db, "ingest", "focus", str(DATA / "focus_sample.csv"))
     assert code == 0
     assert "read 1,000 rows" in out
-    assert "reconciliation OK: billed 20.52 = attributed" in out
+    assert "reconciliation OK: billed 20.52 USD = attributed" in out
     code, out, _ = run(
         capsys,
         *db,
@@ -49,8 +49,11 @@ def test_registry_ingest_and_report(
         "json",
     )
     data = json.loads(out)
-    totals = {k: Decimal(v) for k, v in data["totals"].items()}
+    [usd] = data["totals"]  # the sample is billed in USD only
+    assert usd.pop("currency") == "USD"
+    totals = {k: Decimal(v) for k, v in usd.items()}
     assert totals["attributed"] + totals["unallocated"] == totals["billed"]
+    assert {r["currency"] for r in data["rows"]} == {"USD"}
     assert data["cost_basis"] == "billed"
     assert sum(Decimal(r["cost"]) for r in data["rows"]) == totals["billed"]
     code, out, _ = run(
@@ -78,7 +81,7 @@ def test_bad_inputs_exit_non_zero_with_one_line(
     code, _, err = run(capsys, *db, "report", "spend", "--month", "2024-13")
     assert code == 2 and "not a month" in err
     code, out, _ = run(capsys, *db, "report", "spend", "--month", "2024-09", "--format", "json")
-    assert json.loads(out)["totals"]["billed"] == "0"
+    assert json.loads(out)["totals"] == []  # no spend: no currency, no total
 
 
 def test_demo_runs_twice_harmlessly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
