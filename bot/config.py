@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
@@ -85,6 +86,17 @@ class Settings(BaseSettings):
     leader_check_seconds: float = Field(
         default=10.0, gt=0, validation_alias="MLCOST_LEADER_CHECK_SECONDS"
     )
+
+    @field_validator("currency")
+    @classmethod
+    def _currency_code(cls, code: str) -> str:
+        """Accept any case; refuse anything but a 3-letter ISO 4217 code."""
+        upper = code.strip().upper()
+        if not re.fullmatch(r"[A-Z]{3}", upper):
+            raise ValueError(
+                f"MLCOST_CURRENCY must be a 3-letter ISO 4217 code such as USD, not {code!r}"
+            )
+        return upper
 
     def poll_source_specs(self) -> list[tuple[str, str | None]]:
         """Return (kind, location) for each source the scheduled poll reads.

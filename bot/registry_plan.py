@@ -178,12 +178,15 @@ def _model_fields(model: Any) -> dict[str, Any]:
 
 
 def _budget_fields(budget: Any) -> dict[str, Any]:
-    return {
+    fields = {
         "monthly": budget.monthly,
         "thresholds": list(budget.thresholds),
         "forecast": budget.forecast,
         "forecast_threshold": budget.forecast_threshold,
     }
+    if budget.currency is not None:  # None: the organisation's, filled in by plan_import
+        fields["currency"] = budget.currency
+    return fields
 
 
 def _settings(spec: RegistrySpec) -> dict[str, Any]:
@@ -315,9 +318,17 @@ def keep_slack_values(
 
 
 def plan_import(
-    spec: RegistrySpec, *, session: Session, source: str, keep_slack_changes: bool = False
-) -> ImportPlan:
-    """Compare the file with the database: the diff, Slack changes it reverts, reasons to refuse."""
+    spec: RegistrySpec, *, session: Session, source: str, keep_slack_changes: bool = False,
+    default_currency: str = "USD",
+) -> ImportPlan:  # fmt: skip
+    """Compare the file with the database: the diff, Slack changes it reverts, reasons to refuse.
+
+    A budget without `currency:` is in `default_currency` (MLCOST_CURRENCY), as the import makes it.
+    """
+    budgets = [
+        b.model_copy(update={"currency": b.currency or default_currency}) for b in spec.budgets
+    ]
+    spec = spec.model_copy(update={"budgets": budgets})
     current = export_registry(session=session)
     diff = diff_registry(current, spec)
     reverted = slack_changes_reverted(diff, session=session)

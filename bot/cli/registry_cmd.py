@@ -69,8 +69,9 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
     source = str(args.file)
     with ctx.session() as session:
         plan = plan_import(
-            spec, session=session, source=source, keep_slack_changes=args.keep_slack_changes
-        )
+            spec, session=session, source=source, keep_slack_changes=args.keep_slack_changes,
+            default_currency=ctx.settings.currency,
+        )  # fmt: skip
         _show_slack_changes(plan)
         if plan.refusals and not args.yes and not args.dry_run:
             raise RegistryError(_refusal(plan))

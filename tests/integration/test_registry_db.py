@@ -144,3 +144,14 @@ def test_keep_slack_changes_imports_the_rest_and_keeps_warning_later(session: Se
     # the kept changes still differ from the file, so the next import names them again
     again = plan_import(parse_registry(with_new_team), session=session, source="r.yaml")
     assert [c.entity for c in again.reverted] == ["budget model:recsys", "model recsys"]
+
+
+def test_the_diff_names_a_budget_currency_change(session: Session) -> None:
+    load_registry(session)
+    in_euros = REGISTRY.replace("monthly: 12000", "monthly: 12000, currency: EUR")
+    assert in_euros != REGISTRY
+    plan = plan_import(parse_registry(in_euros), session=session, source="r.yaml")
+    assert plan.diff.lines() == ["update budget model:recsys: currency USD -> EUR"]
+    # a budget without `currency:` is the organisation's: no change against a USD budget
+    same = plan_import(parse_registry(REGISTRY), session=session, source="r.yaml")
+    assert same.diff.lines() == []
