@@ -337,13 +337,27 @@ def test_the_weekly_unallocated_alert_is_one_post_per_currency(session: Session)
 
 
 def test_unit_economics_refuse_a_model_billed_in_two_currencies(
-    session: Session, mixed: Path
+    tmp_path: Path, session: Session, mixed: Path
 ) -> None:
     november, october = month_period("2026-11"), month_period("2026-10")
     with pytest.raises(CurrencyError, match=r"`recsys`'s spend .* is billed in EUR and USD"):
-        economics_for(session=session, period=november, previous=october)
+        economics_for(session=session, period=november, previous=october, models=["recsys"])
     usd = economics_for(session=session, period=november, previous=october, models=["prod"])
     assert usd == {}  # a model with no spend is fine
+
+
+def test_one_model_in_two_currencies_leaves_the_others_economics_and_review(
+    tmp_path: Path, session: Session, mixed: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A monthly review or sign-off for everyone must not stop because one model is mixed."""
+    path = focus_file(tmp_path, [("333", "2026-11-02", "70.00", "USD", "brightpath")], "bp.csv")
+    ingest(FocusSource([str(path)]), session=session)
+    session.flush()
+    november, october = month_period("2026-11"), month_period("2026-10")
+    everyone = economics_for(session=session, period=november, previous=october)
+    assert sorted(everyone) == ["brightpath"]
+    assert everyone["brightpath"].current.cost == Decimal("70.00")
+    assert "recsys" in caplog.text and "EUR and USD" in caplog.text
 
 
 def test_waste_findings_never_add_currencies(session: Session) -> None:
