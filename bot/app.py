@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any
 
 from slack_bolt import App, BoltResponse, Respond
 from slack_sdk import WebClient
 
-from bot.errors import MlcostError
+from bot.errors import MlcostError, new_reference
 from bot.services import AppServices
 
 log = logging.getLogger(__name__)
@@ -63,11 +62,6 @@ def build_app(services: AppServices, *, process_before_response: bool = False) -
 
     register_all(app, services)
     return app
-
-
-def new_reference() -> str:
-    """Return a short id that joins what a person was told to the logged traceback."""
-    return uuid.uuid4().hex[:8]
 
 
 def _error_view(text: str) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 
 class MlcostError(Exception):
     """Base of every error whose message may be shown to a user as is."""
@@ -25,3 +27,8 @@ class PermissionDenied(MlcostError):
 
 class UsageError(MlcostError):
     """A command was malformed."""
+
+
+def new_reference() -> str:
+    """Return a short id that joins what a person was told to the logged traceback."""
+    return uuid.uuid4().hex[:8]
