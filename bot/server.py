@@ -7,7 +7,6 @@ import json
 import logging
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from socketserver import ThreadingMixIn
@@ -22,14 +21,15 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.config import Settings
+from bot.errors import new_reference
 from bot.health import health_snapshot
 
 log = logging.getLogger(__name__)
 
 StartResponse = Callable[..., Any]
 
-# Slack refuses nothing older than this either: a signed request is valid for five minutes
-# around its timestamp (docs.slack.dev "Verifying requests from Slack"; SignatureVerifier).
+# A signed request is accepted up to five minutes either side of its timestamp
+# (docs.slack.dev "Verifying requests from Slack"; slack_sdk's SignatureVerifier).
 REPLAY_WINDOW_SECONDS = 300
 REMEMBERED_SIGNATURES = 50_000
 
@@ -103,8 +103,8 @@ class SlackEndpoint:
         try:
             answer = self.app.dispatch(request)
         except Exception:  # Bolt answers listener errors itself; this is Bolt failing
-            ref = uuid.uuid4().hex[:8]
-            log.exception("Slack request failed outside any listener (ref %s)", ref)
+            log.exception("Slack request failed outside any listener (reference %s)",
+                          new_reference())  # fmt: skip
             return _plain(start_response, 500)
         response = WsgiHttpResponse(status=answer.status, headers=answer.headers, body=answer.body)
         start_response(response.status, response.get_headers())
