@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     leader_check_seconds: float = Field(
         default=10.0, gt=0, validation_alias="MLCOST_LEADER_CHECK_SECONDS"
     )
+    slack_timeout_seconds: float = Field(
+        default=15.0, gt=0, validation_alias="MLCOST_SLACK_TIMEOUT_SECONDS"
+    )
 
     def poll_source_specs(self) -> list[tuple[str, str | None]]:
         """Return (kind, location) for each source the scheduled poll reads.
