@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 FAULTED_METHODS = frozenset(
     {"chat.postMessage", "chat.update", "conversations.history", "conversations.replies"}
@@ -211,18 +211,17 @@ class ChaosSlack:
 
 
 def _params(request: BaseHTTPRequestHandler, body: bytes) -> dict[str, Any]:
-    """Decode a Web API call's arguments (JSON or form), with JSON-valued fields parsed."""
-    if not body:
-        return {}
-    params: dict[str, Any]
-    if "json" in request.headers.get("Content-Type", ""):
+    """Decode a Web API call's arguments (query string, JSON or form), JSON fields parsed."""
+    params: dict[str, Any] = {k: v[0] for k, v in parse_qs(urlsplit(request.path).query).items()}
+    if body and "json" in request.headers.get("Content-Type", ""):
         try:
-            params = json.loads(body)
+            decoded = json.loads(body)
         except ValueError:
-            return {}
-    else:
-        params = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
+            decoded = {}
+        params.update(decoded if isinstance(decoded, dict) else {})
+    elif body:
+        params.update({k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()})
     if isinstance(params.get("metadata"), str):
         with contextlib.suppress(ValueError):
             params["metadata"] = json.loads(params["metadata"])
-    return params if isinstance(params, dict) else {}
+    return params

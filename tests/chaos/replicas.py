@@ -17,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ELECTED = "elected scheduler leader"
+DEMOTED = "lost the scheduler lead"
 
 
 def mlcost_executable() -> list[str]:
@@ -90,8 +91,9 @@ class ServeProcess:
         return self.process.poll() is None
 
     def is_leader(self) -> bool:
-        """Whether this process has said it runs the scheduler (and is still running)."""
-        return self.alive() and ELECTED in self.log()
+        """Whether this process is running and last said it runs the scheduler."""
+        log = self.log()
+        return self.alive() and log.rfind(ELECTED) > log.rfind(DEMOTED)
 
     def healthy(self) -> bool:
         """Whether GET /healthz answers 200."""

@@ -413,7 +413,9 @@ def check_decisions(chaos: Chaos) -> None:
             assert review.status == "decided", f"{review.team_name} review still {review.status}"
             parent_row = outbox_row(session, parent_key(review.month, review.team_name))
             shown = last_text(chaos.fake, review.channel, parent_row.slack_ts)
-            assert "All decided" in shown, f"{review.team_name} parent shows: {shown[:800]}"
+            assert "All decided" in shown, (
+                review.team_name, update_texts(chaos.fake, review.channel, parent_row.slack_ts)
+            )
             for item in review.items:
                 item_row = outbox_row(
                     session, item_key(review.month, review.team_name, item.model_name)
@@ -422,11 +424,17 @@ def check_decisions(chaos: Chaos) -> None:
                 item_shown = last_text(chaos.fake, review.channel, item_row.slack_ts)
                 assert f"*{label[item.decision or '']}* — decided by <@{item.decided_by}>" in (
                     item_shown
-                ), (item.model_name, item_shown[:800])
+                ), (item.model_name, update_texts(chaos.fake, review.channel, item_row.slack_ts))
 
 
 def outbox_row(session: Session, key: str) -> OutboxMessage:
     return session.scalars(select(OutboxMessage).where(OutboxMessage.dedupe_key == key)).one()
+
+
+def update_texts(fake: FakeSlack, channel: str, ts: str | None) -> list[str]:
+    """The text of every chat.update of a message that reached Slack, in order."""
+    return [str(c.params.get("text")) for c in fake.calls_to("chat.update")
+            if c.params.get("channel") == channel and c.params.get("ts") == ts]  # fmt: skip
 
 
 def last_text(fake: FakeSlack, channel: str, ts: str | None) -> str:
