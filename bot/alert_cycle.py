@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -19,7 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
 from bot.alerts import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
-from bot.anomalies import Anomaly, find_anomalies
+from bot.anomalies import Anomaly, find_anomalies_between
 from bot.blocks.alerts import (
     AlertContext,
     build_anomaly_alert,
@@ -34,10 +35,17 @@ from bot.db import session_scope
 from bot.errors import MlcostError
 from bot.ledger import IngestReport, ingest
 from bot.models import AlertSilence, DailySpend, MLModel, OutboxMessage, RegistrySetting, Team
-from bot.outbox import DeliveryReport, PlannedPost, deliver_pending, enqueue_many
-from bot.reports import cost_column
-from bot.slack.notifier import Notifier, Posted
-from bot.sources.base import SpendSource
+from bot.outbox import (
+    DeliveryReport,
+    FindPosted,
+    PlannedPost,
+    deliver_pending,
+    enqueue_many,
+)
+from bot.reports import check_currency_setting, cost_column
+from bot.slack.notifier import Notifier
+from bot.source_health import clear_source_failure, record_source_failure, redact
+from bot.sources.base import Progress, SourceData, SpendSource
 from bot.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
 from bot.waste import WasteFinding, find_configured_waste
 
@@ -125,13 +133,24 @@ class Router:
         return self.finops_channel, frozenset()
 
 
-def load_silences(session: Session, period: str, now: dt.datetime) -> dict[str, Silence]:
-    """Return the silences in force this month, by budget scope."""
+def load_silences(
+    session: Session,
+    period: str,
+    now: dt.datetime,
+    revisions: Mapping[str, int] | None = None,
+) -> dict[str, Silence]:
+    """Return the silences in force this month, by budget scope.
+
+    A silence given for an earlier amount of the budget (`revisions`: each scope's current
+    amount revision, 0 when absent) is not in force: the changed amount's alerts are news.
+    """
     silences: dict[str, Silence] = {}
     rows = session.scalars(
         select(AlertSilence).where(AlertSilence.period == period).order_by(AlertSilence.at)
     )
     for row in rows:
+        if row.budget_revision != (revisions or {}).get(row.budget_scope, 0):
+            continue
         current = silences.get(row.budget_scope, Silence())
         if row.kind == "ack":
             current = Silence(row.user_id, current.snoozed_until, current.snoozed_by)
@@ -163,8 +182,9 @@ def plan_budget_posts(
     if not statuses:
         return [], [], 0
     period = statuses[0].month.label
-    sent = sent_by_scope([*recorded_keys(session, f"budget:%:{period}:%"), *also_sent])
-    silences = load_silences(session, period, now)
+    revisions = {s.scope: s.revision for s in statuses}
+    sent = sent_by_scope([*recorded_keys(session, f"budget:%:{period}:%"), *also_sent], revisions)
+    silences = load_silences(session, period, now, revisions)
     due: list[BudgetAlert] = []
     for status in statuses:
         due.extend(
@@ -194,7 +214,7 @@ def plan_budget_posts(
             channel=channel,
             owners=owners,
             drivers=drivers.get(status.budget_id, Drivers()),
-            currency=settings.currency,
+            currency=status.currency,  # the budget's: it counts only spend billed in it
             basis=basis,
         )
         text, blocks = build_budget_alert(alert, ctx)
@@ -205,12 +225,18 @@ def plan_budget_posts(
 def plan_anomaly_posts(
     *, session: Session, settings: Settings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
-    """Find the day's anomalies and return (posts, unroutable keys)."""
-    anomalies: Sequence[Anomaly] = find_anomalies(
+    """Find the anomalies of the trailing re-check window and return (posts, unroutable keys).
+
+    Every run re-checks the last MLCOST_ANOMALY_RECHECK_DAYS days, not only as_of: spend that
+    arrives late or is restated is judged again. Keys (per kind, scope and day) stop repeats.
+    """
+    anomalies: Sequence[Anomaly] = find_anomalies_between(
         session=session,
-        day=as_of,
+        first=as_of - dt.timedelta(days=settings.anomaly_recheck_days - 1),
+        last=as_of,
         min_excess=settings.anomaly_min_dollars,
         basis=settings.budget_cost_basis,
+        currency=settings.currency,
     )
     posts, unroutable = [], []
     for anomaly in anomalies:
@@ -252,29 +278,41 @@ def week_label(monday: dt.date, sunday: dt.date) -> str:
 def plan_unallocated_post(
     *, session: Session, settings: Settings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
-    """Return the weekly unallocated alert for the last complete week, if it is worth posting."""
+    """Return the weekly unallocated alerts for the last complete week that are worth posting.
+
+    One per billing currency (amounts in different currencies are never added): the
+    organisation's currency keeps the key `unallocated:<monday>`, others add `:<code>`.
+    """
     week = covered_week(session, as_of)
     if week is None:
         return [], []  # the ledger does not cover the whole week
     monday, sunday = week
-    key = f"unallocated:{monday.isoformat()}"
     cost = cost_column(settings.budget_cost_basis)
     total_cost = func.sum(cost)
     rows = session.execute(
-        select(DailySpend.service, DailySpend.model_tag_value, total_cost)
+        select(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value, total_cost)
         .where(DailySpend.model.is_(None), DailySpend.day >= monday, DailySpend.day <= sunday)
-        .group_by(DailySpend.service, DailySpend.model_tag_value)
-        .order_by(total_cost.desc())
+        .group_by(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value)
+        .order_by(DailySpend.currency, total_cost.desc())
     ).all()
-    lines = [(str(service), tag, Decimal(amount or 0)) for service, tag, amount in rows]
-    total = sum((amount for _, _, amount in lines), Decimal(0))
-    if total < settings.unallocated_min_dollars:
-        return [], []
-    if router.finops_channel is None:
-        return [], [key]
-    label = week_label(monday, sunday)
-    text, blocks = build_unallocated_alert(lines, total, label, settings.currency)
-    return [PlannedPost(key, "unallocated", router.finops_channel, text, blocks)], []
+    by_currency: dict[str, list[tuple[str, str | None, Decimal]]] = {}
+    for code, service, tag, amount in rows:
+        by_currency.setdefault(code, []).append((str(service), tag, Decimal(amount or 0)))
+    posts: list[PlannedPost] = []
+    unroutable: list[str] = []
+    for code, lines in by_currency.items():
+        key = f"unallocated:{monday.isoformat()}"
+        key += "" if code == settings.currency else f":{code}"
+        total = sum((amount for _, _, amount in lines), Decimal(0))
+        if total < settings.unallocated_min_dollars:
+            continue
+        if router.finops_channel is None:
+            unroutable.append(key)
+            continue
+        label = week_label(monday, sunday)
+        text, blocks = build_unallocated_alert(lines, total, label, code)
+        posts.append(PlannedPost(key, "unallocated", router.finops_channel, text, blocks))
+    return posts, unroutable
 
 
 def plan_waste_posts(
@@ -323,6 +361,7 @@ def plan_alerts(
     also_sent: Iterable[str] = (),
 ) -> CycleReport:
     """Plan every alert due as of a day (nothing is written)."""
+    check_currency_setting(session, settings.currency)  # never relabel the ledger's money
     report = CycleReport(as_of=as_of)
     router = Router(session)
     if "budgets" in checks:
@@ -379,30 +418,70 @@ def queue_posts(session: Session, posts: Iterable[PlannedPost]) -> int:
     return len(enqueue_many(session, posts))
 
 
+class PolledSource:
+    """A configured poll source, named by its MLCOST_POLL_SOURCES entry (stable across polls).
+
+    Building the real source can fail (no AWS region, say); that error is raised when the
+    source is read, so it fails this source's fetch and not the whole poll.
+    """
+
+    def __init__(self, name: str, kind: str, build: Callable[[], SpendSource]) -> None:
+        self.name = name
+        self.kind = kind
+        self.location = name
+        self._source: SpendSource | Exception
+        try:
+            self._source = build()
+            self.location = self._source.location
+        except Exception as exc:
+            self._source = exc
+
+    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
+        """Read the source (or raise why it could not be built)."""
+        if isinstance(self._source, Exception):
+            raise self._source
+        return self._source.read(tag_keys, progress)
+
+
+def source_name(source: SpendSource) -> str:
+    """Return the name a source's failures are recorded under."""
+    return source.name if isinstance(source, PolledSource) else source.location
+
+
 def configured_sources(
     settings: Settings, today: dt.date, *, ce_client: Any = None, s3_client: Any = None
-) -> list[SpendSource]:
+) -> list[PolledSource]:
     """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES).
 
     Cost Explorer re-reads its trailing window of days; a CUR or FOCUS export in S3 (or a
     folder) re-reads its previous and current billing periods.
     """
-    sources: list[SpendSource] = []
+    sources: list[PolledSource] = []
     for kind, location in settings.poll_source_specs():
         if kind in ("cost-explorer", "ce") and location is None:
-            from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
 
-            sources.append(CostExplorerSource(
-                ce_client or make_ce_client(),
-                today - dt.timedelta(days=settings.poll_lookback_days), today,
-                model_tag_key=settings.model_tag_keys[0],
-                second_group=settings.cost_explorer_group_key,
-                billing_account=settings.aws_billing_account or "aws",
-            ))  # fmt: skip
+            def build_ce() -> SpendSource:
+                from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
+
+                return CostExplorerSource(
+                    ce_client or make_ce_client(),
+                    today - dt.timedelta(days=settings.poll_lookback_days), today,
+                    model_tag_key=settings.model_tag_keys[0],
+                    second_group=settings.cost_explorer_group_key,
+                    billing_account=settings.aws_billing_account or "aws",
+                    default_currency=settings.currency,
+                )  # fmt: skip
+
+            sources.append(PolledSource("cost-explorer", "cost-explorer", build_ce))
         elif kind in EXPORT_KINDS and location:
-            sources.append(
-                RecentExportSource(kind, location, recent_periods(today), s3_client=s3_client)
-            )
+
+            def build_export(kind: str = kind, location: str = location) -> SpendSource:
+                return RecentExportSource(
+                    kind, location, recent_periods(today), s3_client=s3_client,
+                    default_currency=settings.currency,
+                )  # fmt: skip
+
+            sources.append(PolledSource(f"{kind}:{location}", kind, build_export))
         else:
             raise MlcostError(
                 f"MLCOST_POLL_SOURCES: cannot poll {kind + (':' + location if location else '')!r};"
@@ -412,16 +491,47 @@ def configured_sources(
 
 
 def fetch_sources(
-    session_factory: sessionmaker[Session], sources: Sequence[SpendSource], report: CycleReport
+    session_factory: sessionmaker[Session],
+    sources: Sequence[SpendSource],
+    report: CycleReport,
+    *,
+    now: dt.datetime | None = None,
 ) -> None:
-    """Ingest each source in its own transaction; a failing source does not stop the cycle."""
+    """Ingest each source in its own transaction; a failing source does not stop the cycle.
+
+    Whatever a source raises is logged (with its traceback unless it is one of our own
+    explained errors, credentials masked) and recorded for /healthz until it is next fetched.
+    """
+    at = now or dt.datetime.now(dt.UTC)
     for source in sources:
+        name = source_name(source)
         try:
             with session_scope(session_factory) as session:
                 report.fetched.append(ingest(source, session=session))
-        except MlcostError as exc:
-            log.error("poll of %s failed: %s", source.location, exc)
-            report.fetch_errors.append(str(exc))
+                clear_source_failure(session=session, source=name)
+        except Exception as exc:
+            if isinstance(exc, MlcostError):
+                log.error("poll of %s failed: %s", name, redact(str(exc)))
+                report.fetch_errors.append(redact(str(exc)))
+            else:
+                log.error(
+                    "poll of %s failed (%s); the other sources go on\n%s",
+                    name,
+                    type(exc).__name__,
+                    redact("".join(traceback.format_exception(exc)).rstrip()),
+                )
+                report.fetch_errors.append(f"{name}: {type(exc).__name__}: {redact(str(exc))}")
+            _record_failure(session_factory, name, exc, at)
+
+
+def _record_failure(
+    session_factory: sessionmaker[Session], name: str, exc: Exception, now: dt.datetime
+) -> None:
+    try:
+        with session_scope(session_factory) as session:
+            record_source_failure(session=session, source=name, exc=exc, now=now)
+    except Exception:
+        log.exception("could not record the failure of %s for /healthz", name)
 
 
 def run_cycle(
@@ -432,15 +542,20 @@ def run_cycle(
     as_of: dt.date | None = None,
     sources: Sequence[SpendSource] = (),
     notifier: Notifier | None = None,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    find_posted: FindPosted | None = None,
     checks: Sequence[str] = ALL_CHECKS,
     dry_run: bool = False,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> CycleReport:
-    """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending."""
+    """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending.
+
+    Delivery reads `clock` when it claims each message (fetching may take minutes); without one
+    it delivers as of `now`.
+    """
     day = as_of or default_as_of(now, settings.timezone)
     fetched = CycleReport(as_of=day)
     if not dry_run:
-        fetch_sources(session_factory, sources, fetched)
+        fetch_sources(session_factory, sources, fetched, now=now)
     with session_scope(session_factory) as session:
         report = plan_alerts(session=session, settings=settings, as_of=day, now=now, checks=checks)
         if not dry_run:
@@ -451,7 +566,8 @@ def run_cycle(
             session_factory=session_factory,
             settings=settings,
             notifier=notifier,
-            now=now,
+            now=None if clock is not None else now,
+            clock=clock,
             find_posted=find_posted,
         )
     return report
@@ -462,14 +578,16 @@ def deliver_outbox(
     session_factory: sessionmaker[Session],
     settings: Settings,
     notifier: Notifier,
-    now: dt.datetime,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    now: dt.datetime | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
+    find_posted: FindPosted | None = None,
 ) -> DeliveryReport:
-    """Deliver every pending outbox message that is due."""
+    """Deliver every pending outbox message that is due (as of `now`, or by `clock`)."""
     return deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
         now=now,
+        clock=clock,
         find_posted=find_posted,
         lease=dt.timedelta(seconds=settings.outbox_lease_seconds),
     )

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -108,15 +109,31 @@ def detect(
 
 
 def find_anomalies(
-    *, session: Session, day: dt.date, min_excess: Decimal, basis: str = "billed"
-) -> list[Anomaly]:
+    *, session: Session, day: dt.date, min_excess: Decimal, basis: str = "billed",
+    currency: str = "USD",
+) -> list[Anomaly]:  # fmt: skip
     """Find spend anomalies per model and per stage, and GPU-hour anomalies per model, on a day."""
+    return find_anomalies_between(
+        session=session, first=day, last=day, min_excess=min_excess, basis=basis,
+        currency=currency,
+    )  # fmt: skip
+
+
+def find_anomalies_between(
+    *, session: Session, first: dt.date, last: dt.date, min_excess: Decimal, basis: str = "billed",
+    currency: str = "USD",
+) -> list[Anomaly]:  # fmt: skip
+    """Find the anomalies of each day in [first, last], oldest first, reading the ledger once.
+
+    Each day is judged exactly as `find_anomalies` judges it alone: against its own baseline.
+    Only spend billed in `currency` (the organisation's) is compared: currencies are never added.
+    """
     first_day = session.scalar(select(func.min(DailySpend.day)))
     if first_day is None:
         return []
     cost = cost_column(basis)
-    start = day - dt.timedelta(days=BASELINE_MAX_DAYS)
-    window = [DailySpend.day >= start, DailySpend.day <= day]
+    start = first - dt.timedelta(days=BASELINE_MAX_DAYS)
+    window = [DailySpend.day >= start, DailySpend.day <= last, DailySpend.currency == currency]
     by_model = session.execute(
         select(
             DailySpend.model,
@@ -133,8 +150,37 @@ def find_anomalies(
         .where(*window)
         .group_by(DailySpend.stage, DailySpend.day)
     ).all()
-    anomalies: list[Anomaly] = []
     spend = _series([(m, d, c) for m, d, c, _, _ in by_model])
+    stages = _series(by_stage)
+    gpu = _series([(m, d, g) for m, d, _, g, _ in by_model])
+    anomalies: list[Anomaly] = []
+    day = first
+    while day <= last:
+        in_window = [
+            r for r in by_model if day - dt.timedelta(days=BASELINE_MAX_DAYS) <= r[1] <= day
+        ]
+        anomalies.extend(
+            _anomalies_on(
+                session, day, first_day, min_excess, in_window, spend=spend, stages=stages, gpu=gpu
+            )
+        )
+        day += dt.timedelta(days=1)
+    return anomalies
+
+
+def _anomalies_on(
+    session: Session,
+    day: dt.date,
+    first_day: dt.date,
+    min_excess: Decimal,
+    by_model: Sequence[Any],
+    *,
+    spend: Mapping[str, Mapping[dt.date, Decimal]],
+    stages: Mapping[str, Mapping[dt.date, Decimal]],
+    gpu: Mapping[str, Mapping[dt.date, Decimal]],
+) -> list[Anomaly]:
+    """Judge one day; `by_model` holds the per-model rows of its baseline window and the day."""
+    anomalies: list[Anomaly] = []
     spiked_models = set()
     for model, value, baseline, excess in detect(
         spend, day=day, first_day=first_day, min_excess=min_excess
@@ -142,10 +188,9 @@ def find_anomalies(
         spiked_models.add(model)
         anomalies.append(Anomaly("spend", f"model:{model}", day, value, baseline, excess, model))
     for stage, value, baseline, excess in detect(
-        _series(by_stage), day=day, first_day=first_day, min_excess=min_excess
+        stages, day=day, first_day=first_day, min_excess=min_excess
     ):
         anomalies.append(Anomaly("spend", f"stage:{stage}", day, value, baseline, excess))
-    gpu = _series([(m, d, g) for m, d, _, g, _ in by_model])
     gpu_cost: dict[str, Decimal] = {}
     gpu_hours: dict[str, Decimal] = {}
     for model, _, _, hours, gpu_spend in by_model:

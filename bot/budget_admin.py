@@ -50,8 +50,12 @@ def check_budget_permission(session: Session, user_id: str, scope: str) -> None:
 def set_budget(
     *, session: Session, user_id: str, scope: str, amount: Decimal,
     thresholds: list[int] | None = None, forecast: bool | None = None,
+    currency: str = "USD",
 ) -> Budget:  # fmt: skip
-    """Create or change a budget after checking permission; audited with who and when."""
+    """Create or change a budget after checking permission; audited with who and when.
+
+    A new budget is in `currency` (the organisation's); a changed one keeps its own.
+    """
     spec = BudgetSpec.model_validate(
         {"scope": scope, "monthly": amount, **({"thresholds": thresholds} if thresholds else {})}
     )
@@ -62,10 +66,13 @@ def set_budget(
     if budget is None:
         budget = Budget(scope=spec.scope, model_name=model_name, team_name=team_name, stage=stage,
                         monthly_amount=spec.monthly, thresholds=spec.thresholds,
-                        forecast=bool(forecast), forecast_threshold=100)  # fmt: skip
+                        forecast=bool(forecast), forecast_threshold=100,
+                        currency=currency)  # fmt: skip
         session.add(budget)
     else:
         before = {"monthly": str(budget.monthly_amount), "thresholds": budget.thresholds}
+        if budget.monthly_amount != spec.monthly:
+            budget.amount_revision = (budget.amount_revision or 0) + 1  # fresh thresholds
         budget.monthly_amount = spec.monthly
         if thresholds:
             budget.thresholds = spec.thresholds

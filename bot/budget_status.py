@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.daily_spend import ReportingWindow, daily_totals, reporting_window, scope_filters
 from bot.errors import NotFoundError
 from bot.forecast import Forecast, forecast_month
-from bot.models import Budget
+from bot.models import Budget, DailySpend
 from bot.money import percent_of
+from bot.reports import cost_column
 
 
 @dataclass
@@ -27,6 +28,9 @@ class BudgetStatus:
     forecast: Forecast
     updated_by: str | None
     updated_at: dt.datetime | None
+    currency: str = "USD"  # the amount's: spent and forecast count only spend billed in it
+    # the scope's month-to-date spend billed in other currencies, which the budget cannot count
+    not_counted: dict[str, Decimal] = field(default_factory=dict)
 
     @property
     def used(self) -> Decimal | None:
@@ -59,14 +63,24 @@ def current_amount(session: Session, scope: str) -> Decimal | None:
 
 def budget_status(session: Session, budget: Budget, span: ReportingWindow,
                   basis: str = "billed") -> BudgetStatus:  # fmt: skip
-    """Compute one budget's month so far and forecast."""
+    """Compute one budget's month so far and forecast, from spend in the budget's currency."""
     start = min(span.month.start, span.query_start())
-    daily = daily_totals(session, where=scope_filters(budget.scope), start=start,
-                         end=span.as_of + dt.timedelta(days=1), basis=basis)  # fmt: skip
+    scope = scope_filters(budget.scope)
+    end = span.as_of + dt.timedelta(days=1)
+    daily = daily_totals(session, where=[*scope, DailySpend.currency == budget.currency],
+                         start=start, end=end, basis=basis)  # fmt: skip
     forecast = forecast_month(daily, span.month, span.as_of)
+    cost = cost_column(basis)
+    others = session.execute(
+        select(DailySpend.currency, func.sum(cost))
+        .where(*scope, DailySpend.currency != budget.currency,
+               DailySpend.day >= span.month.start, DailySpend.day < end)
+        .group_by(DailySpend.currency).order_by(DailySpend.currency)
+    )  # fmt: skip
     return BudgetStatus(budget.scope, budget.monthly_amount, list(budget.thresholds or []),
                         budget.forecast, forecast.actual, forecast, budget.updated_by,
-                        budget.updated_at)  # fmt: skip
+                        budget.updated_at, budget.currency,
+                        {code: Decimal(total or 0) for code, total in others})  # fmt: skip
 
 
 def budget_board(*, session: Session, today: dt.date, scope: str | None = None,

@@ -70,6 +70,8 @@ class BudgetStatus:
     as_of: dt.date
     month_to_date: Decimal
     forecast: BudgetForecast | None
+    revision: int = 0  # the budget's amount revision: its alerts' keys name it
+    currency: str = "USD"  # the amount's: month_to_date and the forecast count only spend in it
 
     @property
     def percent(self) -> Decimal | None:
@@ -121,7 +123,11 @@ def _join_condition(source: Any, shape: tuple[bool, bool, bool]) -> Any:
         (source.team, Budget.team_name),
         (source.stage, Budget.stage),
     )
-    return and_(*(a == b for (a, b), wanted in zip(pairs, shape, strict=True) if wanted))
+    # only spend billed in the budget's currency counts against it
+    return and_(
+        source.currency == Budget.currency,
+        *(a == b for (a, b), wanted in zip(pairs, shape, strict=True) if wanted),
+    )
 
 
 def ledger_first_day(session: Session) -> dt.date | None:
@@ -141,8 +147,8 @@ def _scope_sums(
 ) -> list[Any]:
     """Sum the rollup over [start, end] into named buckets for every budget, in one statement.
 
-    `buckets` maps a name to a condition on SpendRollup. The window is summed
-    once by (model, team, stage) and rolled up to each budget shape with equality joins; with
+    `buckets` maps a name to a condition on SpendRollup. The window is summed once by (model,
+    team, stage, currency) and rolled up to each budget shape with equality joins; with
     `by_stage` each budget gets one row per stage it spans.
     """
     day: Any = SpendRollup.day
@@ -155,10 +161,11 @@ def _scope_sums(
             SpendRollup.model,
             SpendRollup.team,
             SpendRollup.stage,
+            SpendRollup.currency,
             *(func.sum(case((condition, cost))).label(name) for name, condition in buckets.items()),
         )
         .where(day >= start, day <= end)
-        .group_by(SpendRollup.model, SpendRollup.team, SpendRollup.stage)
+        .group_by(SpendRollup.model, SpendRollup.team, SpendRollup.stage, SpendRollup.currency)
         .cte("base")
     )
     selects = []
@@ -228,9 +235,11 @@ def evaluate_budgets(
             Budget.team_name,
             Budget.stage,
             Budget.monthly_amount,
+            Budget.currency,
             Budget.thresholds,
             Budget.forecast,
             Budget.forecast_threshold,
+            Budget.amount_revision,
         ).order_by(Budget.scope)
     )
     for row in rows:
@@ -250,6 +259,7 @@ def evaluate_budgets(
                 team_name=row.team_name,
                 stage=row.stage,
                 amount=Decimal(row.monthly_amount),
+                currency=row.currency,
                 thresholds=tuple(sorted(row.thresholds or [])),
                 forecast_enabled=bool(row.forecast),
                 forecast_threshold=int(row.forecast_threshold or 100),
@@ -257,6 +267,7 @@ def evaluate_budgets(
                 as_of=as_of,
                 month_to_date=values["mtd"],
                 forecast=forecast_month_end(summary),
+                revision=int(row.amount_revision or 0),
             )
         )
     return statuses
@@ -328,7 +339,7 @@ def _add_resource_drivers(
 ) -> None:
     """Add each budget's top resources of the month so far."""
     as_of = wanted[0].as_of
-    # shape index -> scope key -> budget ids
+    # shape index -> scope key (with the budget's currency last) -> budget ids
     owners: dict[int, dict[tuple[str, ...], list[int]]] = {}
     for status in wanted:
         shape = (
@@ -336,10 +347,9 @@ def _add_resource_drivers(
             status.team_name is not None,
             status.stage is not None,
         )
-        owners.setdefault(SHAPES.index(shape), {}).setdefault(_scope_key(status, shape), []).append(
-            status.budget_id
-        )
-    columns = (DailySpend.model, DailySpend.team, DailySpend.stage)
+        key = (*_scope_key(status, shape), status.currency)
+        owners.setdefault(SHAPES.index(shape), {}).setdefault(key, []).append(status.budget_id)
+    columns = (DailySpend.model, DailySpend.team, DailySpend.stage, DailySpend.currency)
     resource = func.coalesce(DailySpend.resource_id, DailySpend.service)
     base = (
         select(*columns, resource.label("resource"), func.sum(cost).label("cost"))
@@ -353,20 +363,17 @@ def _add_resource_drivers(
             c
             for c, on in zip((base.c.model, base.c.team, base.c.stage), SHAPES[index], strict=True)
             if on
-        ]
+        ] + [base.c.currency]
         total = func.sum(base.c.cost)
         rank = func.row_number().over(partition_by=key_columns, order_by=total.desc())
-        padded = [*key_columns, literal(None, String)][:2]
-        scope_filter = (
-            key_columns[0].in_([k[0] for k in keys])
-            if len(key_columns) == 1
-            else tuple_(*key_columns).in_(list(keys))
-        )
+        padded = [*key_columns[:-1], literal(None, String)][:2]
+        scope_filter = tuple_(*key_columns).in_(list(keys))
         selects.append(
             select(
                 literal(index).label("shape"),
                 padded[0].label("k0"),
                 padded[1].label("k1"),
+                base.c.currency.label("currency"),
                 base.c.resource.label("label"),
                 total.label("cost"),
                 rank.label("rank"),
@@ -376,11 +383,12 @@ def _add_resource_drivers(
         )
     ranked = (union_all(*selects) if len(selects) > 1 else selects[0]).subquery()
     query = (
-        select(ranked.c.shape, ranked.c.k0, ranked.c.k1, ranked.c.label, ranked.c.cost)
+        select(ranked.c.shape, ranked.c.k0, ranked.c.k1, ranked.c.currency, ranked.c.label,
+               ranked.c.cost)
         .where(ranked.c.rank <= limit)
-        .order_by(ranked.c.shape, ranked.c.k0, ranked.c.k1, ranked.c.rank)
-    )
-    for index, k0, k1, label, amount in session.execute(query):
-        key = (str(k0),) if k1 is None else (str(k0), str(k1))
+        .order_by(ranked.c.shape, ranked.c.k0, ranked.c.k1, ranked.c.currency, ranked.c.rank)
+    )  # fmt: skip
+    for index, k0, k1, currency, label, amount in session.execute(query):
+        key = (str(k0), currency) if k1 is None else (str(k0), str(k1), currency)
         for budget_id in owners[int(index)].get(key, ()) if amount else ():
             drivers[budget_id].resources.append(Driver(str(label), Decimal(amount)))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
@@ -26,6 +27,8 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: str = Field(default=DEFAULT_SLACK_API_URL, validation_alias="SLACK_API_URL")
 
+    # The organisation's currency: for budgets without one, and for billing rows without one.
+    # Never a relabel: reports and the poll refuse it when the ledger holds no spend in it.
     currency: str = Field(default="USD", validation_alias="MLCOST_CURRENCY")
     timezone: str = Field(default="UTC", validation_alias="MLCOST_TIMEZONE")
     model_tag_keys: list[str] = Field(
@@ -65,6 +68,9 @@ class Settings(BaseSettings):
         default=Decimal(100), validation_alias="MLCOST_UNALLOCATED_MIN_DOLLARS"
     )
     anomaly_hour: int = Field(default=9, ge=0, le=23, validation_alias="MLCOST_ANOMALY_HOUR")
+    anomaly_recheck_days: int = Field(
+        default=7, ge=1, le=60, validation_alias="MLCOST_ANOMALY_RECHECK_DAYS"
+    )
     spot_advisor_file: Path | None = Field(
         default=None, validation_alias="MLCOST_SPOT_ADVISOR_FILE"
     )
@@ -83,6 +89,17 @@ class Settings(BaseSettings):
     slack_timeout_seconds: float = Field(
         default=15.0, gt=0, validation_alias="MLCOST_SLACK_TIMEOUT_SECONDS"
     )
+
+    @field_validator("currency")
+    @classmethod
+    def _currency_code(cls, code: str) -> str:
+        """Accept any case; refuse anything but a 3-letter ISO 4217 code."""
+        upper = code.strip().upper()
+        if not re.fullmatch(r"[A-Z]{3}", upper):
+            raise ValueError(
+                f"MLCOST_CURRENCY must be a 3-letter ISO 4217 code such as USD, not {code!r}"
+            )
+        return upper
 
     def poll_source_specs(self) -> list[tuple[str, str | None]]:
         """Return (kind, location) for each source the scheduled poll reads.

@@ -57,6 +57,10 @@ class ReportingWindow:
         """Return the day after the last day any part of a report needs."""
         return max(self.window.end, self.month.end)
 
+    def query_period(self) -> Period:
+        """Return every day any part of a report reads, labelled by the window."""
+        return Period(self.query_start(), self.query_end(), self.window.label)
+
 
 def data_through(session: Session, today: dt.date) -> dt.date | None:
     """Return the last day on or before today that the ledger has spend for."""

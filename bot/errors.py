@@ -25,3 +25,7 @@ class PermissionDenied(MlcostError):
 
 class UsageError(MlcostError):
     """A command was malformed."""
+
+
+class CurrencyError(MlcostError):
+    """Amounts in different currencies would be added, or the currency setting contradicts data."""

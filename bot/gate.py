@@ -84,15 +84,13 @@ def evaluate_gate(
         result.checks.append(
             GateCheck("budget", True, ", ".join(b.scope for b in budgets) + " budgeted")
         )
-        result.checks.append(_over_budget_check(session, budgets, as_of, settings.currency))
+        result.checks.append(_over_budget_check(session, budgets, as_of))
     result.checks.append(_decision_check(session, model.name))
     result.checks.append(_unit_cost_check(session, model.name, as_of, settings))
     return result
 
 
-def _over_budget_check(
-    session: Session, budgets: Sequence[Budget], as_of: dt.date, currency: str
-) -> GateCheck:
+def _over_budget_check(session: Session, budgets: Sequence[Budget], as_of: dt.date) -> GateCheck:
     month = month_of(as_of)
     over = []
     for budget in budgets:
@@ -100,6 +98,7 @@ def _over_budget_check(
             DailySpend.day >= month.start,
             DailySpend.day <= as_of,
             DailySpend.model == budget.model_name,
+            DailySpend.currency == budget.currency,  # a budget counts spend in its currency
         ]
         if budget.stage:
             spend_filter.append(DailySpend.stage == budget.stage)
@@ -116,10 +115,10 @@ def _over_budget_check(
             )
         ).first()
         if acknowledged is None:
-            limit = format_money(budget.monthly_amount, currency)
+            limit = format_money(budget.monthly_amount, budget.currency)
             over.append(
                 f"{budget.scope} is over budget in {month.label}: "
-                f"{format_money(spent, currency)} of {limit} and nobody acknowledged it"
+                f"{format_money(spent, budget.currency)} of {limit} and nobody acknowledged it"
             )
     if over:
         return GateCheck("over budget", False, "; ".join(over))

@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.models import IngestionRun, OutboxMessage, ReviewItem
+from bot.source_health import source_failures
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -16,7 +17,7 @@ def _iso(value: dt.datetime | None) -> str | None:
 
 
 def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
-    """Return the outbox backlog, the last ingestion and review threads waiting for an update.
+    """Return the outbox backlog, ingestion, failing poll sources and review threads to update.
 
     The backlog is what monitoring should watch: messages waiting to be posted (Slack rate
     limiting or down, or no scheduler running) and how long the oldest has waited.
@@ -38,6 +39,9 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
     refresh = session.scalar(
         select(func.count()).select_from(ReviewItem).where(ReviewItem.refresh_pending.is_(True))
     )
+    refresh_failed = session.scalar(
+        select(func.count()).select_from(ReviewItem).where(ReviewItem.refresh_error.is_not(None))
+    )
     return {
         "outbox": {
             "waiting": int(waiting or 0),
@@ -49,5 +53,7 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
         "last_ingestion": (
             {"source": last.source, "finished_at": _iso(last.finished_at)} if last else None
         ),
+        "source_failures": source_failures(session),
         "review_threads_to_update": int(refresh or 0),
+        "review_threads_failed": int(refresh_failed or 0),  # Slack refused for good; not retried
     }

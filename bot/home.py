@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, selectinload
 from bot.catalog import is_admin, model_owner_ids
 from bot.daily_spend import ReportingWindow, reporting_window
 from bot.models import DailySpend, MLModel, Team
+from bot.reports import display_currency
 from bot.team_report import ModelLine, daily_by_model, model_budgets, model_line
 
 
@@ -20,6 +21,7 @@ class HomeDashboard:
     span: ReportingWindow
     models: list[ModelLine]
     admin: bool
+    currency: str = "USD"
 
 
 def owned_models(session: Session, user_id: str) -> list[str]:
@@ -31,14 +33,22 @@ def owned_models(session: Session, user_id: str) -> list[str]:
     return sorted(m.name for m in models if user_id in model_owner_ids(m))
 
 
-def home_dashboard(*, session: Session, user_id: str, today: dt.date) -> HomeDashboard:
-    """Summarise each model the user owns: month to date, budget used, forecast."""
+def home_dashboard(
+    *, session: Session, user_id: str, today: dt.date, currency: str = "USD"
+) -> HomeDashboard:
+    """Summarise each model the user owns: month to date, budget used, forecast.
+
+    In one currency (`currency` is the organisation's): spend billed in several is refused.
+    """
     span = reporting_window(session, today, None)
     names = owned_models(session, user_id)
     lines: list[ModelLine] = []
+    owned = [DailySpend.model.in_(names)]
+    currency = display_currency(session, setting=currency, period=span.query_period(),
+                                where=owned, what="Your models' spend")  # fmt: skip
     if names:
-        series = daily_by_model(session, span, "billed", [DailySpend.model.in_(names)])
-        budgets = model_budgets(session)
+        series = daily_by_model(session, span, "billed", owned)
+        budgets = model_budgets(session, currency)
         lines = [model_line(n, series.get(n, {}), span, budgets.get(n)) for n in names]
         lines.sort(key=lambda line: (-line.month_to_date, line.name))
-    return HomeDashboard(user_id, span, lines, is_admin(session, user_id))
+    return HomeDashboard(user_id, span, lines, is_admin(session, user_id), currency)

@@ -41,7 +41,7 @@ _ATTRIBUTION_COLUMNS = ("model", "stage", "team", "model_tag_value", "attributio
 LEDGER_KEYS = (
     "day", "billing_period", "provider", "billing_account", "sub_account", "service",
     "service_category", "usage_type", "region", "resource_id", "instance_type",
-    "charge_category", "estimated", *_ATTRIBUTION_COLUMNS,
+    "charge_category", "currency", "estimated", *_ATTRIBUTION_COLUMNS,
 )  # fmt: skip
 LEDGER_VALUES = ("billed_cost", "effective_cost", "usage_quantity", "gpu_hours")
 _OPTIONAL_TEXT = (
@@ -51,19 +51,36 @@ _GPUS = pa.decimal128(3, 0)
 _QUANTITY = pa.decimal128(34, 10)  # times a 3-digit GPU count, still within 38 digits
 
 
+@dataclass(frozen=True)
+class CurrencyTotals:
+    """One currency's totals of an ingestion: billed = attributed + unallocated, exactly."""
+
+    currency: str
+    billed: Decimal
+    effective: Decimal
+    attributed: Decimal
+    unallocated: Decimal
+
+    @property
+    def reconciled(self) -> bool:
+        """Return whether attributed + unallocated equals billed exactly."""
+        return self.attributed + self.unallocated == self.billed
+
+    def as_dict(self) -> dict[str, str]:
+        names = ("billed", "effective", "attributed", "unallocated")
+        return {name: str(getattr(self, name)) for name in names}
+
+
 @dataclass
 class IngestReport:
-    """What one ingestion read and wrote, and the reconciliation."""
+    """What one ingestion read and wrote, and the reconciliation, per billing currency."""
 
     run_id: int
     source: str
     location: str
     rows_read: int
     rows_written: int
-    billed_total: Decimal
-    effective_total: Decimal
-    attributed_total: Decimal
-    unallocated_total: Decimal
+    totals: list[CurrencyTotals]
     replaced_rows: int
     api_requests: int
     scopes: list[ReplaceScope] = field(default_factory=list)
@@ -71,16 +88,56 @@ class IngestReport:
 
     @property
     def reconciled(self) -> bool:
-        """Return whether attributed + unallocated equals the billed total exactly."""
-        return self.attributed_total + self.unallocated_total == self.billed_total
+        """Return whether attributed + unallocated equals billed exactly, in every currency."""
+        return all(t.reconciled for t in self.totals)
+
+    @property
+    def currencies(self) -> list[str]:
+        """Return the billing currencies read, sorted."""
+        return [t.currency for t in self.totals]
+
+    def _single(self, name: str) -> Decimal:
+        if len(self.totals) > 1:
+            raise ValueError(
+                f"this ingestion was billed in {', '.join(self.currencies)}: its {name} total "
+                "exists per currency only (see totals)"
+            )
+        return getattr(self.totals[0], name) if self.totals else Decimal(0)
+
+    @property
+    def billed_total(self) -> Decimal:
+        """Return the billed total of a single-currency ingestion."""
+        return self._single("billed")
+
+    @property
+    def effective_total(self) -> Decimal:
+        """Return the effective total of a single-currency ingestion."""
+        return self._single("effective")
+
+    @property
+    def attributed_total(self) -> Decimal:
+        """Return the attributed total of a single-currency ingestion."""
+        return self._single("attributed")
+
+    @property
+    def unallocated_total(self) -> Decimal:
+        """Return the unallocated total of a single-currency ingestion."""
+        return self._single("unallocated")
+
+    def reconciliation_lines(self) -> list[str]:
+        """Return the lines printed after every ingestion: one per billing currency."""
+        if not self.totals:
+            return ["reconciliation OK: nothing billed"]
+        return [
+            f"reconciliation {'OK' if t.reconciled else 'MISMATCH'}: billed {t.billed:.2f} "
+            f"{t.currency} = attributed {t.attributed:.2f} {t.currency} + unallocated "
+            f"{t.unallocated:.2f} {t.currency}"
+            for t in self.totals
+        ]
 
     def reconciliation_line(self) -> str:
-        """Return the line printed after every ingestion."""
-        status = "OK" if self.reconciled else "MISMATCH"
-        return (
-            f"reconciliation {status}: billed {self.billed_total:.2f} = attributed "
-            f"{self.attributed_total:.2f} + unallocated {self.unallocated_total:.2f}"
-        )
+        """Return the reconciliation lines as one text."""
+        return "\n".join(self.reconciliation_lines())
 
 
 def ingest(
@@ -102,8 +159,6 @@ def ingest(
         location=source.location,
         rows_read=data.rows_read,
         api_requests=data.api_requests,
-        billed_total=data.billed_total,
-        effective_total=data.effective_total,
         scopes=[s.as_dict() for s in data.scopes],
     )
     session.add(run)
@@ -113,14 +168,20 @@ def ingest(
     replaced = replace_scopes(data.scopes, session=session)
     session.flush()
     target = DailySpend.metadata.tables[DailySpend.__tablename__]
-    written, billed, attributed = 0, Decimal(0), Decimal(0)
+    written = 0
+    billed: dict[str, Decimal] = {}
+    attributed: dict[str, Decimal] = {}
     for ledger in attribute_charges(data.charges, rules):
         written += ledger.num_rows
         if ledger.num_rows:
             days = pc.min_max(ledger["day"])
             touched = _widen(touched, days["min"].as_py(), days["max"].as_py())
-        billed += decimal_sum(ledger["billed_cost"])
-        attributed += decimal_sum(pc.filter(ledger["billed_cost"], pc.is_valid(ledger["model"])))
+        for code in pc.unique(ledger["currency"]).to_pylist():
+            rows = ledger.filter(pc.equal(ledger["currency"], code))
+            billed[code] = billed.get(code, Decimal(0)) + decimal_sum(rows["billed_cost"])
+            attributed[code] = attributed.get(code, Decimal(0)) + decimal_sum(
+                pc.filter(rows["billed_cost"], pc.is_valid(rows["model"]))
+            )
         run_ids = pc.fill_null(pa.nulls(ledger.num_rows, pa.int64()), run.id)
         insert_arrow(
             target, ledger.add_column(0, "run_id", run_ids), connection=session.connection()
@@ -129,24 +190,39 @@ def ingest(
         # Raising makes the caller roll back, the rows inserted above included.
         raise IngestError(
             f"{source.location}: internal reconciliation failed "
-            f"(read {data.billed_total}, attributed {billed}); nothing was written"
+            f"(read {_amounts(data.billed_total)}, attributed {_amounts(billed)}); "
+            "nothing was written"
         )
     if touched is not None:
         refresh_rollup(session, *touched)
+    totals = [
+        CurrencyTotals(
+            currency=code,
+            billed=billed.get(code, Decimal(0)),
+            effective=data.effective_total.get(code, Decimal(0)),
+            attributed=attributed.get(code, Decimal(0)),
+            unallocated=billed.get(code, Decimal(0)) - attributed.get(code, Decimal(0)),
+        )
+        for code in sorted(set(billed) | set(data.billed_total))
+    ]
     run.rows_written = written
-    run.attributed_total = attributed
-    run.unallocated_total = billed - attributed
+    run.currency_totals = {t.currency: t.as_dict() for t in totals}
+    if len(totals) == 1:  # a run in several currencies has its totals per currency only
+        run.billed_total, run.effective_total = totals[0].billed, totals[0].effective
+        run.attributed_total, run.unallocated_total = totals[0].attributed, totals[0].unallocated
     run.replaced_rows = replaced
     run.status = "succeeded"
     run.finished_at = utcnow()
     session.flush()
     return IngestReport(
         run_id=run.id, source=source.kind, location=source.location,
-        rows_read=data.rows_read, rows_written=written, billed_total=data.billed_total,
-        effective_total=data.effective_total, attributed_total=attributed,
-        unallocated_total=billed - attributed, replaced_rows=replaced,
+        rows_read=data.rows_read, rows_written=written, totals=totals, replaced_rows=replaced,
         api_requests=data.api_requests, scopes=data.scopes, notes=data.notes,
     )  # fmt: skip
+
+
+def _amounts(by_currency: dict[str, Decimal]) -> str:
+    return ", ".join(f"{amount} {code}" for code, amount in sorted(by_currency.items())) or "0"
 
 
 # pg_advisory_xact_lock takes a bigint: a stable one derived from a name (not the scheduler's)

@@ -16,7 +16,7 @@ from bot.daily_spend import ReportingWindow, in_period, reporting_window
 from bot.forecast import Forecast, forecast_month
 from bot.models import STAGES, Budget, DailySpend
 from bot.money import format_money, percent_of
-from bot.reports import cost_column
+from bot.reports import cost_column, display_currency
 
 ZERO = Decimal(0)
 TOP_RESOURCES = 5
@@ -50,6 +50,7 @@ class ModelReport:
     last_month_same_days: Decimal
     last_month_total: Decimal
     stage_budgets: dict[str, Decimal] = field(default_factory=dict)
+    currency: str = "USD"  # the spend's one currency; budgets in others are not compared
 
     @property
     def budget_used(self) -> Decimal | None:
@@ -76,11 +77,19 @@ class ModelReport:
 
 def model_report(
     *, session: Session, name: str, today: dt.date, window: str | None = None,
-    basis: str = "billed",
+    basis: str = "billed", currency: str = "USD",
 ) -> ModelReport:  # fmt: skip
-    """Build the report for a model; NotFoundError names the closest models."""
+    """Build the report for a model; NotFoundError names the closest models.
+
+    `currency` is the organisation's (MLCOST_CURRENCY); the report is in its spend's one
+    currency, and refuses spend billed in several (CurrencyError).
+    """
     model = find_model(session, name)
     span = reporting_window(session, today, window)
+    currency = display_currency(
+        session, setting=currency, period=span.query_period(),
+        where=[DailySpend.model == model.name], what=f"`{model.name}`'s spend",
+    )  # fmt: skip
     cost = cost_column(basis)
     start, end = span.query_start(), span.query_end()
     rows = session.execute(
@@ -105,7 +114,9 @@ def model_report(
     month_to_date = sum(stage_totals.values(), ZERO)
     budgets = {
         b.stage: b.monthly_amount
-        for b in session.scalars(select(Budget).where(Budget.model_name == model.name))
+        for b in session.scalars(
+            select(Budget).where(Budget.model_name == model.name, Budget.currency == currency)
+        )
     }
     shown = {day: stages for day, stages in by_day.items()
              if span.window.start <= day <= as_of and day < span.window.end}  # fmt: skip
@@ -126,6 +137,7 @@ def model_report(
         last_month_same_days=in_period(daily, span.same_days_last_month()),
         last_month_total=in_period(daily, span.previous_month),
         stage_budgets={stage: amount for stage, amount in budgets.items() if stage},
+        currency=currency,
     )
 
 

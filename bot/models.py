@@ -22,6 +22,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -183,6 +184,10 @@ class Budget(Base):
     thresholds: Mapped[list[int]] = mapped_column(JSONType, default=list)
     forecast: Mapped[bool] = mapped_column(Boolean, default=False)
     forecast_threshold: Mapped[int] = mapped_column(Integer, default=100)
+    # bumped whenever monthly_amount changes: the alerts of a new amount are new alerts
+    amount_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # the amount's currency: only spend billed in it counts against the budget
+    currency: Mapped[str] = mapped_column(String(3), default="USD", server_default="USD")
     updated_by: Mapped[str | None] = mapped_column(String(40))
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -199,13 +204,27 @@ class IngestionRun(Base):
     rows_read: Mapped[int] = mapped_column(Integer, default=0)
     rows_written: Mapped[int] = mapped_column(Integer, default=0)
     api_requests: Mapped[int] = mapped_column(Integer, default=0)
+    # these four are 0 for a run billed in several currencies: see currency_totals
     billed_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
     effective_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
     attributed_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
     unallocated_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    # currency -> {"billed", "effective", "attributed", "unallocated"} as exact strings
+    currency_totals: Mapped[dict[str, dict[str, str]] | None] = mapped_column(JSONType)
     replaced_rows: Mapped[int] = mapped_column(Integer, default=0)
     scopes: Mapped[list[dict[str, str]]] = mapped_column(JSONType, default=list)
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class SourceFailure(Base):
+    """A poll source whose last fetch failed: which, when, and a short safe reason (/healthz)."""
+
+    __tablename__ = "source_failures"
+
+    source: Mapped[str] = mapped_column(String(300), primary_key=True)
+    failed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    error: Mapped[str] = mapped_column(String(100))
+    message: Mapped[str] = mapped_column(Text)
 
 
 class DailySpend(Base):
@@ -234,6 +253,9 @@ class DailySpend(Base):
     resource_id: Mapped[str | None] = mapped_column(String(1024))
     instance_type: Mapped[str | None] = mapped_column(String(60))
     charge_category: Mapped[str] = mapped_column(String(30), default="Usage")
+    # the ISO 4217 code the row was billed in; amounts in different currencies are never added
+    # (rows from before the column existed are USD: see migration 0005)
+    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
     model: Mapped[str | None] = mapped_column(String(100))
     stage: Mapped[str] = mapped_column(String(20))
     team: Mapped[str | None] = mapped_column(String(100))
@@ -247,7 +269,7 @@ class DailySpend(Base):
 
 
 class SpendRollup(Base):
-    """The ledger summed by (day, model, team, stage): what budget evaluation reads.
+    """The ledger summed by (day, model, team, stage, currency): what budget evaluation reads.
 
     The ledger keeps it in step: every ingestion sums again the days it replaced or wrote, in the
     same transaction (bot.rollup.refresh_rollup).
@@ -262,6 +284,7 @@ class SpendRollup(Base):
             "model",
             "team",
             "stage",
+            "currency",
             "day",
             "billed_cost",
             "effective_cost",
@@ -275,6 +298,7 @@ class SpendRollup(Base):
     model: Mapped[str | None] = mapped_column(String(100))
     team: Mapped[str | None] = mapped_column(String(100))
     stage: Mapped[str] = mapped_column(String(20))
+    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
     billed_cost: Mapped[Decimal] = mapped_column(Money)
     effective_cost: Mapped[Decimal] = mapped_column(Money)
     gpu_hours: Mapped[Decimal] = mapped_column(Quantity)
@@ -325,6 +349,8 @@ class AlertSilence(Base):
     user_id: Mapped[str] = mapped_column(String(40))
     at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     reason: Mapped[str | None] = mapped_column(Text)
+    # the budget's amount_revision when given: a changed amount is not silenced by it
+    budget_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class ValueMetric(Base):
@@ -360,6 +386,8 @@ class Review(Base):
     status: Mapped[str] = mapped_column(String(20), default="open")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    # bumped by every decision under the review's row lock (compare-and-set; see record_decision)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
     items: Mapped[list[ReviewItem]] = relationship(
         back_populates="review", cascade="all, delete-orphan"
@@ -386,6 +414,8 @@ class ReviewItem(Base):
     reminded_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     # set with a decision, cleared once Slack shows it; the delivery job retries what is still set
     refresh_pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # why Slack refused the refresh for good (the flag is then cleared); reset by a new decision
+    refresh_error: Mapped[str | None] = mapped_column(Text)
 
     review: Mapped[Review] = relationship(back_populates="items")
 

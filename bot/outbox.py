@@ -2,21 +2,28 @@
 
 Delivery never holds a database lock across the network call. A worker claims a message (status
 `sending`, a lease, attempts + 1) in one short transaction, posts it with the dedupe key in the
-message metadata, and records the result in another. A message whose worker died mid-post is
-re-claimed when its lease expires; before posting again the worker looks for the key in the
-channel's recent history, so a post that did reach Slack is never sent twice.
+message metadata, and records the result in another. The lease runs from the clock at claim
+time. A message whose worker died mid-post is re-claimed when its lease expires; before posting
+again the worker looks for the key in the channel's history (a thread reply: in its thread's
+replies), so a post that did reach Slack is not sent twice. A lookup that fails (no history
+scope, a public channel posted to without joining) is "unknown": it is logged and the message
+is posted, which may double a post whose outcome was lost, but never drops one.
+
+A thread reply is claimed only once its parent has a ts; until then it waits without taking a
+place in the claim window. When a parent fails for good, its replies fail with it (naming the
+parent and its reason).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import Table, or_, select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Table, exists, or_, select, update
+from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from bot.db import dialect_insert, session_scope
 from bot.models import OutboxMessage
@@ -87,31 +94,61 @@ class DeliveryReport:
     dead: list[str] = field(default_factory=list)  # permanently undeliverable
 
 
+# Where an earlier attempt posted a message: (channel, dedupe key, posted no earlier than, the
+# thread's parent ts for a reply) -> the post, or None when not found.
+FindPosted = Callable[[str, str, dt.datetime, str | None], Posted | None]
+
+
 class HistoryLookup:
     """Find an already-posted message by its dedupe key (for posts whose outcome is unknown).
 
+    A top-level post is looked for in conversations.history, a thread reply in
+    conversations.replies of its parent (history lists no replies); both are read page by page.
     Needs channels:history and groups:history; for DMs (a user ID as the channel) im:write to
     open the DM and im:history to read it.
     """
 
+    PAGE_LIMIT = 200
+    MAX_PAGES = 50
+
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def __call__(self, channel: str, key: str, since: dt.datetime) -> Posted | None:
+    def __call__(
+        self, channel: str, key: str, since: dt.datetime, thread_ts: str | None = None
+    ) -> Posted | None:
         if channel[:1] in ("U", "W"):
             # posted to a user ID (a DM): its history lives under the DM's own ID
             opened = self.client.conversations_open(users=channel)
             channel = str(opened["channel"]["id"])
-        response = self.client.conversations_history(
-            channel=channel, oldest=f"{since.timestamp():.6f}", include_all_metadata=True,
-            limit=200,
-        )  # fmt: skip
-        for message in response.get("messages", []):
+        oldest = f"{since.timestamp():.6f}"
+        if thread_ts is None:
+            messages = self._messages(
+                self.client.conversations_history, channel=channel, oldest=oldest
+            )
+        else:
+            messages = self._messages(
+                self.client.conversations_replies, channel=channel, ts=thread_ts, oldest=oldest
+            )
+        for message in messages:
             metadata = message.get("metadata") or {}
             if (metadata.get("event_type") == METADATA_EVENT
                     and (metadata.get("event_payload") or {}).get("key") == key):  # fmt: skip
                 return Posted(channel=channel, ts=str(message["ts"]))
         return None
+
+    def _messages(self, method: Callable[..., Any], **params: Any) -> Iterator[dict[str, Any]]:
+        cursor: str | None = None
+        for _ in range(self.MAX_PAGES):
+            response = method(
+                include_all_metadata=True, limit=self.PAGE_LIMIT, cursor=cursor, **params
+            )
+            yield from response.get("messages") or []
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                return
+        log.warning("history of %s not read to the end (%d pages)", params["channel"],
+                    self.MAX_PAGES)  # fmt: skip
 
 
 def _retry_delay(exc: Exception, attempts: int) -> dt.timedelta:
@@ -140,9 +177,18 @@ def _error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}{f' ({code})' if code else ''}: {str(exc)[:300]}"
 
 
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _fixed(at: dt.datetime) -> Callable[[], dt.datetime]:
+    return lambda: at
+
+
 def deliver_pending(
-    *, session_factory: sessionmaker[Session], notifier: Notifier, now: dt.datetime,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    *, session_factory: sessionmaker[Session], notifier: Notifier,
+    now: dt.datetime | None = None, clock: Callable[[], dt.datetime] | None = None,
+    find_posted: FindPosted | None = None,
     limit: int = 200, kinds: tuple[str, ...] | None = None, lease: dt.timedelta = LEASE,
 ) -> DeliveryReport:  # fmt: skip
     """Deliver due messages one by one; a failure leaves the message for the next cycle.
@@ -150,19 +196,31 @@ def deliver_pending(
     A transient failure (429, 5xx, network) ends this round: Slack is unwell or asks us to wait,
     and the next cycle retries after Retry-After (or a backoff). A permanent one (unknown
     channel, invalid blocks) marks the message failed and moves on.
+
+    The clock is read at each claim (the lease), failure (the retry time) and delivery, so a
+    caller that took a while before delivering never claims with an already-expired lease. A
+    fixed `now` (tests, the demo) stands for a clock that does not move; with neither, the
+    system clock is used.
     """
+    if clock is None:
+        clock = _utcnow if now is None else _fixed(now)
+    elif now is not None:
+        raise TypeError("deliver_pending takes now or clock, not both")
     report = DeliveryReport()
+    with session_scope(session_factory) as session:
+        report.dead += fail_orphaned_replies(session)
     for _ in range(limit):
-        claimed = _claim(session_factory, now, kinds, lease)
+        claimed = _claim(session_factory, clock(), kinds, lease)
         if claimed is None:
             break
         message_id, key, channel, payload, thread_ts, attempts, created_at = claimed
+        posted = None
+        if attempts > 1 and find_posted is not None:
+            since = created_at - dt.timedelta(minutes=1)
+            posted = _look_up(find_posted, channel, key, since, thread_ts)
+            if posted is not None:
+                report.recovered.append(key)
         try:
-            posted = None
-            if attempts > 1 and find_posted is not None:
-                posted = find_posted(channel, key, created_at - dt.timedelta(minutes=1))
-                if posted is not None:
-                    report.recovered.append(key)
             if posted is None:
                 blocks = payload["blocks"]
                 posted = _post(notifier, channel, payload["text"], blocks, thread_ts, key)
@@ -171,14 +229,21 @@ def deliver_pending(
             log.log(logging.ERROR if permanent else logging.WARNING,
                     "outbox %s not delivered (attempt %d%s): %s", key, attempts,
                     ", giving up" if permanent else "", _error_text(exc))  # fmt: skip
+            orphans: list[str] = []
             with session_scope(session_factory) as session:
                 row = session.get(OutboxMessage, message_id)
                 if row is not None:
                     row.status = "failed" if permanent else "pending"
                     row.last_error = _error_text(exc)
-                    row.next_attempt_at = None if permanent else now + _retry_delay(exc, attempts)
+                    row.next_attempt_at = (
+                        None if permanent else clock() + _retry_delay(exc, attempts)
+                    )
+                if permanent:
+                    session.flush()
+                    orphans = fail_orphaned_replies(session)
             if permanent:
                 report.dead.append(key)
+                report.dead += orphans
                 continue
             report.failed.append(key)
             break
@@ -186,12 +251,50 @@ def deliver_pending(
             row = session.get(OutboxMessage, message_id)
             if row is not None:
                 row.status = "delivered"
-                row.delivered_at = now
+                row.delivered_at = clock()
                 row.slack_ts = posted.ts
                 row.slack_channel = posted.channel
                 row.last_error = None
         report.delivered.append(key)
     return report
+
+
+def _look_up(
+    find_posted: FindPosted, channel: str, key: str, since: dt.datetime, thread_ts: str | None
+) -> Posted | None:
+    """Return where an earlier attempt posted the message; None when not found or unknown."""
+    try:
+        return find_posted(channel, key, since, thread_ts)
+    except Exception as exc:
+        # a lookup error (no history scope, not a member of a public channel posted to through
+        # chat:write.public) says nothing about the post: treat it as not found and post
+        log.warning("outbox %s: could not look for an earlier post, posting: %s", key,
+                    _error_text(exc))  # fmt: skip
+        return None
+
+
+def fail_orphaned_replies(session: Session) -> list[str]:
+    """Mark failed every undelivered thread reply whose parent failed for good; return their keys.
+
+    A reply cannot be posted without its parent's ts, so it shares the parent's fate (and reason).
+    """
+    parent = aliased(OutboxMessage)
+    failed: list[str] = []
+    while True:  # a failed reply may itself be a parent
+        found = session.execute(
+            select(OutboxMessage, parent.dedupe_key, parent.last_error)
+            .join(parent, parent.dedupe_key == OutboxMessage.thread_key)
+            .where(parent.status == "failed", OutboxMessage.status.in_(("pending", "sending")))
+        ).all()
+        if not found:
+            return failed
+        for row, parent_key, reason in found:
+            row.status = "failed"
+            row.next_attempt_at = None
+            row.last_error = f"thread parent {parent_key} failed: {reason or 'unknown'}"[:2000]
+            log.error("outbox %s not delivered: %s", row.dedupe_key, row.last_error)
+            failed.append(row.dedupe_key)
+        session.flush()
 
 
 def _post(notifier: Notifier, channel: str, text: str, blocks: list[dict[str, Any]],
@@ -210,13 +313,23 @@ def _claim(
     kinds: tuple[str, ...] | None,
     lease: dt.timedelta,
 ) -> tuple[int, str, str, dict[str, Any], str | None, int, dt.datetime] | None:
+    posted_parent = aliased(OutboxMessage)
     with session_scope(factory) as session:
         due = or_(
             (OutboxMessage.status == "pending")
             & (or_(OutboxMessage.next_attempt_at.is_(None), OutboxMessage.next_attempt_at <= now)),
             (OutboxMessage.status == "sending") & (OutboxMessage.next_attempt_at <= now),
         )
-        query = select(OutboxMessage).where(due).order_by(OutboxMessage.id).limit(20)
+        # a thread reply is ready once its parent is posted; one that waits must not take a place
+        # in the window, or enough of them would starve every other message
+        ready = or_(
+            OutboxMessage.thread_key.is_(None),
+            exists().where(
+                posted_parent.dedupe_key == OutboxMessage.thread_key,
+                posted_parent.slack_ts.is_not(None),
+            ),
+        )
+        query = select(OutboxMessage).where(due, ready).order_by(OutboxMessage.id).limit(20)
         if kinds:
             query = query.where(OutboxMessage.kind.in_(kinds))
         if session.get_bind().dialect.name == "postgresql":
@@ -228,7 +341,7 @@ def _claim(
                     select(OutboxMessage).where(OutboxMessage.dedupe_key == row.thread_key)
                 ).first()
                 if parent is None or parent.slack_ts is None:
-                    continue  # the parent is not posted yet; the child waits
+                    continue  # unreachable: the query only returns replies to posted parents
                 thread_ts = parent.slack_ts
             # Compare-and-set on (status, attempts): of two workers that read the same row (SQLite
             # has no SKIP LOCKED), only one wins the claim.

@@ -85,6 +85,15 @@ class BudgetSpec(_Spec):
     thresholds: list[int] = Field(default_factory=lambda: [50, 80, 100])
     forecast: bool = False
     forecast_threshold: int = Field(default=100, ge=1, le=1000)
+    # the amount's ISO 4217 code; None: the organisation's (MLCOST_CURRENCY) at import
+    currency: str | None = None
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, code: str | None) -> str | None:
+        if code is not None and not re.fullmatch(r"[A-Z]{3}", code):
+            raise ValueError(f"{code!r} is not a 3-letter ISO 4217 currency code such as USD")
+        return code
 
     @field_validator("scope")
     @classmethod
@@ -153,18 +162,115 @@ def parse_scope(scope: str) -> tuple[str | None, str | None, str | None]:
 
 # --- YAML with line numbers -------------------------------------------------------------
 
+_CORE = "tag:yaml.org,2002:"
+CORE_TAGS = frozenset(_CORE + t for t in ("str", "int", "float", "bool", "null", "seq", "map"))
+MAX_DEPTH = 20
 
-def _to_python(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> Any:
+
+class _RefusedYAML(yaml.MarkedYAMLError):
+    """A construct the registry does not allow, reported at its line."""
+
+
+class _RegistryLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors, aliases, non-core tags and deep nesting while composing.
+
+    The checks run on each event before its node is built, so nothing is ever expanded.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _RefusedYAML(
+                problem="anchors and aliases (&name, *name) are not allowed in a registry file; "
+                "write each value out",
+                problem_mark=event.start_mark,
+            )
+        tag = getattr(event, "tag", None)
+        if tag not in (None, "!") and tag not in CORE_TAGS:
+            shown = "!!" + tag.removeprefix(_CORE) if tag.startswith(_CORE) else tag
+            raise _RefusedYAML(
+                problem=f"the tag {shown} is not allowed in a registry file; "
+                "remove it (plain strings, numbers, lists and mappings only)",
+                problem_mark=event.start_mark,
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _RefusedYAML(
+                    problem=f"nested deeper than {MAX_DEPTH} levels", problem_mark=event.start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _compose(text: str) -> yaml.Node | None:
+    loader = _RegistryLoader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
+def _yaml_error_line(exc: yaml.YAMLError, text: str) -> int | None:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return int(mark.line) + 1
+    if isinstance(exc, yaml.reader.ReaderError):
+        return text[: exc.position].count("\n") + 1
+    return None
+
+
+def _yaml_error_message(exc: yaml.YAMLError, text: str, source: str) -> str:
+    """Say what is wrong with the YAML in one line: file, line, problem."""
+    line = _yaml_error_line(exc, text)
+    if isinstance(exc, _RefusedYAML):
+        problem = str(exc.problem)
+    elif isinstance(exc, yaml.reader.ReaderError):
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        problem = f"invalid YAML: character #x{code:04x} is not allowed"
+    else:
+        parts = [getattr(exc, "context", None), getattr(exc, "problem", None)]
+        detail = ", ".join(str(p) for p in parts if p) or str(exc)
+        problem = "invalid YAML: " + " ".join(detail.split())
+    return f"{source}:{line or '?'}: {problem}"
+
+
+def _to_python(
+    node: yaml.Node,
+    path: tuple[Any, ...],
+    lines: dict[tuple[Any, ...], int],
+    constructor: yaml.constructor.SafeConstructor,
+) -> Any:
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node))
-            result[key] = _to_python(value_node, (*path, key), lines)
+            if key_node.tag == _CORE + "merge":
+                raise _RefusedYAML(
+                    problem="merge keys (<<) are not allowed in a registry file",
+                    problem_mark=key_node.start_mark,
+                )
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _RefusedYAML(
+                    problem="mapping keys must be plain values", problem_mark=key_node.start_mark
+                )
+            key = constructor.construct_object(key_node)
+            if key in result:
+                raise _RefusedYAML(
+                    problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark
+                )
+            result[key] = _to_python(value_node, (*path, key), lines, constructor)
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, (*path, i), lines) for i, item in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
+        return [
+            _to_python(item, (*path, i), lines, constructor) for i, item in enumerate(node.value)
+        ]
+    return constructor.construct_object(node)
 
 
 def _line_for(path: Sequence[Any], lines: dict[tuple[Any, ...], int]) -> int | None:
@@ -178,14 +284,13 @@ def _line_for(path: Sequence[Any], lines: dict[tuple[Any, ...], int]) -> int | N
 
 def parse_registry(text: str, source: str = "registry") -> RegistrySpec:
     """Parse and fully validate registry YAML; raise RegistryError naming line and field."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise RegistryError(f"{source}:{where} is not valid YAML: {exc}") from None
     lines: dict[tuple[Any, ...], int] = {}
-    data = _to_python(node, (), lines) if node is not None else {}
+    try:
+        node = _compose(text)
+        constructor = yaml.constructor.SafeConstructor()
+        data = _to_python(node, (), lines, constructor) if node is not None else {}
+    except yaml.YAMLError as exc:
+        raise RegistryError(_yaml_error_message(exc, text, source)) from None
     if not isinstance(data, dict):
         raise RegistryError(f"{source}: the registry must be a mapping with teams, models, ...")
     try:
@@ -240,8 +345,19 @@ def _cross_check(spec: RegistrySpec, lines: dict[tuple[Any, ...], int], source: 
 # --- database sync ------------------------------------------------------------------------
 
 
-def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli") -> dict[str, int]:
-    """Make the database match the spec exactly (idempotent); return counts of what changed."""
+# The audit detail key naming entities whose Slack-side values an import kept.
+KEPT_SLACK_CHANGES = "kept_slack_changes"
+
+
+def import_registry(
+    spec: RegistrySpec, *, session: Session, actor: str = "cli", kept: Sequence[str] = (),
+    default_currency: str = "USD",
+) -> dict[str, int]:  # fmt: skip
+    """Make the database match the spec exactly (idempotent); return counts of what changed.
+
+    `kept` names entities whose Slack-side changes the spec kept; the audit record says so.
+    A budget without a `currency` gets `default_currency` (the organisation's, MLCOST_CURRENCY).
+    """
     changes = {"created": 0, "updated": 0, "removed": 0}
 
     teams = {t.name: t for t in session.scalars(select(Team).options(selectinload(Team.owners)))}
@@ -312,12 +428,15 @@ def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli")
             "thresholds": budget_spec.thresholds,
             "forecast": budget_spec.forecast,
             "forecast_threshold": budget_spec.forecast_threshold,
+            "currency": budget_spec.currency or default_currency,
         }
         budget = budgets.get(budget_spec.scope)
         if budget is None:
             session.add(Budget(scope=budget_spec.scope, updated_by=actor, **values))
             changes["created"] += 1
         elif any(getattr(budget, k) != v for k, v in values.items()):
+            if budget.monthly_amount != budget_spec.monthly:
+                budget.amount_revision = (budget.amount_revision or 0) + 1  # fresh thresholds
             for key, value in values.items():
                 setattr(budget, key, value)
             budget.updated_by = actor
@@ -343,8 +462,11 @@ def import_registry(spec: RegistrySpec, *, session: Session, actor: str = "cli")
             changes["updated"] += 1
 
     if any(changes.values()):
+        detail: dict[str, Any] = dict(changes)
+        if kept:
+            detail[KEPT_SLACK_CHANGES] = list(kept)
         session.add(
-            AuditLog(actor=actor, action="registry.import", target="registry", detail=dict(changes))
+            AuditLog(actor=actor, action="registry.import", target="registry", detail=detail)
         )
     session.flush()
     return changes
@@ -398,6 +520,7 @@ def export_registry(*, session: Session) -> RegistrySpec:
                 thresholds=list(b.thresholds),
                 forecast=b.forecast,
                 forecast_threshold=b.forecast_threshold,
+                currency=b.currency,
             )
             for b in budgets
         ],
@@ -427,6 +550,9 @@ def load_registry_file(path: Path) -> RegistrySpec:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise RegistryError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise RegistryError(f"{path}:{line}: not UTF-8 text (byte {exc.start})") from None
     return parse_registry(text, source=str(path))
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
+from sqlalchemy.orm.attributes import set_committed_value
 
 from bot.blocks.review import (
     DECISIONS,
@@ -28,12 +29,13 @@ from bot.blocks.review import (
 from bot.catalog import can_manage_model, is_admin, model_owner_ids
 from bot.config import Settings
 from bot.db import dialect_insert, session_scope
-from bot.errors import NotFoundError, PermissionDenied, UsageError
+from bot.errors import MlcostError, NotFoundError, PermissionDenied, UsageError
 from bot.models import AuditLog, MLModel, OutboxMessage, Review, ReviewItem, Team
-from bot.outbox import deliver_pending, enqueue
+from bot.outbox import PERMANENT_ERRORS, FindPosted, deliver_pending, enqueue
 from bot.periods import Period, previous_month
 from bot.signoff import signoff_counts
-from bot.slack.notifier import SLACK_FAILURES, Notifier, Posted
+from bot.slack.guard import MessageTooLarge
+from bot.slack.notifier import SLACK_FAILURES, Notifier
 from bot.unit_economics import economics_for, verdict_rules
 
 log = logging.getLogger(__name__)
@@ -200,12 +202,15 @@ def _delivered_ts(session: Session, key: str) -> str | None:
     ).first()
 
 
-def _load_item(session: Session, item_id: int) -> ReviewItem:
-    item = session.scalars(
+def _load_item(session: Session, item_id: int, *, fresh: bool = False) -> ReviewItem:
+    query = (
         select(ReviewItem)
         .where(ReviewItem.id == item_id)
         .options(selectinload(ReviewItem.review).selectinload(Review.items))
-    ).first()
+    )
+    if fresh:  # overwrite what the session already loaded with what the database holds now
+        query = query.execution_options(populate_existing=True)
+    item = session.scalars(query).first()
     if item is None:
         raise NotFoundError("That review item no longer exists.")
     return item
@@ -231,6 +236,28 @@ def check_can_decide(*, session: Session, item_id: int, user_id: str) -> ReviewI
     return item
 
 
+DECISION_ATTEMPTS = 5
+REFRESH_ROUNDS = 5
+# what a thread refresh raises when Slack refuses or cannot be reached, or the message is too large
+REFRESH_FAILURES: tuple[type[Exception], ...] = (*SLACK_FAILURES, MessageTooLarge)
+
+
+class DecisionConflict(MlcostError):
+    """Other decisions in the same review kept landing while this one was being recorded."""
+
+
+def _lock_review(session: Session, review_id: int) -> int:
+    """Lock the review's row until the transaction ends (PostgreSQL); return its version.
+
+    SQLite ignores FOR UPDATE; there the compare-and-set in record_decision, made under
+    SQLite's single write lock, detects a stale read instead.
+    """
+    version = session.scalar(select(Review.version).where(Review.id == review_id).with_for_update())
+    if version is None:
+        raise NotFoundError("That review no longer exists.")
+    return version
+
+
 def record_decision(
     *,
     session: Session,
@@ -240,17 +267,44 @@ def record_decision(
     reason: str | None,
     now: dt.datetime,
 ) -> ReviewItem:
-    """Record (or change) a decision after checking permission; audited with who and when."""
+    """Record (or change) a decision after checking permission; audited with who and when.
+
+    Decisions in one review are serialised: the review's row is locked, the item and its
+    siblings are read after the lock, and the review's version is bumped only if nobody else
+    bumped it since that read (else the read is repeated). So the audit's `before` is the
+    decision actually replaced, and the decision that completes the review closes it. The same
+    decision by the same person with the same reason again (a double submit) records nothing.
+    """
     if decision not in DECISIONS:
         raise UsageError(f"unknown decision {decision!r}")
     item = check_can_decide(session=session, item_id=item_id, user_id=user_id)
+    review_id = item.review_id
+    reason = (reason or "").strip()[:2000] or None
+    for _ in range(DECISION_ATTEMPTS):
+        version = _lock_review(session, review_id)
+        item = _load_item(session, item_id, fresh=True)
+        if (item.decision, item.decided_by, item.reason) == (decision, user_id, reason):
+            return item  # the same decision again (a double submit): nothing new to record
+        bumped = session.execute(
+            update(Review)
+            .where(Review.id == review_id, Review.version == version)
+            .values(version=version + 1)
+            .execution_options(synchronize_session=False)
+        )
+        if bumped.rowcount == 1:  # type: ignore[attr-defined]
+            break
+        log.info("review %d: a concurrent decision landed first; reading again", review_id)
+    else:
+        raise DecisionConflict("Others are deciding in this review right now; please try again.")
+    review = item.review
+    set_committed_value(review, "version", version + 1)  # what the UPDATE above wrote
     before = item.decision
     item.decision = decision
     item.decided_by = user_id
     item.decided_at = now
-    item.reason = (reason or "").strip()[:2000] or None
+    item.reason = reason
     item.refresh_pending = True  # cleared once the thread shows it (see refresh_messages)
-    review = item.review
+    item.refresh_error = None
     session.add(
         AuditLog(
             actor=user_id,
@@ -266,59 +320,137 @@ def record_decision(
     return item
 
 
-def refresh_messages(*, session: Session, notifier: Notifier, item_id: int, currency: str) -> None:
-    """Update the item's message and its review's parent message in place.
+def refresh_messages(
+    *, session_factory: sessionmaker[Session], notifier: Notifier, item_id: int, currency: str
+) -> bool:
+    """Show the committed decisions in the item's message and its review's parent message.
 
-    Both updates render what the database holds now, so repeating them is harmless. The item's
-    refresh flag is cleared only if no newer decision arrived while Slack was being called.
+    Each round renders in a fresh transaction and calls Slack outside it; then, with the review
+    locked, it checks that no decision in the review landed meanwhile. If one did, the messages
+    are rendered again, so the last update Slack receives shows every committed decision. The
+    item's refresh flag is cleared only by a round that found nothing newer; return whether one
+    did (else the flag stays and the refresh job tries again). Slack errors propagate.
     """
-    item = _load_item(session, item_id)
-    review = item.review
-    rendered_for = item.decided_at
-    sync_message_ts(session=session, reviews=[review])
-    if item.message_ts:
-        text, blocks = item_message(item, currency)
-        notifier.update(review.channel, item.message_ts, text, blocks)
-    if review.parent_ts:
-        text, blocks = parent_message(review, currency)
-        notifier.update(review.channel, review.parent_ts, text, blocks)
-    if item.message_ts and review.parent_ts:
-        session.execute(
-            update(ReviewItem)
-            .where(ReviewItem.id == item.id, ReviewItem.decided_at == rendered_for)
-            .values(refresh_pending=False)
-            .execution_options(synchronize_session=False)
-        )
+    for _ in range(REFRESH_ROUNDS):
+        with session_scope(session_factory) as session:
+            # the version is read before the rows it stands for: PostgreSQL reads each statement
+            # at its own moment, so rows read later are at least this new (a newer one is
+            # noticed by the check below and rendered again)
+            version = session.scalar(
+                select(Review.version).join(ReviewItem).where(ReviewItem.id == item_id)
+            )
+            item = _load_item(session, item_id)
+            review = item.review
+            sync_message_ts(session=session, reviews=[review])
+            review_id, channel = review.id, review.channel
+            item_ts, parent_ts = item.message_ts, review.parent_ts
+            item_shown = item_message(item, currency) if item_ts else None
+            parent_shown = parent_message(review, currency) if parent_ts else None
+        if item_ts and item_shown:
+            notifier.update(channel, item_ts, *item_shown)
+        if parent_ts and parent_shown:
+            notifier.update(channel, parent_ts, *parent_shown)
+        with session_scope(session_factory) as session:
+            _lock_review(session, review_id)  # PostgreSQL: no decision lands until this commits
+            if item_ts and parent_ts:
+                unchanged = select(Review.id).where(
+                    Review.id == review_id, Review.version == version
+                )
+                session.execute(
+                    update(ReviewItem)
+                    .where(ReviewItem.id == item_id, ReviewItem.review_id.in_(unchanged))
+                    .values(refresh_pending=False)
+                    .execution_options(synchronize_session=False)
+                )
+            # read after that write: on SQLite the write lock it took keeps this read current
+            if session.scalar(select(Review.version).where(Review.id == review_id)) == version:
+                return True
+        # a decision landed after this round rendered: show it too
+    log.warning("review item %d: decisions kept landing during its refresh; retried later", item_id)
+    return False
+
+
+# chat.update errors no retry fixes, besides those of a post
+REFRESH_PERMANENT_ERRORS = PERMANENT_ERRORS | {
+    "message_not_found", "cant_update_message", "edit_window_closed", "is_inactive",
+}  # fmt: skip
+
+
+def _slack_error(exc: Exception) -> str | None:
+    response: Any = getattr(exc, "response", None)
+    return response.get("error") if response is not None and hasattr(response, "get") else None
+
+
+def _status_code(exc: Exception) -> int | None:
+    return getattr(getattr(exc, "response", None), "status_code", None)
+
+
+@dataclass
+class RefreshReport:
+    """What a refresh round did with each review item waiting for its thread update."""
+
+    refreshed: list[int] = field(default_factory=list)
+    retrying: list[int] = field(default_factory=list)  # still flagged; the next round tries again
+    given_up: list[int] = field(default_factory=list)  # refused for good; the error is recorded
 
 
 def refresh_pending_messages(
     *, session_factory: sessionmaker[Session], notifier: Notifier, currency: str, limit: int = 50
-) -> tuple[int, int]:
-    """Retry the Slack updates of decisions whose messages were not refreshed; (done, failed).
+) -> RefreshReport:
+    """Retry the Slack updates of decisions whose messages were not refreshed.
 
-    A transient failure (429, 5xx, network) ends the round; the flag stays for the next one.
+    Each item fails alone. A transient failure (5xx, network) keeps its flag for the next round;
+    a rate limit also ends this round, as Slack asks. A permanent one (msg_too_long,
+    channel_not_found, a message over Slack's limits, ...) is recorded on the item, whose flag is
+    cleared so it is not retried run after run; a new decision on the item tries again.
     """
+    report = RefreshReport()
     with session_scope(session_factory) as session:
         ids = list(
             session.scalars(
                 select(ReviewItem.id)
                 .where(ReviewItem.refresh_pending.is_(True))
-                .order_by(ReviewItem.decided_at)
+                .order_by(ReviewItem.decided_at, ReviewItem.id)
                 .limit(limit)
             )
         )
-    done = 0
-    for item_id in ids:
+    for index, item_id in enumerate(ids):
         try:
-            with session_scope(session_factory) as session:
-                refresh_messages(
-                    session=session, notifier=notifier, item_id=item_id, currency=currency
-                )
-        except SLACK_FAILURES as exc:  # logged; the flag keeps it for the next round
+            shown = refresh_messages(
+                session_factory=session_factory, notifier=notifier, item_id=item_id,
+                currency=currency,
+            )  # fmt: skip
+        except REFRESH_FAILURES as exc:
+            error = _slack_error(exc)
+            if isinstance(exc, MessageTooLarge) or error in REFRESH_PERMANENT_ERRORS:
+                log.error("review item %d: Slack refused its thread update for good: %s",
+                          item_id, exc)  # fmt: skip
+                _give_up_refresh(session_factory, item_id, f"{type(exc).__name__}: {exc}")
+                report.given_up.append(item_id)
+                continue
             log.warning("review item %d: message not refreshed yet: %s", item_id, exc)
-            return done, len(ids) - done
-        done += 1
-    return done, 0
+            report.retrying.append(item_id)
+            if error == "ratelimited" or _status_code(exc) == 429:
+                report.retrying += ids[index + 1 :]
+                break
+            continue
+        except Exception:  # a bug in one item's rendering must not hold up the others
+            log.exception("review item %d: thread refresh failed", item_id)
+            report.retrying.append(item_id)
+            continue
+        (report.refreshed if shown else report.retrying).append(item_id)
+    return report
+
+
+def _give_up_refresh(session_factory: sessionmaker[Session], item_id: int, error: str) -> None:
+    """Record why an item's thread cannot be updated and stop retrying it."""
+    with session_scope(session_factory) as session:
+        session.execute(
+            update(ReviewItem)
+            .where(ReviewItem.id == item_id)
+            .values(refresh_pending=False, refresh_error=error[:1000])
+            .execution_options(synchronize_session=False)
+        )
 
 
 def enqueue_reminders(*, session: Session, now: dt.datetime, after_days: int) -> int:
@@ -375,16 +507,21 @@ def deliver_reviews(
     session_factory: sessionmaker[Session],
     notifier: Notifier,
     now: dt.datetime,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None,
+    find_posted: FindPosted | None,
     currency: str,
     report: ReviewPostReport | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> ReviewPostReport:
-    """Deliver pending review messages, record where they landed, upload pending charts."""
+    """Deliver pending review messages, record where they landed, upload pending charts.
+
+    Delivery leases by `clock` when given (read at each claim), else as of `now`.
+    """
     report = report or ReviewPostReport()
     delivery = deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
-        now=now,
+        now=None if clock is not None else now,
+        clock=clock,
         find_posted=find_posted,
         kinds=REVIEW_KINDS,
     )
@@ -417,8 +554,9 @@ def post_reviews(
     month: Period,
     settings: Settings,
     now: dt.datetime,
-    find_posted: Callable[[str, str, dt.datetime], Posted | None] | None = None,
+    find_posted: FindPosted | None = None,
     teams: set[str] | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
 ) -> ReviewPostReport:
     """Open the month's reviews (once), post them, and upload each team's chart (once)."""
     report = ReviewPostReport()
@@ -436,6 +574,7 @@ def post_reviews(
         find_posted=find_posted,
         currency=settings.currency,
         report=report,
+        clock=clock,
     )
 
 

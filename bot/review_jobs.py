@@ -68,6 +68,7 @@ def run_monthly_review_job(services: AppServices) -> ReviewPostReport | None:
         settings=services.settings,
         now=services.clock(),
         find_posted=HistoryLookup(services.client),
+        clock=services.clock,
     )
     log.info(
         "review %s: opened %d, delivered %d, failed %d, charts %d",
@@ -93,6 +94,7 @@ def run_review_reminders_job(services: AppServices) -> int:
         now=now,
         find_posted=HistoryLookup(services.client),
         currency=services.settings.currency,
+        clock=services.clock,
     )
     return count
 
@@ -108,7 +110,7 @@ def run_weekly_signoff_job(services: AppServices) -> int:
     deliver_pending(
         session_factory=services.session_factory,
         notifier=SlackNotifier(services.client),
-        now=now,
+        clock=services.clock,
         find_posted=HistoryLookup(services.client),
         kinds=(SIGNOFF_KIND,),
     )
@@ -117,11 +119,16 @@ def run_weekly_signoff_job(services: AppServices) -> int:
 
 def run_review_refresh_job(services: AppServices) -> int:
     """Update review threads whose decision was recorded while Slack could not be updated."""
-    done, failed = refresh_pending_messages(
+    report = refresh_pending_messages(
         session_factory=services.session_factory,
         notifier=SlackNotifier(services.client),
         currency=services.settings.currency,
     )
-    if done or failed:
-        log.info("review threads refreshed: %d, still pending: %d", done, failed)
-    return done
+    if report.refreshed or report.retrying or report.given_up:
+        log.info(
+            "review threads refreshed: %d, still pending: %d, refused by Slack: %d",
+            len(report.refreshed),
+            len(report.retrying),
+            len(report.given_up),
+        )
+    return len(report.refreshed)

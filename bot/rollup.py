@@ -1,4 +1,4 @@
-"""Keep spend_rollup (the ledger summed by day, model, team and stage) in step with the ledger."""
+"""Keep spend_rollup (the ledger summed by day, model, team, stage and currency) in step."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from bot.models import DailySpend, SpendRollup
 
-_KEYS = ("day", "model", "team", "stage")
+_KEYS = ("day", "model", "team", "stage", "currency")
 _SUMS = ("billed_cost", "effective_cost", "gpu_hours")
 
 

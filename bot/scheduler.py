@@ -67,6 +67,7 @@ def run_poll(services: AppServices) -> None:
         notifier=SlackNotifier(services.client),
         find_posted=HistoryLookup(services.client),
         checks=POLL_CHECKS,
+        clock=services.clock,  # ingesting takes time: lease from the clock at claim time
     )
     log.info(
         "poll cycle as of %s: %d budgets, %d alerts queued",
@@ -85,6 +86,7 @@ def run_anomalies(services: AppServices) -> None:
         notifier=SlackNotifier(services.client),
         find_posted=HistoryLookup(services.client),
         checks=("anomalies",),
+        clock=services.clock,
     )
     log.info("anomaly check for %s: %d alerts queued", report.as_of, report.queued)
 
@@ -95,7 +97,7 @@ def run_delivery(services: AppServices) -> None:
         session_factory=services.session_factory,
         settings=services.settings,
         notifier=SlackNotifier(services.client),
-        now=services.clock(),
+        clock=services.clock,
         find_posted=HistoryLookup(services.client),
     )
 

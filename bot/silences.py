@@ -1,4 +1,8 @@
-"""Acknowledge or snooze a budget's alerts: permission-checked, recorded with who and when."""
+"""Acknowledge or snooze a budget's alerts: permission-checked, recorded with who and when.
+
+A silence holds for the budget's current amount only (its amount revision): once the amount
+changes, the new thresholds alert again until someone silences them.
+"""
 
 from __future__ import annotations
 
@@ -27,9 +31,10 @@ def acknowledge_budget(
     *, session: Session, user_id: str, scope: str, period: str, now: dt.datetime
 ) -> AlertSilence:
     """Silence a budget for the rest of the month (except being exceeded); audited."""
-    find_budget(session, scope)
+    budget = find_budget(session, scope)
     check_budget_permission(session, user_id, scope)
-    silence = AlertSilence(budget_scope=scope, period=period, kind="ack", user_id=user_id, at=now)
+    silence = AlertSilence(budget_scope=scope, period=period, kind="ack", user_id=user_id, at=now,
+                           budget_revision=budget.amount_revision)  # fmt: skip
     session.add(silence)
     session.add(
         AuditLog(
@@ -54,12 +59,13 @@ def snooze_budget(
     days: int = SNOOZE_DAYS,
 ) -> AlertSilence:
     """Silence a budget's alerts for `days` days; audited."""
-    find_budget(session, scope)
+    budget = find_budget(session, scope)
     check_budget_permission(session, user_id, scope)
     until = now + dt.timedelta(days=days)
     silence = AlertSilence(
-        budget_scope=scope, period=period, kind="snooze", until=until, user_id=user_id, at=now
-    )
+        budget_scope=scope, period=period, kind="snooze", until=until, user_id=user_id, at=now,
+        budget_revision=budget.amount_revision,
+    )  # fmt: skip
     session.add(silence)
     session.add(
         AuditLog(

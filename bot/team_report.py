@@ -18,7 +18,7 @@ from bot.daily_spend import ReportingWindow, in_period, reporting_window
 from bot.forecast import Forecast, forecast_month
 from bot.models import Budget, DailySpend, MLModel
 from bot.money import format_money, percent_of
-from bot.reports import cost_column
+from bot.reports import cost_column, display_currency
 
 ZERO = Decimal(0)
 NO_MODEL = "(no model)"
@@ -61,6 +61,7 @@ class TeamReport:
     models: list[ModelLine]
     total: ModelLine
     daily_by_model: dict[str, dict[dt.date, Decimal]]
+    currency: str = "USD"
 
 
 @dataclass
@@ -70,6 +71,7 @@ class TopModels:
     biggest: list[ModelLine]
     growing: list[ModelLine]
     total: Decimal
+    currency: str = "USD"
 
 
 def daily_by_model(
@@ -97,24 +99,31 @@ def model_line(name: str, daily: dict[dt.date, Decimal], span: ReportingWindow,
                      forecast, budget)  # fmt: skip
 
 
-def model_budgets(session: Session) -> dict[str, Decimal]:
-    """Return every model's whole-model monthly budget."""
+def model_budgets(session: Session, currency: str = "USD") -> dict[str, Decimal]:
+    """Return every model's whole-model monthly budget in a currency."""
     rows = session.execute(
         select(Budget.model_name, Budget.monthly_amount)
-        .where(Budget.model_name.is_not(None), Budget.stage.is_(None))
+        .where(Budget.model_name.is_not(None), Budget.stage.is_(None),
+               Budget.currency == currency)
     )  # fmt: skip
     return {name: amount for name, amount in rows if name is not None}
 
 
 def team_report(*, session: Session, name: str, today: dt.date, window: str | None = None,
-                basis: str = "billed") -> TeamReport:  # fmt: skip
-    """Rank a team's models by month-to-date spend, with the team's total and forecast."""
+                basis: str = "billed", currency: str = "USD") -> TeamReport:  # fmt: skip
+    """Rank a team's models by month-to-date spend, with the team's total and forecast.
+
+    `currency` is the organisation's; the report is in the team's spend's one currency.
+    """
     team = find_team(session, name)
     span = reporting_window(session, today, window)
+    currency = display_currency(session, setting=currency, period=span.query_period(),
+                                where=[DailySpend.team == team.name],
+                                what=f"team `{team.name}`'s spend")  # fmt: skip
     series = daily_by_model(session, span, basis, [DailySpend.team == team.name])
     for model_name in session.scalars(select(MLModel.name).where(MLModel.team_id == team.id)):
         series.setdefault(model_name, {})
-    budgets = model_budgets(session)
+    budgets = model_budgets(session, currency)
     lines = [model_line(model, daily, span, budgets.get(model)) for model, daily in series.items()]
     lines.sort(key=lambda line: (-line.month_to_date, line.name))
     team_daily: dict[dt.date, Decimal] = defaultdict(lambda: ZERO)
@@ -122,28 +131,37 @@ def team_report(*, session: Session, name: str, today: dt.date, window: str | No
         for day, value in daily.items():
             team_daily[day] += value
     team_budget = session.scalar(
-        select(Budget.monthly_amount).where(Budget.team_name == team.name, Budget.stage.is_(None))
+        select(Budget.monthly_amount).where(
+            Budget.team_name == team.name, Budget.stage.is_(None), Budget.currency == currency
+        )
     )
     return TeamReport(
         team=team.name, owners=sorted(o.user_id for o in team.owners), channel=team.channel,
         basis=basis, span=span, models=lines,
         total=model_line(f"team {team.name}", dict(team_daily), span, team_budget),
-        daily_by_model=dict(series),
+        daily_by_model=dict(series), currency=currency,
     )  # fmt: skip
 
 
 def top_models(*, session: Session, today: dt.date, count: int = 10,
-               basis: str = "billed") -> TopModels:  # fmt: skip
-    """Return the biggest models this month and the fastest-growing against last month."""
+               basis: str = "billed", currency: str = "USD") -> TopModels:  # fmt: skip
+    """Return the biggest models this month and the fastest-growing against last month.
+
+    Models are ranked in one currency only: spend billed in several is refused.
+    """
     span = reporting_window(session, today, None)
-    series = daily_by_model(session, span, basis, [DailySpend.model.is_not(None)])
-    budgets = model_budgets(session)
+    owned = [DailySpend.model.is_not(None)]
+    currency = display_currency(session, setting=currency, period=span.query_period(),
+                                where=owned, what="Models' spend")  # fmt: skip
+    series = daily_by_model(session, span, basis, owned)
+    budgets = model_budgets(session, currency)
     lines = [model_line(model, daily, span, budgets.get(model)) for model, daily in series.items()]
     biggest = sorted(lines, key=lambda line: (-line.month_to_date, line.name))[:count]
     candidates = [line for line in lines if line.month_to_date >= GROWTH_FLOOR
                   and line.month_to_date > line.last_month_same_days]  # fmt: skip
     growing = sorted(candidates, key=_growth_rank)[:count]
-    return TopModels(span, basis, biggest, growing, sum((x.month_to_date for x in lines), ZERO))
+    total = sum((x.month_to_date for x in lines), ZERO)
+    return TopModels(span, basis, biggest, growing, total, currency)
 
 
 def _growth_rank(line: ModelLine) -> tuple[Decimal, str]:

@@ -8,19 +8,21 @@ from decimal import Decimal
 from sqlalchemy.orm import Session
 
 from bot.periods import Period
-from bot.reports import SpendReport, spend_report
+from bot.reports import SpendReport, display_currency, spend_report
 
 
 @dataclass
 class UnallocatedReport:
     lines: SpendReport  # grouped by model tag value, then service
     all_spend: Decimal  # every dollar in the period, for the share
+    currency: str = "USD"
 
 
-def unallocated_report(*, session: Session, period: Period,
-                       basis: str = "billed") -> UnallocatedReport:  # fmt: skip
-    """Group the period's unallocated spend by model tag value and service."""
+def unallocated_report(*, session: Session, period: Period, basis: str = "billed",
+                       currency: str = "USD") -> UnallocatedReport:  # fmt: skip
+    """Group the period's unallocated spend by model tag value and service, in one currency."""
+    currency = display_currency(session, setting=currency, period=period, what="Spend")
     lines = spend_report(session=session, period=period, by=["tag", "service"], basis=basis,
                          where={"model": None})  # fmt: skip
     everything = spend_report(session=session, period=period, by=["category"], basis=basis)
-    return UnallocatedReport(lines, everything.total)
+    return UnallocatedReport(lines, everything.total, currency)

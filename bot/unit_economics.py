@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,10 +15,13 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.economics import Usage, Verdict, VerdictRules, change_pct, judge
+from bot.errors import CurrencyError
 from bot.models import Budget, DailySpend, MLModel, Team
 from bot.periods import Period
 from bot.reports import cost_column
 from bot.value_metrics import primary_metric, value_totals
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -156,9 +161,18 @@ def economics_for(
 ) -> dict[str, ModelEconomics]:
     """Return unit economics per model for a period against the previous one, by model name.
 
-    Models with neither cost nor value in either period are left out.
+    Models with neither cost nor value in either period are left out. A model's cost must be
+    billed in one currency over both periods, and only a budget in that currency is compared
+    with it. Amounts in different currencies are never added: a model billed in several is
+    refused (CurrencyError) when it alone is asked about, and otherwise left out with a warning,
+    so one such model never stops everyone else's review or sign-off.
     """
     names = None if models is None else sorted(set(models))
+    currencies, mixed = _model_currencies(session, previous.start, period.end, names)
+    if mixed and names is not None and set(names) <= set(mixed):
+        raise CurrencyError(mixed[sorted(mixed)[0]])
+    for message in mixed.values():
+        log.warning("unit economics: %s; the model is left out", message)
     spend = {
         label: _spend_by_model_stage(session, p, names, basis)
         for label, p in (("cur", period), ("prev", previous))
@@ -176,12 +190,14 @@ def economics_for(
         for b in session.scalars(
             select(Budget).where(Budget.model_name.is_not(None), Budget.stage.is_(None))
         )
+        if b.currency == currencies.get(b.model_name or "", b.currency)
     }
     everyone: set[str] = set()
     for label in ("cur", "prev"):
         everyone |= set(spend[label]) | set(values[label])
     if names is not None:
         everyone &= set(names)
+    everyone -= set(mixed)
     result: dict[str, ModelEconomics] = {}
     for model in sorted(everyone):
         metric = primary_metric([*values["cur"].get(model, {}), *values["prev"].get(model, {})])
@@ -214,6 +230,32 @@ def economics_for(
             budget=budgets.get(model),
         )
     return result
+
+
+def _model_currencies(
+    session: Session, start: dt.date, end: dt.date, models: list[str] | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Return each model's billing currency in [start, end), and why each mixed model is not."""
+    query = (
+        select(DailySpend.model, DailySpend.currency)
+        .where(DailySpend.day >= start, DailySpend.day < end, DailySpend.model.is_not(None))
+        .distinct()
+    )
+    if models is not None:
+        query = query.where(DailySpend.model.in_(models))
+    found: dict[str, list[str]] = defaultdict(list)
+    for model, code in session.execute(query):
+        found[str(model)].append(code)
+    mixed = {
+        model: (
+            f"`{model}`'s spend from {start} to {end - dt.timedelta(days=1)} is billed in "
+            f"{' and '.join(sorted(codes))}; unit economics need one currency and "
+            "amounts in different currencies are never added"
+        )
+        for model, codes in found.items()
+        if len(codes) > 1
+    }
+    return {model: codes[0] for model, codes in found.items() if model not in mixed}, mixed
 
 
 def _team_names(session: Session) -> dict[int, str]:

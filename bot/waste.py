@@ -54,25 +54,26 @@ def _run_rate(week_cost: Decimal) -> Decimal:
 def find_waste(
     *, session: Session, as_of: dt.date, cloudwatch: Any | None = None,
     min_monthly: Decimal = MIN_MONTHLY, spot: SpotAdvisor | None = None,
-    spot_max_band: int = SPOT_MAX_BAND,
+    spot_max_band: int = SPOT_MAX_BAND, currency: str = "USD",
 ) -> list[WasteFinding]:  # fmt: skip
     """Return every waste finding as of a day, largest monthly cost first.
 
-    With a Spot advisor, on-demand training on instance types whose Spot interruption band is at
-    most `spot_max_band` is a finding too, worth the monthly saving.
+    Findings are in `currency` (the organisation's): spend billed in other currencies is never
+    added to it, and is left out. With a Spot advisor, on-demand training on instance types whose
+    Spot interruption band is at most `spot_max_band` is a finding too, worth the monthly saving.
     """
     week = (as_of - dt.timedelta(days=RUN_RATE_DAYS - 1), as_of + dt.timedelta(days=1))
     findings = [
-        *_orphaned(session, week),
-        *_stale_checkpoints(session, week, as_of),
-        *_idle_endpoints(session, week),
-        *_killed_still_spending(session, week),
-        *_serving_without_autoscaling(session, as_of),
+        *_orphaned(session, week, currency),
+        *_stale_checkpoints(session, week, as_of, currency),
+        *_idle_endpoints(session, week, currency),
+        *_killed_still_spending(session, week, currency),
+        *_serving_without_autoscaling(session, as_of, currency),
     ]
     if cloudwatch is not None:
-        findings += _idle_gpu_instances(session, week, cloudwatch, as_of)
+        findings += _idle_gpu_instances(session, week, cloudwatch, as_of, currency)
     if spot is not None:
-        findings += _spot_candidates(session, week, spot, spot_max_band)
+        findings += _spot_candidates(session, week, spot, spot_max_band, currency)
     return sorted((f for f in findings if f.monthly_cost >= min_monthly),
                   key=lambda f: f.monthly_cost, reverse=True)  # fmt: skip
 
@@ -95,7 +96,7 @@ def find_configured_waste(
         spot = None
     return find_waste(
         session=session, as_of=as_of, cloudwatch=cloudwatch, spot=spot,
-        spot_max_band=settings.spot_max_interruption_band,
+        spot_max_band=settings.spot_max_interruption_band, currency=settings.currency,
     )  # fmt: skip
 
 
@@ -115,16 +116,23 @@ def findings_for(session: Session, findings: list[WasteFinding], name: str) -> l
     return [f for f in findings if f.model in keep]
 
 
-def _in(window: tuple[dt.date, dt.date]) -> list[Any]:
-    return [DailySpend.day >= window[0], DailySpend.day < window[1]]
+def _in(window: tuple[dt.date, dt.date], currency: str) -> list[Any]:
+    return [
+        DailySpend.day >= window[0],
+        DailySpend.day < window[1],
+        DailySpend.currency == currency,
+    ]
 
 
-def _orphaned(session: Session, week: tuple[dt.date, dt.date]) -> Iterable[WasteFinding]:
+def _orphaned(
+    session: Session, week: tuple[dt.date, dt.date], currency: str
+) -> Iterable[WasteFinding]:
     """Spend tagged with a model name nobody registered (a deleted or forgotten model)."""
     rows = session.execute(
         select(DailySpend.model_tag_value, func.sum(DailySpend.billed_cost),
                func.count(func.distinct(DailySpend.resource_id)))
-        .where(*_in(week), DailySpend.model.is_(None), DailySpend.model_tag_value.is_not(None))
+        .where(*_in(week, currency), DailySpend.model.is_(None),
+               DailySpend.model_tag_value.is_not(None))
         .group_by(DailySpend.model_tag_value)
     )  # fmt: skip
     for tag_value, cost, resources in rows:
@@ -136,7 +144,7 @@ def _orphaned(session: Session, week: tuple[dt.date, dt.date]) -> Iterable[Waste
 
 
 def _stale_checkpoints(
-    session: Session, week: tuple[dt.date, dt.date], as_of: dt.date
+    session: Session, week: tuple[dt.date, dt.date], as_of: dt.date, currency: str
 ) -> Iterable[WasteFinding]:
     """Storage of models that have not trained for 30 days: checkpoints nobody reads."""
     month_ago = as_of - dt.timedelta(days=30)
@@ -147,7 +155,7 @@ def _stale_checkpoints(
     ))  # fmt: skip
     rows = session.execute(
         select(DailySpend.model, DailySpend.resource_id, func.sum(DailySpend.billed_cost))
-        .where(*_in(week), DailySpend.stage == "storage", DailySpend.model.is_not(None))
+        .where(*_in(week, currency), DailySpend.stage == "storage", DailySpend.model.is_not(None))
         .group_by(DailySpend.model, DailySpend.resource_id)
     )  # fmt: skip
     for model, resource, cost in rows:
@@ -162,11 +170,13 @@ def _stale_checkpoints(
         )  # fmt: skip
 
 
-def _idle_endpoints(session: Session, week: tuple[dt.date, dt.date]) -> Iterable[WasteFinding]:
+def _idle_endpoints(
+    session: Session, week: tuple[dt.date, dt.date], currency: str
+) -> Iterable[WasteFinding]:
     """Serving spend for a model that recorded no predictions all week (while others did)."""
     serving = session.execute(
         select(DailySpend.model, func.sum(DailySpend.billed_cost))
-        .where(*_in(week), DailySpend.stage == "serving", DailySpend.model.is_not(None))
+        .where(*_in(week, currency), DailySpend.stage == "serving", DailySpend.model.is_not(None))
         .group_by(DailySpend.model)
     ).all()  # fmt: skip
     if not serving:
@@ -189,7 +199,7 @@ def _idle_endpoints(session: Session, week: tuple[dt.date, dt.date]) -> Iterable
 
 
 def _killed_still_spending(
-    session: Session, week: tuple[dt.date, dt.date]
+    session: Session, week: tuple[dt.date, dt.date], currency: str
 ) -> Iterable[WasteFinding]:
     """Models decided Kill in a review that still cost money."""
     decided = session.execute(
@@ -203,7 +213,8 @@ def _killed_still_spending(
         since = max(week[0], decided_at.date() + dt.timedelta(days=1))
         cost = session.scalar(
             select(func.sum(DailySpend.billed_cost))
-            .where(DailySpend.model == model, DailySpend.day >= since, DailySpend.day < week[1])
+            .where(DailySpend.model == model, DailySpend.day >= since, DailySpend.day < week[1],
+                   DailySpend.currency == currency)
         )  # fmt: skip
         days = (week[1] - since).days
         if not cost or days <= 0:
@@ -217,13 +228,17 @@ def _killed_still_spending(
 
 
 def _idle_gpu_instances(
-    session: Session, week: tuple[dt.date, dt.date], cloudwatch: Any, as_of: dt.date
+    session: Session,
+    week: tuple[dt.date, dt.date],
+    cloudwatch: Any,
+    as_of: dt.date,
+    currency: str,
 ) -> Iterable[WasteFinding]:
     """GPU instances whose average CPU stayed under 5 % all week (CloudWatch)."""
     rows = session.execute(
         select(DailySpend.resource_id, DailySpend.model, DailySpend.instance_type,
                func.sum(DailySpend.billed_cost))
-        .where(*_in(week), DailySpend.gpu_hours > 0, DailySpend.resource_id.like("i-%"))
+        .where(*_in(week, currency), DailySpend.gpu_hours > 0, DailySpend.resource_id.like("i-%"))
         .group_by(DailySpend.resource_id, DailySpend.model, DailySpend.instance_type)
     ).all()  # fmt: skip
     end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
@@ -250,7 +265,11 @@ def _idle_gpu_instances(
 
 
 def _spot_candidates(
-    session: Session, week: tuple[dt.date, dt.date], advisor: SpotAdvisor, max_band: int
+    session: Session,
+    week: tuple[dt.date, dt.date],
+    advisor: SpotAdvisor,
+    max_band: int,
+    currency: str,
 ) -> Iterable[WasteFinding]:
     """On-demand training where Spot is much cheaper and seldom interrupted.
 
@@ -262,7 +281,8 @@ def _spot_candidates(
         select(DailySpend.model, DailySpend.region, DailySpend.instance_type,
                func.sum(DailySpend.billed_cost), func.sum(DailySpend.effective_cost),
                func.count(func.distinct(DailySpend.resource_id)))
-        .where(*_in(week), DailySpend.stage == "training", DailySpend.instance_type.is_not(None),
+        .where(*_in(week, currency), DailySpend.stage == "training",
+               DailySpend.instance_type.is_not(None),
                DailySpend.charge_category == "Usage",
                or_(DailySpend.usage_type.is_(None), ~DailySpend.usage_type.ilike("%spot%")))
         .group_by(DailySpend.model, DailySpend.region, DailySpend.instance_type)
@@ -294,7 +314,9 @@ def _mean(values: list[Decimal]) -> Decimal:
     return sum(values, Decimal(0)) / len(values)
 
 
-def _serving_without_autoscaling(session: Session, as_of: dt.date) -> Iterable[WasteFinding]:
+def _serving_without_autoscaling(
+    session: Session, as_of: dt.date, currency: str
+) -> Iterable[WasteFinding]:
     """Serving whose cost stays level while its traffic swings (no autoscaling).
 
     Over the last two weeks, the days are ranked by the model's traffic (its primary value
@@ -307,7 +329,8 @@ def _serving_without_autoscaling(session: Session, as_of: dt.date) -> Iterable[W
     rows = session.execute(
         select(DailySpend.model, DailySpend.day, func.sum(DailySpend.billed_cost))
         .where(DailySpend.day >= window.start, DailySpend.day < window.end,
-               DailySpend.stage == "serving", DailySpend.model.is_not(None))
+               DailySpend.stage == "serving", DailySpend.model.is_not(None),
+               DailySpend.currency == currency)
         .group_by(DailySpend.model, DailySpend.day)
     ).all()  # fmt: skip
     cost: dict[str, dict[dt.date, Decimal]] = {}

@@ -129,7 +129,7 @@ def register(app: App, services: AppServices) -> None:
             ack(response_action="errors", errors={AMOUNT_BLOCK: str(exc)[:150]})
             return
         ack()
-        new = format_money(budget.monthly_amount, services.settings.currency)
+        new = format_money(budget.monthly_amount, budget.currency)
         if meta.get("channel"):
             text = (
                 f":moneybag: <@{user}> set the monthly budget of `{meta['scope']}` to {new} "

@@ -26,6 +26,7 @@ def register(app: App, services: AppServices) -> None:
         user_id = event.get("user", "")
         with session_scope(services.session_factory) as session:
             board = home_dashboard(session=session, user_id=user_id,
-                                   today=services.clock().date())  # fmt: skip
-        view = checked_view(build_home_view(board, services.settings.currency))
+                                   today=services.clock().date(),
+                                   currency=services.settings.currency)  # fmt: skip
+        view = checked_view(build_home_view(board, board.currency))
         client.views_publish(user_id=user_id, view=view)

@@ -15,11 +15,11 @@ from slack_sdk import WebClient
 from bot.blocks.review import DECIDE_ACTION_PREFIX, DECISIONS, SIGNOFF_ACTION, mark_signed_off
 from bot.db import session_scope
 from bot.errors import MlcostError
-from bot.review import check_can_decide, record_decision, refresh_messages
+from bot.review import REFRESH_FAILURES, check_can_decide, record_decision, refresh_messages
 from bot.services import AppServices
 from bot.signoff import record_signoff
 from bot.slack.guard import clip
-from bot.slack.notifier import SLACK_FAILURES, SlackNotifier
+from bot.slack.notifier import SlackNotifier
 
 log = logging.getLogger(__name__)
 
@@ -125,14 +125,13 @@ def register(app: App, services: AppServices) -> None:
             return
         ack()
         try:
-            with session_scope(services.session_factory) as session:
-                refresh_messages(
-                    session=session,
-                    notifier=SlackNotifier(client),
-                    item_id=int(meta["item"]),
-                    currency=services.settings.currency,
-                )
-        except SLACK_FAILURES as exc:  # the decision is kept; the refresh job retries
+            refresh_messages(
+                session_factory=services.session_factory,
+                notifier=SlackNotifier(client),
+                item_id=int(meta["item"]),
+                currency=services.settings.currency,
+            )
+        except REFRESH_FAILURES as exc:  # the decision is kept; the refresh job retries
             log.warning("review item %s: decision recorded, thread not updated yet: %s",
                         meta["item"], exc)  # fmt: skip
 

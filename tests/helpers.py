@@ -51,16 +51,18 @@ def assert_rollup_matches_ledger(session: Session) -> int:
     expected: dict[tuple[object, ...], list[Decimal]] = {}
     for row in session.execute(
         select(DailySpend.day, DailySpend.model, DailySpend.team, DailySpend.stage,
-               DailySpend.billed_cost, DailySpend.effective_cost, DailySpend.gpu_hours)
+               DailySpend.currency, DailySpend.billed_cost, DailySpend.effective_cost,
+               DailySpend.gpu_hours)
     ):  # fmt: skip
-        sums = expected.setdefault(tuple(row[:4]), [Decimal(0)] * 3)
-        for i, value in enumerate(row[4:]):
+        sums = expected.setdefault(tuple(row[:5]), [Decimal(0)] * 3)
+        for i, value in enumerate(row[5:]):
             sums[i] += value
     rolled = {
-        tuple(row[:4]): list(row[4:])
+        tuple(row[:5]): list(row[5:])
         for row in session.execute(
             select(SpendRollup.day, SpendRollup.model, SpendRollup.team, SpendRollup.stage,
-                   SpendRollup.billed_cost, SpendRollup.effective_cost, SpendRollup.gpu_hours)
+                   SpendRollup.currency, SpendRollup.billed_cost, SpendRollup.effective_cost,
+                   SpendRollup.gpu_hours)
         )
     }  # fmt: skip
     assert session.scalar(select(func.count()).select_from(SpendRollup)) == len(rolled)

@@ -22,13 +22,22 @@ def _status_line(status: BudgetStatus, currency: str) -> str:
     return (f"• `{clip(status.scope, 100)}` {format_money(status.spent, currency)} of "
             f"{format_money(status.amount, currency)} · *{format_percent(status.used)}* · "
             f"forecast {format_money(status.forecast.amount, currency)} "
-            f"({format_percent(status.forecast_used)}){flag}")  # fmt: skip
+            f"({format_percent(status.forecast_used)}){flag}"
+            f"{_not_counted(status, ' · ')}")  # fmt: skip
+
+
+def _not_counted(status: BudgetStatus, prefix: str) -> str:
+    """Say what the scope spent in other currencies, which its budget does not count."""
+    if not status.not_counted:
+        return ""
+    amounts = ", ".join(f"{v:,.2f} {code}" for code, v in status.not_counted.items())
+    return f"{prefix}not counted: {amounts} (billed in another currency)"
 
 
 def build_budget_list_blocks(board: BudgetBoard, currency: str) -> tuple[str, list[dict[str, Any]]]:
     """Return every budget with spend, percent used and forecast, most used first."""
     span = board.span
-    lines = [_status_line(s, currency) for s in board.statuses[:MAX_LINES]]
+    lines = [_status_line(s, s.currency) for s in board.statuses[:MAX_LINES]]
     if len(board.statuses) > MAX_LINES:
         lines.append(f"…and {len(board.statuses) - MAX_LINES} more")
     over = sum(1 for s in board.statuses if s.used is not None and s.used >= 100)
@@ -48,7 +57,8 @@ def build_budget_list_blocks(board: BudgetBoard, currency: str) -> tuple[str, li
 
 def build_budget_show_blocks(status: BudgetStatus, board: BudgetBoard,
                              currency: str) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
-    """Return one budget in detail."""
+    """Return one budget in detail, in the budget's own currency."""
+    currency = status.currency
     span = board.span
     who = f"<@{status.updated_by}>" if status.updated_by else "the registry"
     when = f"{status.updated_at:%d %b %Y %H:%M} UTC" if status.updated_at else "unknown"
@@ -63,6 +73,8 @@ def build_budget_show_blocks(status: BudgetStatus, board: BudgetBoard,
         ("Forecast alerts", "on" if status.forecast_alerts else "off"),
         ("Last changed", f"{who}, {when}"),
     ]  # fmt: skip
+    if status.not_counted:
+        pairs.insert(2, ("Other currencies", _not_counted(status, "")))
     text = (f"Budget {status.scope}: {format_money(status.spent, currency)} of "
             f"{format_money(status.amount, currency)} ({format_percent(status.used)}); forecast "
             f"{format_money(status.forecast.amount, currency)}.")  # fmt: skip

@@ -44,11 +44,11 @@ def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.source_kind == "focus":
         from bot.sources.focus import FocusSource
 
-        source = FocusSource(args.locations)
+        source = FocusSource(args.locations, default_currency=ctx.settings.currency)
     else:
         from bot.sources.cur import CurSource
 
-        source = CurSource(args.locations)
+        source = CurSource(args.locations, default_currency=ctx.settings.currency)
     return _run(source, ctx)
 
 
@@ -66,6 +66,7 @@ def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
         model_tag_key=tag_key,
         second_group=args.group_by or ctx.settings.cost_explorer_group_key,
         billing_account=args.account or ctx.settings.aws_billing_account or "aws",
+        default_currency=ctx.settings.currency,
     )  # fmt: skip
     return _run(source, ctx)
 
@@ -80,7 +81,7 @@ def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
         raise UsageError("athena needs --output s3://... or a --workgroup with an output location")
     source = AthenaSource(
         boto3.client("athena"), database=args.database, table=args.table, month=args.month,
-        output=args.output, workgroup=args.workgroup,
+        output=args.output, workgroup=args.workgroup, default_currency=ctx.settings.currency,
     )  # fmt: skip
     return _run(source, ctx)
 
@@ -95,7 +96,7 @@ def _run(source: SpendSource, ctx: CliContext) -> int:
 
 
 def print_report(report: IngestReport) -> None:
-    """Print what an ingestion read and the reconciliation line."""
+    """Print what an ingestion read, its notes and one reconciliation line per currency."""
     print(
         f"{report.source} {report.location}: read {report.rows_read:,} rows, wrote "
         f"{report.rows_written:,} daily rows (replaced {report.replaced_rows:,})"
@@ -104,6 +105,9 @@ def print_report(report: IngestReport) -> None:
     for scope in report.scopes:
         print(f"  {scope.provider} {scope.billing_account} {scope.column} "
               f"{scope.start}..{scope.end}")  # fmt: skip
-    print(f"  billed {report.billed_total:.2f}, effective (amortised) "
-          f"{report.effective_total:.2f}")  # fmt: skip
+    for totals in report.totals:
+        print(f"  billed {totals.billed:.2f} {totals.currency}, effective (amortised) "
+              f"{totals.effective:.2f} {totals.currency}")  # fmt: skip
+    for note in report.notes:
+        print(f"  note: {note}")
     print(report.reconciliation_line())

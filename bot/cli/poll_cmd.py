@@ -62,6 +62,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         find_posted=find_posted,
         checks=checks,
         dry_run=args.dry_run,
+        clock=system_clock,  # fetching takes time: lease from the clock at claim time
     )
     print_cycle(report, dry_run=args.dry_run, delivering=notifier is not None)
     return 1 if report.fetch_errors else 0

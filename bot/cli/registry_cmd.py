@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from bot.cli.context import CliContext
+from bot.errors import RegistryError
 from bot.registry import export_registry, import_registry, load_registry_file, registry_to_yaml
+from bot.registry_plan import ImportPlan, kept_entities, plan_import
 
 
 def register(commands: Any) -> None:
@@ -15,21 +18,84 @@ def register(commands: Any) -> None:
     sub = registry.add_subparsers(dest="registry_command", required=True)
     imp = sub.add_parser("import", help="make the database match a registry file")
     imp.add_argument("file", type=Path)
+    imp.add_argument(
+        "--dry-run", action="store_true", help="print what would change; change nothing"
+    )
+    imp.add_argument(
+        "--yes",
+        action="store_true",
+        help="import even an empty file, one removing over half the registry, "
+        "or one reverting changes made in Slack",
+    )
+    imp.add_argument(
+        "--keep-slack-changes",
+        action="store_true",
+        help="keep budgets and owners changed in Slack since the last import; import the rest",
+    )
     imp.set_defaults(handler=run_import)
     exp = sub.add_parser("export", help="write the registry as YAML (stdout by default)")
     exp.add_argument("file", type=Path, nargs="?")
     exp.set_defaults(handler=run_export)
 
 
+def _show_diff(plan: ImportPlan) -> None:
+    for line in plan.diff.lines():
+        print(f"  {line}")
+    for change in plan.kept:
+        print(f"  keep (changed in Slack) {change.line()}")
+
+
+def _show_slack_changes(plan: ImportPlan) -> None:
+    if plan.reverted:
+        print(
+            f"warning: this import reverts {len(plan.reverted)} change(s) made in Slack "
+            "since the last import:",
+            file=sys.stderr,
+        )
+        for change in plan.reverted:
+            print(f"  {change.line()}", file=sys.stderr)
+
+
+def _refusal(plan: ImportPlan) -> str:
+    ways = "see every change with --dry-run"
+    if plan.reverted:
+        ways += ", keep the Slack changes with --keep-slack-changes (or export them into the file)"
+    return f"not imported: {'; '.join(plan.refusals)}; {ways}, or pass --yes to import it anyway"
+
+
 def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Validate the whole file, then apply it in one transaction."""
+    """Validate the file, show the diff, refuse destructive imports, apply in one transaction."""
     spec = load_registry_file(args.file)
+    source = str(args.file)
     with ctx.session() as session:
-        changes = import_registry(spec, session=session, actor="cli")
+        plan = plan_import(
+            spec, session=session, source=source, keep_slack_changes=args.keep_slack_changes,
+            default_currency=ctx.settings.currency,
+        )  # fmt: skip
+        _show_slack_changes(plan)
+        if plan.refusals and not args.yes and not args.dry_run:
+            raise RegistryError(_refusal(plan))
+        _show_diff(plan)
+        counts = plan.diff.counts()
+        summary = (
+            f"{len(plan.spec.teams)} teams, {len(plan.spec.models)} models, "
+            f"{len(plan.spec.budgets)} budgets"
+        )
+        if args.dry_run:
+            print(
+                f"dry run of {source}: {summary}; would create {counts['created']}, "
+                f"update {counts['updated']}, remove {counts['removed']}; nothing was changed"
+            )
+            if plan.refusals and not args.yes:
+                print(f"without --yes the import would be refused: {'; '.join(plan.refusals)}")
+            return 0
+        import_registry(
+            plan.spec, session=session, actor="cli", kept=kept_entities(plan.kept),
+            default_currency=ctx.settings.currency,
+        )  # fmt: skip
     print(
-        f"registry {args.file}: {len(spec.teams)} teams, {len(spec.models)} models, "
-        f"{len(spec.budgets)} budgets; {changes['created']} created, "
-        f"{changes['updated']} updated, {changes['removed']} removed"
+        f"registry {source}: {summary}; {counts['created']} created, "
+        f"{counts['updated']} updated, {counts['removed']} removed"
     )
     return 0
 

@@ -11,7 +11,13 @@ from typing import Any
 from bot.cli.context import CliContext
 from bot.money import format_money
 from bot.periods import month_of, month_period
-from bot.reports import SpendReport, parse_dimensions, spend_report
+from bot.reports import (
+    SpendReport,
+    SpendTotals,
+    check_currency_setting,
+    parse_dimensions,
+    spend_report,
+)
 
 
 def register(commands: Any) -> None:
@@ -46,10 +52,11 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print spend per group for a month."""
     period = month_period(args.month) if args.month else month_of(dt.datetime.now(dt.UTC).date())
     with ctx.session() as session:
+        check_currency_setting(session, ctx.settings.currency)
         report = spend_report(
             session=session, period=period, by=parse_dimensions(args.by), basis=args.cost
         )
-    print(render(report, args.format, ctx.settings.currency), end="")
+    print(render(report, args.format), end="")
     return 0
 
 
@@ -75,25 +82,27 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
-def render(report: SpendReport, fmt: str, currency: str = "USD") -> str:
-    """Render a spend report as a table, CSV or JSON."""
+def render(report: SpendReport, fmt: str) -> str:
+    """Render a spend report as a table, CSV or JSON; each currency on its own, never summed."""
     if fmt == "json":
         return json.dumps(report.as_json(), indent=2) + "\n"
     if fmt == "csv":
         out = _Buffer()
         writer = csv.writer(out)
-        writer.writerow([*report.by, "cost", "gpu_hours"])
+        writer.writerow([*report.by, "currency", "cost", "gpu_hours"])
         for line in report.lines:
-            writer.writerow([*(_cell(line.group[k]) for k in report.by), line.cost, line.gpu_hours])
+            writer.writerow([*(_cell(line.group[k]) for k in report.by), line.currency,
+                             line.cost, line.gpu_hours])  # fmt: skip
         writer.writerow([])
-        for name in ("billed", "effective", "attributed", "unallocated"):
-            writer.writerow([f"total_{name}", getattr(report, name)])
+        for totals in report.totals:
+            for name in ("billed", "effective", "attributed", "unallocated"):
+                writer.writerow([f"total_{name}", totals.currency, getattr(totals, name)])
         return out.text
     header = [*report.by, f"{report.basis} cost", "GPU-h"]
     body = [
         [
             *(_cell(line.group[k]) for k in report.by),
-            format_money(line.cost, currency),
+            format_money(line.cost, line.currency),
             f"{line.gpu_hours:,.1f}",
         ]
         for line in report.lines
@@ -104,25 +113,41 @@ def render(report: SpendReport, fmt: str, currency: str = "USD") -> str:
         f"cost shown: {report.basis}"
         + (" — amortised" if report.basis == "effective" else " — as invoiced")
     ]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    lines.append("  ".join("-" * w for w in widths))
-    for row in body:
+    several = len(report.totals) > 1
+    if several:
         lines.append(
-            "  ".join(
-                str(c).rjust(w) if i >= len(report.by) else str(c).ljust(w)
-                for i, (c, w) in enumerate(zip(row, widths, strict=True))
-            )
+            f"billed in {len(report.totals)} currencies ({', '.join(report.currencies)}); "
+            "amounts in different currencies are never added"
         )
-    lines.append("")
-    lines.append(
-        f"total {report.basis}: {format_money(report.total, currency)}  "
-        f"(billed {format_money(report.billed, currency)}, effective "
-        f"{format_money(report.effective, currency)})"
-    )
-    lines.append(
-        f"attributed: {format_money(report.attributed, currency)}  unallocated: "
-        f"{format_money(report.unallocated, currency)}"
-    )
+    sections: list[SpendTotals | None] = [*report.totals] or [None]
+    for section in sections:
+        code = section.currency if section else None
+        if several:
+            lines.append("")
+            lines.append(f"{code}:")
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+        lines.append("  ".join("-" * w for w in widths))
+        for line, row in zip(report.lines, body, strict=True):
+            if line.currency != code:
+                continue
+            lines.append(
+                "  ".join(
+                    str(c).rjust(w) if i >= len(report.by) else str(c).ljust(w)
+                    for i, (c, w) in enumerate(zip(row, widths, strict=True))
+                )
+            )
+        lines.append("")
+        if section is None:
+            lines.append(f"total {report.basis}: 0 (no spend in this period)")
+            continue
+        money = lambda v, c=section.currency: format_money(v, c)  # noqa: E731
+        lines.append(
+            f"total {report.basis}{f' {code}' if several else ''}: {money(section.total)}  "
+            f"(billed {money(section.billed)}, effective {money(section.effective)})"
+        )
+        lines.append(
+            f"attributed: {money(section.attributed)}  unallocated: {money(section.unallocated)}"
+        )
     if report.estimated_days:
         lines.append(f"note: {report.estimated_days} day(s) are provider estimates")
     return "\n".join(lines) + "\n"

@@ -116,6 +116,7 @@ def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
         now=dt.datetime.now(dt.UTC),
         find_posted=HistoryLookup(client),
         teams=set(args.team) if args.team else None,
+        clock=lambda: dt.datetime.now(dt.UTC),
     )
     print(
         f"review {month.label}: opened {len(report.opened)} team review(s), delivered "

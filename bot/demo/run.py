@@ -38,7 +38,9 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
     section("1. Registry: teams, models, owners, budgets")
     spec = load_registry_file(DATA / "registry.yaml")
     with ctx.session() as session:
-        changes = import_registry(spec, session=session, actor="demo")
+        changes = import_registry(
+            spec, session=session, actor="demo", default_currency=ctx.settings.currency
+        )
     print(f"{len(spec.teams)} teams, {len(spec.models)} models, {len(spec.budgets)} budgets "
           f"({changes['created']} created, {changes['updated']} updated)")  # fmt: skip
 
@@ -51,13 +53,13 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
     with ctx.session() as session:
         spend = spend_report(session=session, period=month_period(DEMO_MONTH),
                              by=["model", "stage"])  # fmt: skip
-    print(render(spend, "table", ctx.settings.currency), end="")
+    print(render(spend, "table"), end="")
 
     section(f"4. Unallocated spend in {DEMO_MONTH}: what tags would fix it")
     with ctx.session() as session:
         unowned = spend_report(session=session, period=month_period(DEMO_MONTH),
                                by=["service", "resource"], where={"model": None})  # fmt: skip
-    print(render(unowned, "table", ctx.settings.currency), end="")
+    print(render(unowned, "table"), end="")
 
     show_slack_model_report(ctx, folder)
     show_alerts(ctx)
@@ -163,9 +165,11 @@ def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
 
     as_of = dt.date(2026, 11, 20)  # mid-month, so the forecast has work to do
     section(f"5. Slack: /mlcost model recsys (as of {as_of}, no Slack needed)")
-    currency = ctx.settings.currency
     with ctx.session() as session:
-        report = model_report(session=session, name="recsys", today=as_of)
+        report = model_report(
+            session=session, name="recsys", today=as_of, currency=ctx.settings.currency
+        )
+    currency = report.currency
     money = lambda v: format_money(v, currency)  # noqa: E731
     print(f"month to date   {money(report.month_to_date)} (data through {report.span.as_of})")
     print(

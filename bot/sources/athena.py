@@ -12,6 +12,7 @@ import pyarrow as pa
 from bot.attribution import normalize_tag_key
 from bot.errors import IngestError
 from bot.sources.base import (
+    DEFAULT_CURRENCY,
     TAG_PREFIX,
     GroupedCharges,
     Progress,
@@ -36,7 +37,7 @@ def build_query(database: str, table: str, month: str, tag_columns: dict[str, st
     tags = "".join(
         f",\n  coalesce({col}, '') AS \"tag_{key}\"" for key, col in sorted(tag_columns.items())
     )
-    group_count = 11 + len(tag_columns)
+    group_count = 12 + len(tag_columns)
     return f"""SELECT
   CAST(date(line_item_usage_start_date) AS varchar) AS day,
   CAST(date(bill_billing_period_start_date) AS varchar) AS billing_period,
@@ -48,6 +49,7 @@ def build_query(database: str, table: str, month: str, tag_columns: dict[str, st
   coalesce(line_item_resource_id, '') AS resource_id,
   coalesce(product_instance_type, '') AS instance_type,
   coalesce(line_item_line_item_type, '') AS line_item_type,
+  coalesce(line_item_currency_code, '') AS currency,
   coalesce(pricing_unit, '') AS unit{tags},
   CAST(sum(line_item_unblended_cost) AS decimal(30, 10)) AS billed,
   CAST(sum(CASE line_item_line_item_type
@@ -71,7 +73,7 @@ class AthenaSource:
         self, client: Any, *, database: str, table: str, month: str, output: str | None,
         workgroup: str | None = None, tag_columns: dict[str, str] | None = None,
         poll_seconds: float = 1.0, sleep: Callable[[float], None] = time.sleep,
-        timeout_seconds: float = 1800,
+        timeout_seconds: float = 1800, default_currency: str = DEFAULT_CURRENCY,
     ) -> None:  # fmt: skip
         self.client = client
         self.database, self.table, self.month = database, table, month
@@ -79,6 +81,7 @@ class AthenaSource:
         self.explicit_tags = tag_columns or {}
         self.poll_seconds, self.sleep, self.timeout = poll_seconds, sleep, timeout_seconds
         self.location = f"athena:{database}.{table}/{month}"
+        self.default_currency = default_currency
 
     def tag_columns(self, tag_keys: set[str]) -> dict[str, str]:
         """Map each wanted tag key to its CUR column (`resource_tags_user_<key>`)."""
@@ -117,7 +120,9 @@ class AthenaSource:
                 self.sleep(self.poll_seconds)
                 waited += self.poll_seconds
             header: list[str] | None = None
-            grouped = GroupedCharges()
+            grouped = GroupedCharges(
+                default_currency=self.default_currency, currency_field="line_item_currency_code"
+            )
             for page in self.client.get_paginator("get_query_results").paginate(
                 QueryExecutionId=query_id
             ):
@@ -141,7 +146,7 @@ class AthenaSource:
         return SourceData(
             charges=charges, rows_read=grouped.rows, billed_total=grouped.billed,
             effective_total=grouped.effective, scopes=period_scopes(charges),
-            api_requests=requests,
+            api_requests=requests, notes=grouped.notes(),
         )  # fmt: skip
 
 
@@ -168,6 +173,7 @@ def _to_table(header: list[str], rows: list[list[Any]]) -> pa.Table:
         "resource_id": text("resource_id"),
         "instance_type": text("instance_type"),
         "charge_category": pa.array(category, pa.string()),
+        "currency": text("currency"),
         "unit": text("unit"),
         "estimated": pa.array([False] * n),
     }

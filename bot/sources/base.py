@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -19,11 +20,13 @@ COST_TYPE = pa.decimal128(30, 10)  # headroom: sums widen to 38 digits
 KEY_COLUMNS = (
     "day", "billing_period", "provider", "billing_account", "sub_account", "service",
     "service_category", "usage_type", "region", "resource_id", "instance_type",
-    "charge_category", "unit", "estimated",
+    "charge_category", "currency", "unit", "estimated",
 )  # fmt: skip
 VALUE_COLUMNS = ("billed", "effective", "quantity")
 TAG_PREFIX = "tag."
 TAGS_JSON = "tags_json"
+DEFAULT_CURRENCY = "USD"
+_CURRENCY_RE = re.compile(r"^[A-Z]{3}$")
 
 Progress = Callable[[int], None]
 
@@ -47,12 +50,15 @@ class ReplaceScope:
 
 @dataclass
 class SourceData:
-    """What a source read: grouped charges plus the facts needed to reconcile and replace."""
+    """What a source read: grouped charges plus the facts needed to reconcile and replace.
+
+    The totals are per currency: amounts billed in different currencies are never added.
+    """
 
     charges: pa.Table
     rows_read: int
-    billed_total: Decimal
-    effective_total: Decimal
+    billed_total: dict[str, Decimal]
+    effective_total: dict[str, Decimal]
     scopes: list[ReplaceScope]
     api_requests: int = 0
     notes: list[str] = field(default_factory=list)
@@ -71,15 +77,25 @@ class GroupedCharges:
     """Aggregate Arrow batches by the key columns, keeping memory bound by distinct groups.
 
     Groups never span billing periods, so each period is merged on its own: memory peaks with
-    the largest period, not with everything read.
+    the largest period, not with everything read. Each charge keeps its billing currency (a
+    3-letter ISO 4217 code); a charge without one takes `default_currency`, and `notes()` says
+    how many did.
     """
 
-    def __init__(self, compact_every: int = 16) -> None:
+    def __init__(
+        self, compact_every: int = 16, *, default_currency: str = DEFAULT_CURRENCY,
+        currency_field: str = "currency", default_reason: str = "MLCOST_CURRENCY",
+    ) -> None:  # fmt: skip
         self._periods: dict[Any, list[pa.Table]] = {}
         self._compact_every = compact_every
         self.rows = 0
-        self.billed = Decimal(0)
-        self.effective = Decimal(0)
+        self.billed: dict[str, Decimal] = {}
+        self.effective: dict[str, Decimal] = {}
+        self.default_currency = check_currency(default_currency, default_reason)
+        self.currency_field = currency_field
+        self.default_reason = default_reason
+        self.defaulted = 0
+        self._grouped_input = False
 
     def add(self, table: pa.Table, rows: int | None = None) -> None:
         """Add one canonical batch (key columns, tag columns and decimal values).
@@ -88,15 +104,51 @@ class GroupedCharges:
         still repeat a key; merging groups it again).
         """
         self.rows += table.num_rows if rows is None else rows
+        self._grouped_input = self._grouped_input or rows is not None
         if table.num_rows == 0:
             return
-        self.billed += decimal_sum(table["billed"])
-        self.effective += decimal_sum(table["effective"])
+        table = self._with_currency(table)
+        sums = table.group_by("currency", use_threads=False).aggregate(
+            [("billed", "sum"), ("effective", "sum")]
+        )
+        for row in sums.to_pylist():
+            code = row["currency"]
+            self.billed[code] = self.billed.get(code, Decimal(0)) + Decimal(row["billed_sum"])
+            self.effective[code] = self.effective.get(code, Decimal(0)) + Decimal(
+                row["effective_sum"]
+            )
         for period, part in _by_period(table if rows is not None else _group(table)):
             partials = self._periods.setdefault(period, [])
             partials.append(part)
             if len(partials) >= self._compact_every:
                 self._periods[period] = [_merge(partials)]
+
+    def _with_currency(self, table: pa.Table) -> pa.Table:
+        """Upper-case and check the currency column; fill blanks with the default."""
+        if "currency" not in table.column_names:
+            table = table.append_column("currency", as_string(None, len(table)))
+        at = table.column_names.index("currency")
+        codes = pc.utf8_trim_whitespace(as_string(table["currency"], len(table)))
+        for code in pc.unique(codes).to_pylist():
+            if code:
+                check_currency(code, self.currency_field)
+        codes = pc.utf8_upper(codes)
+        blank = pc.equal(codes, "")
+        missing = pc.sum(blank).as_py() or 0
+        if missing:
+            self.defaulted += missing
+            codes = pc.if_else(blank, self.default_currency, codes)
+        return table.set_column(at, "currency", codes)
+
+    def notes(self) -> list[str]:
+        """Say how many charges took the default currency, if any did."""
+        if not self.defaulted:
+            return []
+        what = "grouped charge(s)" if self._grouped_input else "row(s)"
+        return [
+            f"{self.defaulted:,} {what} had no {self.currency_field}; counted in "
+            f"{self.default_currency} ({self.default_reason})"
+        ]
 
     def result(self) -> pa.Table:
         """Return the grouped charges (one chunk per billing period)."""
@@ -120,6 +172,16 @@ def _by_period(table: pa.Table) -> Iterator[tuple[Any, pa.Table]]:
 def _merge(partials: list[pa.Table]) -> pa.Table:
     # Permissive: batches added already grouped may carry narrower decimals than grouped sums.
     return _group(pa.concat_tables(partials, promote_options="permissive"))
+
+
+def check_currency(code: str, what: str) -> str:
+    """Return the code, upper-cased, if it is a 3-letter ISO 4217 code; raise IngestError if not."""
+    if not _CURRENCY_RE.fullmatch(code.upper()):
+        raise IngestError(
+            f"{what} has {code[:40]!r}, which is not a 3-letter ISO 4217 currency code "
+            "such as USD or EUR"
+        )
+    return code.upper()
 
 
 def decimal_sum(column: pa.ChunkedArray | pa.Array) -> Decimal:

@@ -13,6 +13,7 @@ from bot.errors import IngestError
 from bot.money import parse_money
 from bot.sources.base import (
     COST_TYPE,
+    DEFAULT_CURRENCY,
     TAG_PREFIX,
     GroupedCharges,
     Progress,
@@ -58,6 +59,7 @@ class CostExplorerSource:
     def __init__(
         self, client: Any, start: dt.date, end: dt.date, *, model_tag_key: str,
         second_group: str = "SERVICE", billing_account: str = "aws",
+        default_currency: str = DEFAULT_CURRENCY,
     ) -> None:  # fmt: skip
         if end <= start:
             raise IngestError(f"cost-explorer: end {end} must be after start {start}")
@@ -66,12 +68,16 @@ class CostExplorerSource:
         self.model_tag_key = model_tag_key
         self.group_by = [{"Type": "TAG", "Key": model_tag_key}, parse_group_by(second_group)]
         self.billing_account = billing_account
+        self.default_currency = default_currency
         self.location = f"cost-explorer:{start}..{end}"
 
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
         requests = 0
         token: str | None = None
-        grouped = GroupedCharges()
+        # each cost metric carries its currency as its Unit ("USD")
+        grouped = GroupedCharges(
+            default_currency=self.default_currency, currency_field="the cost metrics' Unit"
+        )
         while True:
             params: dict[str, Any] = {
                 "TimePeriod": {"Start": self.start.isoformat(), "End": self.end.isoformat()},
@@ -105,6 +111,7 @@ class CostExplorerSource:
         return SourceData(
             charges=charges, rows_read=grouped.rows, billed_total=grouped.billed,
             effective_total=grouped.effective, scopes=[scope], api_requests=requests,
+            notes=grouped.notes(),
         )  # fmt: skip
 
 
@@ -114,7 +121,8 @@ def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
     rows: dict[str, list[Any]] = {name: [] for name in (
         "day", "billing_period", "provider", "billing_account", "sub_account", "service",
         "service_category", "usage_type", "region", "resource_id", "instance_type",
-        "charge_category", "unit", "estimated", "billed", "effective", "quantity")}  # fmt: skip
+        "charge_category", "currency", "unit", "estimated", "billed", "effective",
+        "quantity")}  # fmt: skip
     tag_rows: dict[str, list[str]] = {}
     for result in page.get("ResultsByTime", []):
         day = dt.date.fromisoformat(result["TimePeriod"]["Start"])
@@ -145,6 +153,8 @@ def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
             rows["service_category"].append("")
             rows["resource_id"].append("")
             rows["charge_category"].append("Usage")
+            rows["currency"].append(_unit(metrics, "UnblendedCost", "BlendedCost",
+                                          "NetUnblendedCost"))  # fmt: skip
             rows["unit"].append(metrics.get("UsageQuantity", {}).get("Unit", "") or "")
             rows["estimated"].append(bool(result.get("Estimated", False)))
             for name, value in values.items():
@@ -169,6 +179,13 @@ def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
     return pa.table(
         {k: (pa.array(v, pa.string()) if isinstance(v, list) else v) for k, v in table.items()}
     )
+
+
+def _unit(metrics: dict[str, Any], *names: str) -> str:
+    for name in names:
+        if name in metrics:
+            return str(metrics[name].get("Unit") or "")
+    return ""
 
 
 def _amount(metrics: dict[str, Any], *names: str) -> Decimal:

@@ -12,6 +12,7 @@ from bot.attribution import normalize_tag_key
 from bot.errors import IngestError
 from bot.sources.base import (
     COST_TYPE,
+    DEFAULT_CURRENCY,
     TAG_PREFIX,
     VALUE_COLUMNS,
     GroupedCharges,
@@ -39,6 +40,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "instance_type": ("product_instance_type", "product/instanceType"),
     "item_type": ("line_item_line_item_type", "lineItem/LineItemType"),
     "unit": ("pricing_unit", "pricing/unit"),
+    # the billing currency (pricing_currency is the public price list's, not the bill's)
+    "currency": ("line_item_currency_code", "lineItem/CurrencyCode"),
     "unblended": ("line_item_unblended_cost", "lineItem/UnblendedCost"),
     "amount": ("line_item_usage_amount", "lineItem/UsageAmount"),
     "ri_effective": ("reservation_effective_cost", "reservation/EffectiveCost"),
@@ -61,7 +64,7 @@ REQUIRED = ("start", "payer", "unblended")
 # Fields grouped on as read; the canonical columns are derived from them per group.
 _GROUP_FIELDS = (
     "payer", "account", "product_name", "product_code", "usage_type", "region", "resource_id",
-    "instance_type", "item_type", "unit",
+    "instance_type", "item_type", "unit", "currency",
 )  # fmt: skip
 TAG_PREFIXES = ("resource_tags_user_", "resourceTags/user:", "resource_tags_")
 
@@ -74,17 +77,26 @@ _CATEGORY = {
 
 
 class CurSource:
-    """Read CUR files; all parts of one month must be ingested together (they replace it)."""
+    """Read CUR files; all parts of one month must be ingested together (they replace it).
+
+    Each line keeps its line_item_currency_code; one without it is counted in `default_currency`.
+    """
 
     kind = "cur"
 
-    def __init__(self, locations: list[str], s3_client: Any | None = None) -> None:
+    def __init__(
+        self, locations: list[str], s3_client: Any | None = None, *,
+        default_currency: str = DEFAULT_CURRENCY,
+    ) -> None:  # fmt: skip
         self.locations = locations
         self.location = " ".join(locations)
         self._s3 = s3_client
+        self.default_currency = default_currency
 
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
-        grouped = GroupedCharges()
+        grouped = GroupedCharges(
+            default_currency=self.default_currency, currency_field="line_item_currency_code"
+        )
         for location in expand_locations(self.locations, self._s3):
             with local_copy(location, self._s3) as path:
                 plan = _ColumnPlan(tag_keys)
@@ -105,6 +117,7 @@ class CurSource:
             billed_total=grouped.billed,
             effective_total=grouped.effective,
             scopes=period_scopes(charges),
+            notes=grouped.notes(),
         )
 
 
@@ -202,6 +215,7 @@ class _ColumnPlan:
             "resource_id": text("resource_id"),
             "instance_type": text("instance_type"),
             "charge_category": _categories(text("item_type")),
+            "currency": text("currency"),
             "unit": text("unit"),
             "estimated": pa.array([False] * n, pa.bool_()),
         }

@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.errors import IngestError
 from bot.periods import month_of
-from bot.sources.base import Progress, SourceData, SpendSource
+from bot.sources.base import DEFAULT_CURRENCY, Progress, SourceData, SpendSource
 from bot.sources.cur import CurSource
 from bot.sources.files import expand_locations, period_folder
 from bot.sources.focus import FocusSource
@@ -40,7 +40,8 @@ class RecentExportSource:
     """Re-read the recent billing periods of an export; files without one in their path too."""
 
     def __init__(self, kind: str, location: str, periods: list[dt.date],
-                 s3_client: Any | None = None) -> None:  # fmt: skip
+                 s3_client: Any | None = None, *,
+                 default_currency: str = DEFAULT_CURRENCY) -> None:  # fmt: skip
         if kind not in EXPORT_KINDS:
             raise IngestError(f"{kind!r} is not an export kind; use {', '.join(EXPORT_KINDS)}")
         self.kind = kind
@@ -49,6 +50,7 @@ class RecentExportSource:
         self.location = f"{location} (billing periods {labels})"
         self._root = location
         self._s3 = s3_client
+        self.default_currency = default_currency
 
     def files(self) -> list[str]:
         """List the export's files for the wanted billing periods (and any without one)."""
@@ -64,6 +66,9 @@ class RecentExportSource:
 
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
         files = self.files()
-        source: SpendSource = (CurSource(files, self._s3) if self.kind == "cur"
-                               else FocusSource(files, self._s3))  # fmt: skip
+        currency = self.default_currency
+        source: SpendSource = (
+            CurSource(files, self._s3, default_currency=currency) if self.kind == "cur"
+            else FocusSource(files, self._s3, default_currency=currency)
+        )  # fmt: skip
         return source.read(tag_keys, progress)

@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 
 from bot.errors import IngestError
 from bot.sources.base import (
+    DEFAULT_CURRENCY,
     TAGS_JSON,
     GroupedCharges,
     Progress,
@@ -35,17 +36,26 @@ _INSTANCE_IN_TEXT = (
 
 
 class FocusSource:
-    """Read FOCUS exports; each (provider, billing account, billing period) replaces its rows."""
+    """Read FOCUS exports; each (provider, billing account, billing period) replaces its rows.
+
+    Each row keeps its BillingCurrency; a row without one is counted in `default_currency`.
+    """
 
     kind = "focus"
 
-    def __init__(self, locations: list[str], s3_client: Any | None = None) -> None:
+    def __init__(
+        self, locations: list[str], s3_client: Any | None = None, *,
+        default_currency: str = DEFAULT_CURRENCY,
+    ) -> None:  # fmt: skip
         self.locations = locations
         self.location = " ".join(locations)
         self._s3 = s3_client
+        self.default_currency = default_currency
 
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
-        grouped = GroupedCharges()
+        grouped = GroupedCharges(
+            default_currency=self.default_currency, currency_field="BillingCurrency"
+        )
         for location in expand_locations(self.locations, self._s3):
             with local_copy(location, self._s3) as path:
                 try:
@@ -65,6 +75,7 @@ class FocusSource:
             billed_total=grouped.billed,
             effective_total=grouped.effective,
             scopes=period_scopes(charges),
+            notes=grouped.notes(),
         )
 
 
@@ -126,6 +137,7 @@ def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
         "charge_category": pc.if_else(
             pc.equal(as_string(get("ChargeCategory"), n), ""), "Usage",
             as_string(get("ChargeCategory"), n)),
+        "currency": as_string(get("BillingCurrency"), n),
         "unit": as_string(get("ConsumedUnit"), n),
         "estimated": pa.array([False] * n),
         TAGS_JSON: tags_json,

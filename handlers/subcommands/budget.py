@@ -73,15 +73,16 @@ def _set(inv: Invocation, rest: list[str], options: dict[str, str]) -> Reply:
     amount = parse_amount(rest[1])
     thresholds = parse_thresholds(options["--alert"]) if "--alert" in options else None
     existing = current_amount(inv.session, scope)
-    before = format_money(existing, inv.settings.currency) if existing is not None else None
     try:
         budget = set_budget(session=inv.session, user_id=inv.user_id, scope=scope, amount=amount,
-                            thresholds=thresholds)  # fmt: skip
+                            thresholds=thresholds, currency=inv.settings.currency)  # fmt: skip
     except ValidationError as exc:
         problems = "; ".join(str(e.get("msg", "invalid")).removeprefix("Value error, ")
                              for e in exc.errors())  # fmt: skip
         raise UsageError(f"{clip_word(problems, 300)}. Scopes look like {SCOPES}") from None
-    text, blocks = build_budget_set_blocks(budget, before, inv.user_id, inv.settings.currency)
+    # a budget keeps its currency when changed; a new one is in the organisation's
+    before = format_money(existing, budget.currency) if existing is not None else None
+    text, blocks = build_budget_set_blocks(budget, before, inv.user_id, budget.currency)
     return Reply(text=text, blocks=blocks, in_channel=True)
 
 

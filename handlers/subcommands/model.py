@@ -22,8 +22,9 @@ def handle_model_command(inv: Invocation) -> Reply:
         raise UsageError(f"unexpected `{clip_word(extra)}`. Usage: `/mlcost {USAGE}`")
     report = model_report(session=inv.session, name=words[0], today=inv.now.date(),
                           window=words[1] if len(words) > 1 else None,
-                          basis=cost_basis(options))  # fmt: skip
-    currency = inv.settings.currency
+                          basis=cost_basis(options),
+                          currency=inv.settings.currency)  # fmt: skip
+    currency = report.currency
     text, blocks = build_model_report_blocks(report, currency)
     png = render_spend_chart(model_chart(report, currency))
     label = report.span.window.label

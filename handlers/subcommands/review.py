@@ -129,6 +129,7 @@ def handle_review(inv: Invocation) -> Reply:
         now=inv.now,
         find_posted=HistoryLookup(services.client),
         teams=teams,
+        clock=services.clock,
     )
     with session_scope(services.session_factory) as session:
         status = [

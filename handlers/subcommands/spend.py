@@ -14,8 +14,9 @@ def handle_unallocated(inv: Invocation) -> Reply:
     if len(inv.args) > 1:
         raise UsageError("Usage: `/mlcost unallocated [YYYY-MM]`")
     period = month_period(inv.args[0]) if inv.args else month_of(inv.now.date())
-    report = unallocated_report(session=inv.session, period=period)
-    text, blocks = build_unallocated_blocks(report, inv.settings.currency)
+    report = unallocated_report(session=inv.session, period=period,
+                                currency=inv.settings.currency)  # fmt: skip
+    text, blocks = build_unallocated_blocks(report, report.currency)
     return Reply(text=text, blocks=blocks)
 
 

@@ -23,8 +23,8 @@ def handle_team_command(inv: Invocation) -> Reply:
         raise UsageError(f"Usage: `/mlcost {TEAM_USAGE}`, e.g. `/mlcost team ranking`")
     report = team_report(session=inv.session, name=words[0], today=inv.now.date(),
                          window=words[1] if len(words) > 1 else None,
-                         basis=cost_basis(options))  # fmt: skip
-    currency = inv.settings.currency
+                         basis=cost_basis(options), currency=inv.settings.currency)  # fmt: skip
+    currency = report.currency
     text, blocks = build_team_report_blocks(report, currency)
     png = render_spend_chart(team_chart(report, currency))
     chart = ChartFile(f"mlcost-team-{report.team}.png", png,
@@ -44,8 +44,8 @@ def handle_top_command(inv: Invocation) -> Reply:
         if not 1 <= count <= MAX_TOP:
             raise UsageError(f"`top` shows 1 to {MAX_TOP} models")
     top = top_models(session=inv.session, today=inv.now.date(), count=count,
-                     basis=cost_basis(options))  # fmt: skip
-    text, blocks = build_top_blocks(top, inv.settings.currency)
+                     basis=cost_basis(options), currency=inv.settings.currency)  # fmt: skip
+    text, blocks = build_top_blocks(top, top.currency)
     return Reply(text=text, blocks=blocks)
 
 

@@ -7,8 +7,13 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
 
+from bot.budget_admin import set_budget
 from bot.cli import main
+from bot.db import make_engine, make_session_factory, session_scope
+from bot.models import AuditLog
+from bot.ownership import set_model_owners
 from tests.conftest import DATA
 from tests.helpers import REGISTRY
 
@@ -30,7 +35,7 @@ def test_registry_ingest_and_report(
     code, out, _ = run(capsys, *db, "ingest", "focus", str(DATA / "focus_sample.csv"))
     assert code == 0
     assert "read 1,000 rows" in out
-    assert "reconciliation OK: billed 20.52 = attributed" in out
+    assert "reconciliation OK: billed 20.52 USD = attributed" in out
     code, out, _ = run(
         capsys,
         *db,
@@ -44,8 +49,11 @@ def test_registry_ingest_and_report(
         "json",
     )
     data = json.loads(out)
-    totals = {k: Decimal(v) for k, v in data["totals"].items()}
+    [usd] = data["totals"]  # the sample is billed in USD only
+    assert usd.pop("currency") == "USD"
+    totals = {k: Decimal(v) for k, v in usd.items()}
     assert totals["attributed"] + totals["unallocated"] == totals["billed"]
+    assert {r["currency"] for r in data["rows"]} == {"USD"}
     assert data["cost_basis"] == "billed"
     assert sum(Decimal(r["cost"]) for r in data["rows"]) == totals["billed"]
     code, out, _ = run(
@@ -73,7 +81,7 @@ def test_bad_inputs_exit_non_zero_with_one_line(
     code, _, err = run(capsys, *db, "report", "spend", "--month", "2024-13")
     assert code == 2 and "not a month" in err
     code, out, _ = run(capsys, *db, "report", "spend", "--month", "2024-09", "--format", "json")
-    assert json.loads(out)["totals"]["billed"] == "0"
+    assert json.loads(out)["totals"] == []  # no spend: no currency, no total
 
 
 def test_demo_runs_twice_harmlessly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,3 +182,172 @@ def test_an_unreadable_spot_feed_is_a_clear_error_for_the_report(
     code, out, err = run(capsys, "--database-url", url, "report", "waste", "--as-of", "2026-11-30")
     assert code != 0 and out == ""
     assert f"cannot read the Spot Instance Advisor feed {feed}" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("teams: []\nx: !!python/name:os.system\n", "registry.yaml:2: the tag !!python/name:os"),
+        ("teams: &loop\n  - *loop\n", "registry.yaml:1: anchors and aliases"),
+        ("teams:\n  - {name: a\n  - b: [\n", "registry.yaml:3: invalid YAML: "),
+        (b"teams: []\nfinops_channel: \xff\n", "registry.yaml:2: not UTF-8 text"),
+    ],
+)
+def test_registry_yaml_errors_are_one_line_and_exit_2(
+    database_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str | bytes,
+    expected: str,
+) -> None:
+    registry = tmp_path / "registry.yaml"
+    if isinstance(text, bytes):
+        registry.write_bytes(text)
+    else:
+        registry.write_text(text)
+    db = ["--database-url", database_url]
+    code, out, err = run(capsys, *db, "registry", "import", str(registry))
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"error: {registry.parent}/{expected}")
+    assert err.count("\n") == 1
+
+
+def _import(
+    capsys: pytest.CaptureFixture[str], url: str, path: Path, *flags: str
+) -> tuple[int, str, str]:
+    return run(capsys, "--database-url", url, "registry", "import", str(path), *flags)
+
+
+def _export(capsys: pytest.CaptureFixture[str], url: str) -> str:
+    code, out, _ = run(capsys, "--database-url", url, "registry", "export")
+    assert code == 0
+    return out
+
+
+def _audit_count(url: str) -> int:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.scalar(select(func.count()).select_from(AuditLog)) or 0)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "defines no teams and no models (empty or truncated?)"),
+        (
+            REGISTRY.split("models:")[0],
+            "would remove 9 of the 13 teams, models, budgets and owners",
+        ),
+    ],
+)
+def test_an_empty_or_truncated_file_is_refused_without_yes(
+    database_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    expected: str,
+) -> None:
+    full, cut = tmp_path / "registry.yaml", tmp_path / "cut.yaml"
+    full.write_text(REGISTRY)
+    cut.write_text(text)
+    assert _import(capsys, database_url, full)[0] == 0
+    before, audits = _export(capsys, database_url), _audit_count(database_url)
+    code, out, err = _import(capsys, database_url, cut)
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: not imported: {cut}") and expected in err
+    assert "--yes" in err and err.count("\n") == 1
+    assert _export(capsys, database_url) == before
+    assert _audit_count(database_url) == audits
+    code, out, _ = _import(capsys, database_url, cut, "--yes")
+    assert code == 0 and "  remove model recsys" in out
+    assert "recsys" not in _export(capsys, database_url)
+
+
+def test_dry_run_prints_the_diff_and_changes_nothing(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    full, changed, empty = (
+        tmp_path / "registry.yaml",
+        tmp_path / "changed.yaml",
+        tmp_path / "e.yaml",
+    )
+    full.write_text(REGISTRY)
+    changed.write_text(
+        REGISTRY.replace("  - {name: staging, team: platform, owners: [U0PPP111]}\n", "")
+        .replace("owners: [U0AAA111], match", "owners: [U0AAA999], match")
+        .replace("monthly: 12000", "monthly: 13000")
+    )
+    empty.write_text("# nothing yet\n")
+    assert _import(capsys, database_url, full)[0] == 0
+    before, audits = _export(capsys, database_url), _audit_count(database_url)
+    code, out, err = _import(capsys, database_url, changed, "--dry-run")
+    assert code == 0 and err == ""
+    assert out.splitlines() == [
+        "  update model recsys: owners U0AAA111 -> U0AAA999",
+        "  update budget model:recsys: monthly 12000 -> 13000",
+        "  remove model staging",
+        f"dry run of {changed}: 2 teams, 3 models, 1 budgets; would create 0, update 2, "
+        "remove 1; nothing was changed",
+    ]
+    code, out, err = _import(capsys, database_url, empty, "--dry-run")
+    assert code == 0
+    assert out.splitlines()[-1] == (
+        f"without --yes the import would be refused: {empty} defines no teams and no models "
+        f"(empty or truncated?); {empty} would remove 13 of the 13 teams, models, budgets and "
+        "owners in the registry (2 teams, 4 models, 1 budget, 6 owners)"
+    )
+    assert _export(capsys, database_url) == before
+    assert _audit_count(database_url) == audits
+    code, out, _ = _import(capsys, database_url, changed)
+    assert code == 0 and "0 created, 2 updated, 1 removed" in out
+    assert "staging" not in _export(capsys, database_url)
+
+
+def test_reverting_budgets_and_owners_changed_in_slack_needs_a_choice(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(REGISTRY)
+    assert _import(capsys, database_url, registry)[0] == 0
+    engine = make_engine(database_url)
+    with session_scope(make_session_factory(engine)) as session:
+        set_budget(session=session, user_id="U0AAA111", scope="model:recsys", amount=Decimal(15000))
+        set_model_owners(session=session, user_id="U0ADMIN01", model_name="recsys",
+                         owners=["U0AAA111", "U0BBB222"])  # fmt: skip
+    engine.dispose()
+    slack_state = _export(capsys, database_url)
+    assert "monthly: 15000" in slack_state
+
+    code, out, err = _import(capsys, database_url, registry)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert (
+        lines[0] == "warning: this import reverts 2 change(s) made in Slack since the last import:"
+    )
+    assert lines[1].startswith("  budget model:recsys: monthly 12000 -> 15000 by U0AAA111 at ")
+    assert lines[2].startswith(
+        "  model recsys: owners U0AAA111 -> U0AAA111, U0BBB222 by U0ADMIN01 at "
+    )
+    assert lines[3].startswith("error: not imported: it would revert 2 changes made in Slack")
+    assert "--keep-slack-changes" in lines[3] and "--yes" in lines[3] and len(lines) == 4
+    assert _export(capsys, database_url) == slack_state
+
+    code, out, err = _import(capsys, database_url, registry, "--keep-slack-changes")
+    assert code == 0 and err == ""
+    assert "  keep (changed in Slack) budget model:recsys: monthly 12000 -> 15000" in out
+    assert _export(capsys, database_url) == slack_state
+
+    code, out, err = _import(capsys, database_url, registry, "--yes")
+    assert code == 0 and "warning: this import reverts 2 change(s)" in err
+    assert "  update budget model:recsys: monthly 15000 -> 12000" in out
+    reverted = _export(capsys, database_url)
+    assert "monthly: 12000" in reverted and "U0BBB222" not in reverted
+    assert _import(capsys, database_url, registry) == (
+        0,
+        f"registry {registry}: 2 teams, 4 models, 1 budgets; 0 created, 0 updated, 0 removed\n",
+        "",
+    )

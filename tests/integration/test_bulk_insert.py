@@ -33,6 +33,7 @@ def test_arrow_rows_round_trip_exactly(session: Session) -> None:
         "estimated": pa.array([True, False] * 3),
         "stage": pa.array(["other"] * n),
         "attribution": pa.array(["unallocated"] * n),
+        "currency": pa.array(["USD", "EUR", "JPY", "USD", "GBP", "CHF"]),
     }
     money = [
         Decimal("1E-10"), Decimal("-5E-7"), Decimal("123456789.0123456789"), Decimal(0),

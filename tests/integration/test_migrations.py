@@ -54,4 +54,6 @@ def test_the_rollup_migration_sums_the_ledger_already_there(database_url: str) -
         assert assert_rollup_matches_ledger(session) == 2
         alpha = session.scalars(select(SpendRollup).where(SpendRollup.model == "alpha")).one()
         assert alpha.billed_cost == Decimal("3.3500000001")
+        # 0005: rows written before the currency column are kept, and marked USD
+        assert session.scalars(select(DailySpend.currency)).all() == ["USD"] * 4
     engine.dispose()

@@ -35,14 +35,49 @@ class Fault:
     error: str | None = None  # an ok:false API error instead of an HTTP error
 
 
-class FakeSlack:
-    """Serve the subset of the Web API mlcost uses on 127.0.0.1 (port 0)."""
+def _flag(value: Any) -> bool:
+    return value in (True, 1, "1", "true", "True")
 
-    def __init__(self) -> None:
+
+def _page(items: list[dict[str, Any]], params: dict[str, Any], page_size: int) -> dict[str, Any]:
+    """Return one page of a cursor-paginated listing: at most `limit`, at most `page_size`."""
+    start = int(str(params.get("cursor") or "page:0").partition(":")[2] or 0)
+    size = max(1, min(int(params.get("limit") or 100), page_size))
+    chunk, more = items[start : start + size], start + size < len(items)
+    if not _flag(params.get("include_all_metadata")):
+        chunk = [{k: v for k, v in m.items() if k != "metadata"} for m in chunk]
+    cursor = f"page:{start + size}" if more else ""
+    return {"ok": True, "messages": chunk, "has_more": more,
+            "response_metadata": {"next_cursor": cursor}}  # fmt: skip
+
+
+def _in_window(ts: str, params: dict[str, Any]) -> bool:
+    inclusive = _flag(params.get("inclusive"))
+    oldest, latest = params.get("oldest"), params.get("latest")
+    if oldest and not (float(ts) >= float(oldest) if inclusive else float(ts) > float(oldest)):
+        return False
+    return not latest or (float(ts) <= float(latest) if inclusive else float(ts) < float(latest))
+
+
+class FakeSlack:
+    """Serve the subset of the Web API mlcost uses on 127.0.0.1 (port 0).
+
+    As Slack documents: conversations.history lists only parent messages (and replies posted
+    with reply_broadcast), newest first; conversations.replies(channel, ts) lists the parent and
+    its replies, oldest first. Both return at most `limit` messages, and here never more than
+    `page_size`, so callers must follow response_metadata.next_cursor. Message metadata is
+    returned only with include_all_metadata. A channel in `non_member_channels` (a public
+    channel the bot posts to through chat:write.public without joining) answers both with
+    not_in_channel while chat.postMessage still works. Message ts are real epoch times.
+    """
+
+    def __init__(self, page_size: int = 3) -> None:
         self.calls: list[Call] = []
         self.faults: dict[str, Fault] = {}
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
-        self._ts = 1_700_000_000
+        self.page_size = page_size
+        self.non_member_channels: set[str] = set()
+        self._ts = int(time.time() * 1_000_000)
         self._lock = threading.Lock()
         self.handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
         self.delays: dict[str, float] = {}  # seconds to wait before answering (after acting)
@@ -80,6 +115,10 @@ class FakeSlack:
         """Make the next `times` calls of a method fail."""
         self.faults[method] = Fault(status, times, retry_after, error)
 
+    def not_a_member(self, channel: str) -> None:
+        """Make history and replies of a channel answer not_in_channel (posting still works)."""
+        self.non_member_channels.add(channel)
+
     def calls_to(self, method: str) -> list[Call]:
         with self._lock:
             return [c for c in self.calls if c.method == method]
@@ -103,19 +142,19 @@ class FakeSlack:
 
     def _next_ts(self) -> str:
         with self._lock:
-            self._ts += 1
-            return f"{self._ts}.000100"
+            self._ts = max(self._ts + 1, int(time.time() * 1_000_000))
+            return f"{self._ts // 1_000_000}.{self._ts % 1_000_000:06d}"
 
     def _handle(self, request: BaseHTTPRequestHandler, body: bytes) -> None:
-        path = request.path.lstrip("/").split("?")[0]
+        path, _, query = request.path.lstrip("/").partition("?")
         content_type = request.headers.get("Content-Type", "")
-        params: dict[str, Any] = {}
+        params: dict[str, Any] = {k: v[0] for k, v in parse_qs(query).items()}
         if path.startswith("upload/"):
             params = {"bytes": len(body)}
         elif "json" in content_type and body:
-            params = json.loads(body)
+            params.update(json.loads(body))
         elif body:
-            params = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            params.update({k: v[0] for k, v in parse_qs(body.decode()).items()})
         for key in ("blocks", "files", "metadata", "view"):
             if isinstance(params.get(key), str):
                 with contextlib.suppress(json.JSONDecodeError):
@@ -145,6 +184,10 @@ class FakeSlack:
     def _respond(self, method: str, params: dict[str, Any]) -> Any:
         if method in self.handlers:
             return self.handlers[method](params)
+        return self.respond_default(method, params)
+
+    def respond_default(self, method: str, params: dict[str, Any]) -> Any:
+        """Answer a call as the fake does without a handler (for handlers that wrap it)."""
         if method == "auth.test":
             return {"ok": True, "user_id": "UBOT", "team_id": "T1", "bot_id": "B1"}
         if method == "chat.postMessage":
@@ -157,6 +200,8 @@ class FakeSlack:
                 "thread_ts": params.get("thread_ts"),
                 "metadata": params.get("metadata"),
             }
+            if params.get("thread_ts") and _flag(params.get("reply_broadcast")):
+                message["reply_broadcast"] = True
             self.messages[(channel, ts)] = message
             return {"ok": True, "channel": channel, "ts": ts, "message": message}
         if method == "chat.update":
@@ -169,12 +214,26 @@ class FakeSlack:
             return {"ok": True, "message_ts": self._next_ts()}
         if method == "conversations.open":
             return {"ok": True, "channel": {"id": dm_channel(params.get("users", ""))}}
-        if method == "conversations.history":
+        if method in ("conversations.history", "conversations.replies"):
             channel = params.get("channel", "")
             if channel[:1] in ("U", "W"):
                 return {"ok": False, "error": "channel_not_found"}  # history wants the DM's ID
-            found = [dict(m) for (c, _), m in self.messages.items() if c == channel]
-            return {"ok": True, "messages": found, "has_more": False}
+            if channel in self.non_member_channels:
+                return {"ok": False, "error": "not_in_channel"}
+            in_channel = sorted(
+                (dict(m, ts=ts) for (c, ts), m in list(self.messages.items()) if c == channel),
+                key=lambda m: float(m["ts"]),
+            )
+            if method == "conversations.history":
+                listed = [m for m in in_channel if _in_window(m["ts"], params) and (
+                    m.get("thread_ts") in (None, m["ts"]) or m.get("reply_broadcast"))]  # fmt: skip
+                return _page(listed[::-1], params, self.page_size)
+            parent = next((m for m in in_channel if m["ts"] == params.get("ts")), None)
+            if parent is None:
+                return {"ok": False, "error": "thread_not_found"}
+            replies = [m for m in in_channel if m.get("thread_ts") == parent["ts"]
+                       and m["ts"] != parent["ts"] and _in_window(m["ts"], params)]  # fmt: skip
+            return _page([parent, *replies], params, self.page_size)
         if method == "files.getUploadURLExternal":
             return {"ok": True, "upload_url": f"{self.url}upload/F123", "file_id": "F123"}
         if method.startswith("upload/"):

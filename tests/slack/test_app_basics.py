@@ -43,7 +43,8 @@ def test_healthz_checks_the_database_and_reports_the_backlog(slack: SlackHarness
     assert health() == {
         "status": "ok", "database": "ok",
         "outbox": {"waiting": 0, "oldest_waiting_seconds": None, "failed": 0},
-        "last_ingestion": None, "review_threads_to_update": 0,
+        "last_ingestion": None, "source_failures": [], "review_threads_to_update": 0,
+        "review_threads_failed": 0,
     }  # fmt: skip
     an_hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
     with session_scope(slack.session_factory) as session:

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from bot.app import build_app
 from bot.db import make_engine, make_session_factory, session_scope
+from bot.health import health_snapshot
 from bot.models import AuditLog, OutboxMessage, Review, ReviewItem, SignOff
+from bot.review import record_decision
 from bot.review_jobs import (
     run_monthly_review_job,
     run_review_refresh_job,
@@ -25,6 +28,7 @@ from bot.server import make_http_server, serve_in_thread
 from bot.services import AppServices
 from bot.signoff import enqueue_digests
 from bot.slack.notifier import SlackNotifier
+from handlers.review_actions import build_decision_view
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
 from tests.slack.conftest import SlackHarness, seed
@@ -441,3 +445,118 @@ def test_value_and_gate_commands(slack: SlackHarness, clock: Clock) -> None:
     assert "passes the release gate" in gate["text"]
     assert slack.command("gate recsy").status == 200
     assert "Did you mean `recsys`" in slack.responses(5)[-1]["text"]
+
+
+def test_a_thread_slack_refuses_fails_alone_in_the_refresh_job(
+    slack: SlackHarness, clock: Clock
+) -> None:
+    seed(slack, seed_org)
+    assert run_monthly_review_job(slack.services) is not None
+    # three decisions recorded while Slack could not be updated, oldest first
+    with session_scope(slack.session_factory) as session:
+        for minutes, (model, user) in enumerate(
+            (("recsys", "U0AAA111"), ("search", "U0AAA113"), ("churn", "U0ADMIN01"))
+        ):
+            record_decision(session=session, item_id=item_id(slack, model), user_id=user,
+                            decision="keep", reason=None,
+                            now=clock.now + dt.timedelta(minutes=minutes))  # fmt: skip
+    with session_scope(slack.session_factory) as session:
+        ts = {i.model_name: i.message_ts for i in session.scalars(select(ReviewItem))}
+    refused: dict[str, list[str]] = {
+        ts["recsys"]: ["msg_too_long"] * 9,  # permanent
+        ts["search"]: ["internal_error"],
+    }  # transient, once
+    update_calls: list[str] = []
+
+    def chat_update(params: dict[str, Any]) -> dict[str, Any]:
+        update_calls.append(params["ts"])
+        if refused.get(params["ts"]):
+            return {"ok": False, "error": refused[params["ts"]].pop(0)}
+        key = (params["channel"], params["ts"])
+        slack.fake.messages[key].update({"text": params["text"], "blocks": params["blocks"]})
+        return {"ok": True, "channel": key[0], "ts": key[1]}
+
+    slack.fake.handlers["chat.update"] = chat_update
+
+    def shown(model: str) -> str:
+        return dumps(next(m for (_, t), m in slack.fake.messages.items() if t == ts[model]))
+
+    def health() -> dict[str, Any]:
+        with session_scope(slack.session_factory) as session:
+            return health_snapshot(session, clock.now)
+
+    assert run_review_refresh_job(slack.services) == 1
+    assert "decided by <@U0ADMIN01>" in shown("churn")  # refreshed despite the two before it
+    assert "decided by" not in shown("search") and "decided by" not in shown("recsys")
+    assert health()["review_threads_to_update"] == 1  # search waits; recsys is given up
+    assert health()["review_threads_failed"] == 1
+    assert run_review_refresh_job(slack.services) == 1
+    assert "decided by <@U0AAA113>" in shown("search")
+    assert run_review_refresh_job(slack.services) == 0
+    assert update_calls.count(ts["recsys"]) == 1  # not retried run after run
+    assert health()["review_threads_to_update"] == 0
+    with session_scope(slack.session_factory) as session:
+        recsys = session.scalars(select(ReviewItem).where(ReviewItem.model_name == "recsys")).one()
+        assert recsys.decision == "keep" and not recsys.refresh_pending
+        assert "msg_too_long" in (recsys.refresh_error or "")
+
+
+def submit_together(
+    slack: SlackHarness, submissions: list[tuple[dict[str, Any], str]]
+) -> list[int]:
+    """Submit decision modals from threads released at the same moment; return the statuses."""
+    barrier = threading.Barrier(len(submissions))
+    results: list[int] = []
+
+    def submit(view: dict[str, Any], user: str) -> None:
+        barrier.wait(timeout=10)
+        results.append(slack.action(submit_payload(view, user, None)).status)
+
+    threads = [threading.Thread(target=submit, args=pair) for pair in submissions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+def test_two_owners_submitting_at_the_same_moment_close_the_review(
+    slack: SlackHarness, clock: Clock
+) -> None:
+    seed(slack, seed_org)
+    assert run_monthly_review_job(slack.services) is not None
+    parent_ts = next(
+        ts
+        for (ch, ts), m in slack.fake.messages.items()
+        if ch == "C0RANKING" and m["thread_ts"] is None
+    )
+    choices = (("recsys", "U0AAA111", "kill"), ("search", "U0AAA113", "keep"))
+    views = [
+        build_decision_view(item_id(slack, model), model, "2026-11", decision, "C0RANKING")
+        for model, _, decision in choices
+    ]
+    for round_ in range(5):
+        with session_scope(slack.session_factory) as session:  # the review as just posted
+            session.execute(
+                update(ReviewItem).values(
+                    decision=None, decided_by=None, decided_at=None, refresh_pending=False
+                )
+            )
+            session.execute(update(Review).values(status="open", closed_at=None))
+        results = submit_together(slack, [
+            (view, user) for view, (_, user, _) in zip(views, choices, strict=True)
+        ])  # fmt: skip
+        assert results == [200, 200]
+
+        def refreshed() -> bool:
+            with session_scope(slack.session_factory) as session:
+                items = session.scalars(select(ReviewItem).join(Review)
+                                        .where(Review.team_name == "ranking")).all()  # fmt: skip
+                return all(i.decision and not i.refresh_pending for i in items)
+
+        wait_until(refreshed)
+        with session_scope(slack.session_factory) as session:
+            ranking = session.scalars(select(Review).where(Review.team_name == "ranking")).one()
+            assert ranking.status == "decided", f"round {round_}: the review stayed open"
+        shown = dumps(message(slack, "C0RANKING", parent_ts)["blocks"])
+        assert "All decided" in shown, f"round {round_}: {shown}"

@@ -8,6 +8,8 @@ from decimal import Decimal
 from bot.alerts import (
     BudgetAlert,
     Silence,
+    budget_alert_key,
+    budget_alert_revision,
     parse_budget_alert_key,
     plan_budget_alerts,
     sent_by_scope,
@@ -100,3 +102,25 @@ def test_keys_round_trip_even_for_scopes_with_colons_and_slashes() -> None:
     )
     assert parse_budget_alert_key("anomaly:spend:model:x:2026-11-10") is None
     assert sent_by_scope([key]) == {"model:fc-2026-11/stage:training": {("forecast", 100)}}
+
+
+def test_a_changed_amount_names_its_revision_and_only_its_keys_count_as_sent() -> None:
+    old = "budget:model:fc-2026-11/stage:training:2026-11:actual:80"
+    new = "budget:model:fc-2026-11/stage:training:2026-11:actual:100:r2"
+    assert (
+        budget_alert_key("model:x", "2026-11", "actual", 80) == "budget:model:x:2026-11:actual:80"
+    )
+    assert budget_alert_key("model:x", "2026-11", "actual", 80, 2) == (
+        "budget:model:x:2026-11:actual:80:r2"
+    )
+    assert parse_budget_alert_key(new) == (
+        "model:fc-2026-11/stage:training",
+        "2026-11",
+        "actual",
+        100,
+    )
+    assert budget_alert_revision(new) == 2 and budget_alert_revision(old) == 0
+    scope = "model:fc-2026-11/stage:training"
+    assert sent_by_scope([old, new]) == {scope: {("actual", 80)}}
+    assert sent_by_scope([old, new], {scope: 2}) == {scope: {("actual", 100)}}
+    assert sent_by_scope([old, new], {scope: 1}) == {}

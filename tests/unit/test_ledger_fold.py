@@ -50,7 +50,7 @@ def test_grouped_charges_merge_each_period_and_count_source_rows() -> None:
     grouped.add(charges_table([charge(dt.date(2026, 11, 3), "-0.5")]))
     result = grouped.result()
     assert grouped.rows == 2 + 7 + 1
-    assert grouped.billed == Decimal("2.6000000002")
+    assert grouped.billed == {"USD": Decimal("2.6000000002")}
     totals = {r["day"]: r["billed"] for r in result.to_pylist()}
     assert totals == {
         dt.date(2026, 10, 3): Decimal("1.1000000002"),

@@ -1,3 +1,5 @@
+import threading
+
 import pytest
 
 from bot.errors import RegistryError
@@ -59,6 +61,94 @@ def test_errors_name_the_line_and_the_field(old: str, new: str, expected: str) -
     assert expected in str(info.value)
 
 
-def test_broken_yaml_names_the_line() -> None:
-    with pytest.raises(RegistryError, match="line 3"):
-        parse_registry("teams:\n  - {name: a\n  - b: [\n")
+def _parse_in_thread(text: str, seconds: float = 10) -> BaseException | None:
+    """Parse in a worker thread; return what it raised, failing if it is still running."""
+    outcome: list[BaseException | None] = []
+
+    def work() -> None:
+        try:
+            parse_registry(text, source="registry.yaml")
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "parse_registry was still expanding the file"
+    return outcome[0]
+
+
+def billion_laughs(levels: int = 12) -> str:
+    """Each level refers to the one below ten times: 10**levels strings once expanded."""
+    lines = ['a0: &a0 "lol"']
+    for i in range(1, levels + 1):
+        refs = ", ".join([f"*a{i - 1}"] * 10)
+        lines.append(f"a{i}: &a{i} [{refs}]")
+    return "teams: []\n" + "\n".join(lines) + "\n"
+
+
+def test_billion_laughs_is_refused_before_any_expansion() -> None:
+    raised = _parse_in_thread(billion_laughs())
+    assert isinstance(raised, RegistryError)
+    assert str(raised) == (
+        "registry.yaml:2: anchors and aliases (&name, *name) are not allowed in a registry "
+        "file; write each value out"
+    )
+
+
+def test_a_self_referencing_anchor_is_one_line_not_a_recursion_error() -> None:
+    raised = _parse_in_thread("teams: &loop\n  - *loop\n")
+    assert isinstance(raised, RegistryError)
+    assert str(raised).startswith("registry.yaml:1: anchors and aliases")
+    assert "\n" not in str(raised)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "tag"),
+    [
+        ("teams: []\nx: !!python/name:os.system\n", 2, "!!python/name:os.system"),
+        ("teams:\n  - !!python/object:os.system {}\n", 2, "!!python/object:os.system"),
+        ("admins: !custom [U0AAA111]\n", 1, "!custom"),
+        ("finops_channel: !!binary Q0ZJTk9QUw==\n", 1, "!!binary"),
+    ],
+)
+def test_non_core_tags_are_refused_with_the_line(text: str, line: int, tag: str) -> None:
+    with pytest.raises(RegistryError) as info:
+        parse_registry(text, source="registry.yaml")
+    assert str(info.value) == (
+        f"registry.yaml:{line}: the tag {tag} is not allowed in a registry file; "
+        "remove it (plain strings, numbers, lists and mappings only)"
+    )
+
+
+def test_core_tags_are_still_accepted() -> None:
+    tagged = GOOD.replace("finops_channel: C0FINOPS", "finops_channel: !!str C0FINOPS")
+    spec = parse_registry(tagged)
+    assert spec.finops_channel == "C0FINOPS"
+
+
+def test_broken_yaml_is_one_line_naming_file_and_line() -> None:
+    with pytest.raises(RegistryError) as info:
+        parse_registry("teams:\n  - {name: a\n  - b: [\n", source="registry.yaml")
+    message = str(info.value)
+    assert message.startswith("registry.yaml:3: invalid YAML: ")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("teams: []\nteams: []\n", "registry.yaml:2: duplicate key 'teams'"),
+        ("teams:\n  - {[a]: 1}\n", "registry.yaml:2: mapping keys must be plain values"),
+        ("<<: {teams: []}\n", "registry.yaml:1: merge keys (<<) are not allowed"),
+        ("teams: " + "[" * 5000 + "]" * 5000 + "\n", "registry.yaml:1: nested deeper than"),
+        ("teams: []\n\x07\n", "registry.yaml:2: invalid YAML: "),
+    ],
+)
+def test_other_yaml_problems_are_one_line(text: str, expected: str) -> None:
+    with pytest.raises(RegistryError) as info:
+        parse_registry(text, source="registry.yaml")
+    assert str(info.value).startswith(expected)
+    assert "\n" not in str(info.value)

@@ -1,0 +1,190 @@
+"""The outbox against the fake Slack Web API: leases between jobs, lookups of lost outcomes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.config import Settings
+from bot.db import session_scope
+from bot.models import OutboxMessage
+from bot.outbox import METADATA_EVENT, DeliveryReport, HistoryLookup, deliver_pending, enqueue
+from bot.scheduler import run_delivery, run_poll
+from bot.services import AppServices, system_clock
+from bot.slack.client import make_web_client
+from bot.slack.notifier import SlackNotifier
+from tests.alert_fixtures import migrated
+from tests.slack.fake_slack import FakeSlack
+
+BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSlack]:
+    fake = FakeSlack().start()
+    yield fake
+    fake.stop()
+
+
+def make_services(
+    database_url: str, fake: FakeSlack, factory: sessionmaker[Session], clock: Any
+) -> AppServices:
+    settings = Settings(
+        database_url=database_url, slack_bot_token=SecretStr("xoxb-test"), slack_api_url=fake.url
+    )
+    return AppServices(settings=settings, session_factory=factory,
+                       client=make_web_client(settings), clock=clock)  # fmt: skip
+
+
+def posted_keys(fake: FakeSlack) -> Counter[str]:
+    return Counter(
+        m["metadata"]["event_payload"]["key"] for m in fake.messages.values() if m.get("metadata")
+    )
+
+
+def outbox(factory: sessionmaker[Session]) -> dict[str, OutboxMessage]:
+    with session_scope(factory) as session:
+        return {m.dedupe_key: m for m in session.scalars(select(OutboxMessage))}
+
+
+def test_a_slow_poll_leases_from_the_clock_at_claim_time_so_the_delivery_job_cannot_double(
+    database_url: str, fake: FakeSlack
+) -> None:
+    started: list[dt.datetime] = []
+
+    def clock() -> dt.datetime:
+        # the poll reads the clock once before ingesting, which took an hour; later reads are now
+        if not started:
+            started.append(system_clock() - dt.timedelta(hours=1))
+            return started[0]
+        return system_clock()
+
+    with migrated(database_url) as (_engine, factory):
+        with session_scope(factory) as session:
+            enqueue(session=session, dedupe_key="alert", kind="budget", channel="C1",
+                    text="over budget", blocks=BLOCKS)  # fmt: skip
+        services = make_services(database_url, fake, factory, clock)
+
+        def post_while_the_delivery_job_runs(params: dict[str, Any]) -> Any:
+            if len(fake.calls_to("chat.postMessage")) == 1:  # the poll's post is in flight
+                run_delivery(services)
+            return fake.respond_default("chat.postMessage", params)
+
+        fake.handlers["chat.postMessage"] = post_while_the_delivery_job_runs
+        run_poll(services)
+        assert posted_keys(fake) == {"alert": 1}
+        row = outbox(factory)["alert"]
+        assert row.status == "delivered" and row.attempts == 1
+        assert row.delivered_at is not None and row.delivered_at > started[0]
+
+
+def post_then_lose_the_outcome(
+    services: AppServices, key: str, thread_ts: str | None = None
+) -> str:
+    """Post a queued message as a worker would, then die before recording it; return its ts."""
+    with session_scope(services.session_factory) as session:
+        row = session.scalars(select(OutboxMessage).where(OutboxMessage.dedupe_key == key)).one()
+        posted = SlackNotifier(services.client).post_with_metadata(
+            row.channel, row.payload["text"], row.payload["blocks"], thread_ts,
+            {"event_type": METADATA_EVENT, "event_payload": {"key": key}},
+        )  # fmt: skip
+        row.status, row.attempts = "sending", 1
+        row.next_attempt_at = system_clock() - dt.timedelta(seconds=1)  # the lease has expired
+    return posted.ts
+
+
+def chatter(services: AppServices, channel: str, count: int, thread_ts: str | None = None) -> None:
+    """Post other messages (ours with other keys, and people's) to a channel or thread."""
+    for i in range(count):
+        metadata = {"event_type": METADATA_EVENT, "event_payload": {"key": f"other{i}"}}
+        services.client.chat_postMessage(
+            channel=channel, text=f"chatter {i}", thread_ts=thread_ts,
+            metadata=metadata if i % 2 else None,
+        )  # fmt: skip
+
+
+def deliver(services: AppServices) -> DeliveryReport:
+    return deliver_pending(
+        session_factory=services.session_factory,
+        notifier=SlackNotifier(services.client),
+        find_posted=HistoryLookup(services.client),
+    )
+
+
+@pytest.mark.parametrize("channel", ["C0RANKING", "U0AAA111"])  # a channel, and a DM
+def test_a_thread_reply_whose_outcome_was_lost_is_found_in_the_thread_not_posted_again(
+    database_url: str, fake: FakeSlack, channel: str
+) -> None:
+    with migrated(database_url) as (_engine, factory):
+        services = make_services(database_url, fake, factory, system_clock)
+        with session_scope(factory) as session:
+            enqueue(session=session, dedupe_key="review:parent", kind="review.parent",
+                    channel=channel, text="the review", blocks=BLOCKS)  # fmt: skip
+        assert deliver(services).delivered == ["review:parent"]
+        parent = outbox(factory)["review:parent"]
+        assert parent.slack_ts is not None and parent.slack_channel is not None
+        with session_scope(factory) as session:
+            enqueue(session=session, dedupe_key="review:item:alpha", kind="review.item",
+                    channel=channel, text="alpha: keep?", blocks=BLOCKS,
+                    thread_key="review:parent")  # fmt: skip
+        chatter(services, parent.slack_channel, 4, thread_ts=parent.slack_ts)
+        ts = post_then_lose_the_outcome(services, "review:item:alpha", parent.slack_ts)
+        chatter(services, parent.slack_channel, 4, thread_ts=parent.slack_ts)
+
+        report = deliver(services)
+        assert report.recovered == ["review:item:alpha"] == report.delivered
+        assert posted_keys(fake)["review:item:alpha"] == 1
+        row = outbox(factory)["review:item:alpha"]
+        assert (row.status, row.slack_ts, row.slack_channel) == (
+            "delivered",
+            ts,
+            parent.slack_channel,
+        )
+        replies = fake.calls_to("conversations.replies")
+        assert len(replies) > 1 and replies[0].params["ts"] == parent.slack_ts  # paginated
+
+
+def test_a_top_level_post_whose_outcome_was_lost_is_found_on_a_later_history_page(
+    database_url: str, fake: FakeSlack
+) -> None:
+    with migrated(database_url) as (_engine, factory):
+        services = make_services(database_url, fake, factory, system_clock)
+        with session_scope(factory) as session:
+            enqueue(session=session, dedupe_key="budget:alpha:50", kind="budget",
+                    channel="C0ALPHA", text="alpha at 50%", blocks=BLOCKS)  # fmt: skip
+        ts = post_then_lose_the_outcome(services, "budget:alpha:50")
+        chatter(services, "C0ALPHA", 8)  # newer messages: the post is beyond the first page
+
+        report = deliver(services)
+        assert report.recovered == ["budget:alpha:50"] == report.delivered
+        assert posted_keys(fake)["budget:alpha:50"] == 1
+        assert outbox(factory)["budget:alpha:50"].slack_ts == ts
+        assert len(fake.calls_to("conversations.history")) > 1
+
+
+def test_a_public_channel_the_bot_never_joined_still_gets_its_post(
+    database_url: str, fake: FakeSlack
+) -> None:
+    fake.not_a_member("C0PUBLIC")  # posted through chat:write.public; history is not readable
+    with migrated(database_url) as (_engine, factory):
+        services = make_services(database_url, fake, factory, system_clock)
+        with session_scope(factory) as session:
+            enqueue(session=session, dedupe_key="waste:week", kind="waste",
+                    channel="C0PUBLIC", text="waste digest", blocks=BLOCKS)  # fmt: skip
+        fake.fail("chat.postMessage", 500)  # the first attempt fails; the second looks first
+        assert deliver(services).failed == ["waste:week"]
+        with session_scope(factory) as session:
+            row = session.scalars(select(OutboxMessage)).one()
+            row.next_attempt_at = system_clock() - dt.timedelta(seconds=1)
+
+        report = deliver(services)
+        assert report.delivered == ["waste:week"] and report.dead == []
+        assert [c.params["channel"] for c in fake.calls_to("conversations.history")] == ["C0PUBLIC"]
+        assert posted_keys(fake) == {"waste:week": 1}
