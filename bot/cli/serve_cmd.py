@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
+from types import FrameType
 from typing import Any
 
 from bot.app import ConfigurationError, build_app
@@ -39,8 +41,16 @@ def build_services(ctx: CliContext) -> AppServices:
                        client=make_web_client(ctx.settings))  # fmt: skip
 
 
+class Terminated(Exception):
+    """SIGTERM arrived (a container stop, systemd, a supervisor): shut down like Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Serve until interrupted."""
+    """Serve until interrupted or terminated."""
     logging.getLogger().setLevel(logging.INFO)
     services = build_services(ctx)
     app = build_app(services)
@@ -48,6 +58,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     # the workers warm matplotlib as they start.
     start_render_processes(max(1, (os.cpu_count() or 2) - 1))
     stop_scheduler = _start_scheduler(services, ctx, enabled=not args.no_scheduler)
+    # the handler raises in the main thread, which leaves serve_forever through the finally below
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         if args.socket:
             from slack_bolt.adapter.socket_mode import SocketModeHandler
@@ -65,8 +77,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             )
             log.info("serving Slack on http://%s:%d/slack/events", args.host, args.port)
             server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
+    except (KeyboardInterrupt, Terminated):
+        log.info("stopping: the scheduler, then the chart workers")
     finally:
         stop_scheduler()
         stop_render_processes()

@@ -9,11 +9,17 @@ from bot.config import Settings
 
 
 def make_web_client(settings: Settings, *, rate_limit_retries: int = 1) -> WebClient:
-    """Create a WebClient for the bot token and the configured base URL."""
+    """Create a WebClient for the bot token and the configured base URL.
+
+    Only a 429 is retried inside the client (Slack refused the call, so repeating it is safe). A
+    timeout or a 5xx is not: the post may have reached Slack, and only the outbox can tell, by
+    looking its key up before posting again.
+    """
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     return WebClient(
         token=token,
         base_url=settings.slack_base_url(),
-        timeout=15,
+        # typed int by slack_sdk; urllib takes float seconds
+        timeout=settings.slack_timeout_seconds,  # type: ignore[arg-type]
         retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=rate_limit_retries)],
     )

@@ -87,11 +87,13 @@ def test_advisory_lock_is_freed_when_the_leader_connection_dies(database_url: st
         assert first.try_acquire() and not second.try_acquire()
         assert first.is_held()
         engine = make_engine(database_url)
-        with engine.connect() as conn:  # the leader's connection is killed
+        # the leader's connection is killed; only in this test's database, never another run's
+        with engine.connect() as conn:
             conn.execute(
                 text(
                     "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'"
-                    " AND pid <> pg_backend_pid()"
+                    " AND pid <> pg_backend_pid() AND database = (SELECT oid FROM pg_database"
+                    " WHERE datname = current_database())"
                 )
             )
         engine.dispose()
