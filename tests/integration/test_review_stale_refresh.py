@@ -198,3 +198,39 @@ def test_a_refresh_that_runs_out_of_rounds_after_a_stale_update_leaves_the_threa
     assert pending(factory, item_id)
     refresh_pending_messages(session_factory=factory, notifier=Slack(shown), currency="USD")
     assert "*Keep* — decided by <@U0AAA112>" in shown[item_ts], "Slack shows an older decision"
+
+
+def test_a_stale_parent_update_that_lands_after_a_sibling_refresh_is_shown_again(
+    review_factory: sessionmaker[Session],
+) -> None:
+    """The parent message is shared: A (recsys) renders "1 of 2"; meanwhile `search` is decided
+    and its refresh shows "all decided" and clears its flag; then A's parent update lands and its
+    answer is lost. recsys's flag must bring the parent back to "all decided"."""
+    factory = review_factory
+    item_id, _ = recsys(factory)
+    with session_scope(factory) as session:
+        search_id = session.scalars(
+            select(ReviewItem.id).where(ReviewItem.model_name == "search")
+        ).one()
+    shown: dict[str, str] = {}
+
+    class LandsThenLost(Slack):
+        def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
+            if ts == PARENT_TS:
+                decide(factory, search_id, "U0AAA113", "keep")
+                refresh_messages(session_factory=factory, notifier=Slack(shown),
+                                 item_id=search_id, currency="USD")  # fmt: skip
+                assert "all decided" in shown[PARENT_TS].lower()
+                super().update(channel, ts, text, blocks)
+                raise TimeoutError("timed out")  # it landed, but its answer was lost
+            super().update(channel, ts, text, blocks)
+
+    decide(factory, item_id, "U0AAA111", "kill")
+    with pytest.raises(TimeoutError):
+        refresh_messages(session_factory=factory, notifier=LandsThenLost(shown),
+                         item_id=item_id, currency="USD")  # fmt: skip
+    assert "Decided 1 of 2" in shown[PARENT_TS]  # the stale parent reached Slack last
+    assert not pending(factory, search_id)
+    refresh_pending_messages(session_factory=factory, notifier=Slack(shown), currency="USD")
+    assert "all decided" in shown[PARENT_TS].lower(), "the parent shows an older state"
+    assert not pending(factory, item_id)
