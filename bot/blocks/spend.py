@@ -36,7 +36,7 @@ def build_unallocated_blocks(
     for tag, services in ranked[:MAX_GROUPS]:
         amount = money(sum((c for _, c in services), Decimal(0)))
         if tag:
-            fix = (f"*Model tag* {code(clip(tag, 80))} — {amount}\nNo registered model has this "
+            fix = (f"*Model tag {code(clip(tag, 80))}* — {amount}\nNo registered model has this "
                    f"name: register {code(clip(tag, 80))} in the registry, or retag these "
                    "resources with an existing model's name.")  # fmt: skip
         else:
