@@ -430,3 +430,16 @@ def test_plain_text_is_clipped_not_escaped() -> None:
     header = blocks[0]["text"]["text"]
     assert header.startswith("model:a&b<c>x") and "&amp;" not in header
     assert len(header) <= 150 and header.endswith("…")
+
+
+def test_error_replies_and_help_escape_user_words() -> None:
+    """Words typed by a user come back escaped; our own mentions and code spans still work."""
+    from bot.slack.mrkdwn import escape_message
+    from handlers.commands import build_router
+
+    reply = build_router().help_reply("<!channel>")
+    texts = [reply.text, *mrkdwn_texts(reply.blocks)]
+    assert all("<!channel>" not in t and "<model>" not in t for t in texts)
+    assert "&lt;!channel&gt;" in reply.text
+    message = escape_message("Only the owners of `<!here>` (<@U0AAA111>) can decide")
+    assert message == "Only the owners of `&lt;!here&gt;` (<@U0AAA111>) can decide"
