@@ -443,3 +443,14 @@ def test_error_replies_and_help_escape_user_words() -> None:
     assert "&lt;!channel&gt;" in reply.text
     message = escape_message("Only the owners of `<!here>` (<@U0AAA111>) can decide")
     assert message == "Only the owners of `&lt;!here&gt;` (<@U0AAA111>) can decide"
+
+
+def test_charts_show_names_literally() -> None:
+    """A model name like `a$\\y$` broke the chart (matplotlib parsed it as math)."""
+    from bot.charts.spend_chart import SpendChart, render_in_this_process
+
+    name = "m$\\y$ <!channel>"
+    chart = SpendChart(title=name, subtitle=f"team $\\q$ {name}", currency="USD",
+                       stacks={name: {NOV.start: Decimal(5)}}, month_start=NOV.start,
+                       month_end=NOV.end, first_day=NOV.start)  # fmt: skip
+    assert render_in_this_process(chart)[:8] == b"\x89PNG\r\n\x1a\n"
