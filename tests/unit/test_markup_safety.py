@@ -42,7 +42,7 @@ from bot.home import HomeDashboard
 from bot.model_report import ModelReport, ResourceCost
 from bot.models import Budget
 from bot.periods import month_period, trailing_days
-from bot.reports import SpendLine, SpendReport
+from bot.reports import SpendLine, SpendReport, SpendTotals
 from bot.slack.guard import MAX_FALLBACK_TEXT, checked_message, checked_view
 from bot.team_report import ModelLine, TeamReport, TopModels
 from bot.unallocated import UnallocatedReport
@@ -227,8 +227,9 @@ def case_unallocated_blocks(draw: Any) -> Built:
                                                           Decimal(0)),
                      st.one_of(st.none(), hostile(256)), hostile(200), money)  # fmt: skip
     lines = many(draw, draw(count), line)
-    report = SpendReport(NOV, ["tag", "service"], "billed", lines,
-                         total=sum((x.cost for x in lines), Decimal(0)))  # fmt: skip
+    total = sum((x.cost for x in lines), Decimal(0))
+    totals = [SpendTotals("USD", total, total, total, Decimal(0), total)]
+    report = SpendReport(NOV, ["tag", "service"], "billed", lines, totals)
     return spend_blocks.build_unallocated_blocks(UnallocatedReport(report, draw(money)), "USD")
 
 
