@@ -139,7 +139,7 @@ def main() -> int:
                            clock=lambda: dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC))  # fmt: skip
     # What `mlcost serve` does at start-up: chart worker processes that warm matplotlib.
     start_render_processes(max(1, (os.cpu_count() or 2) - 1))
-    server = make_http_server(build_app(services), factory, "127.0.0.1", 0)
+    server = make_http_server(build_app(services), factory, "127.0.0.1", 0, settings=settings)
     serve_in_thread(server)
     harness = SlackHarness(url=f"http://127.0.0.1:{server.server_address[1]}/", fake=fake,
                            services=services, session_factory=factory)  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -11,6 +11,8 @@ from bot.catalog import can_manage_model, can_manage_team, find_model, find_team
 from bot.errors import PermissionDenied, UsageError
 from bot.models import AuditLog, Budget, utcnow
 from bot.registry import BudgetSpec, parse_scope
+
+AMOUNT_DECIMALS = 4  # what a BudgetSpec (the registry file) allows
 
 
 def parse_amount(text: str) -> Decimal:
@@ -23,10 +25,12 @@ def parse_amount(text: str) -> Decimal:
         cleaned, factor = cleaned[:-1], Decimal(1_000_000)
     try:
         value = Decimal(cleaned) * factor
-    except InvalidOperation:
+    except ArithmeticError:  # InvalidOperation, and Overflow for e.g. 1e999999k
         raise UsageError(f"{text!r} is not an amount; use e.g. 12000, $12,000 or 12k") from None
     if not value.is_finite() or value < 0 or value > Decimal("1e12"):
         raise UsageError(f"{text!r} is not a sensible monthly budget")
+    if int(value.normalize().as_tuple().exponent) < -AMOUNT_DECIMALS:
+        raise UsageError(f"{text!r} has more than {AMOUNT_DECIMALS} decimal places")
     return value
 
 

@@ -86,6 +86,7 @@ class Settings(BaseSettings):
     leader_check_seconds: float = Field(
         default=10.0, gt=0, validation_alias="MLCOST_LEADER_CHECK_SECONDS"
     )
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0, validation_alias="MLCOST_MAX_BODY_BYTES")
     slack_timeout_seconds: float = Field(
         default=15.0, gt=0, validation_alias="MLCOST_SLACK_TIMEOUT_SECONDS"
     )

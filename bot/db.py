@@ -12,7 +12,11 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
+
+from bot.errors import MlcostError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -22,8 +26,44 @@ def dialect_insert(session: Session) -> Any:
     return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
 
 
+class DatabaseError(MlcostError):
+    """The database URL is unusable, or the database cannot be reached."""
+
+
+URL_EXAMPLE = "e.g. sqlite:///mlcost.db or postgresql+psycopg://user@host:5432/mlcost"
+
+
 def make_engine(url: str) -> Engine:
-    """Create an engine; SQLite gets foreign keys and a busy timeout."""
+    """Create an engine; SQLite gets foreign keys and a busy timeout.
+
+    A URL that cannot be parsed or names an unknown driver raises DatabaseError (the URL itself
+    is never echoed: it may hold a password).
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise DatabaseError(f"the database URL is not a URL ({URL_EXAMPLE})") from None
+    try:
+        return _create_engine(url)
+    except (NoSuchModuleError, ImportError, ArgumentError):
+        raise DatabaseError(
+            f"the database URL names an unknown database driver {parsed.drivername!r} "
+            f"({URL_EXAMPLE})"
+        ) from None
+
+
+def database_unavailable(exc: DBAPIError, url: URL) -> DatabaseError:
+    """Describe a failed connection in one line, password hidden."""
+    where = url.render_as_string(hide_password=True)
+    detail = str(exc.orig or exc).strip().splitlines()[0][:200] if str(exc.orig or exc) else ""
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        folder = Path(url.database).parent
+        if not folder.is_dir():
+            detail += f" (the folder {folder} does not exist)"
+    return DatabaseError(f"cannot use the database {where}: {detail or type(exc).__name__}")
+
+
+def _create_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30})
 

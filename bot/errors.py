@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 
 class MlcostError(Exception):
     """Base of every error whose message may be shown to a user as is."""
@@ -29,3 +31,8 @@ class UsageError(MlcostError):
 
 class CurrencyError(MlcostError):
     """Amounts in different currencies would be added, or the currency setting contradicts data."""
+
+
+def new_reference() -> str:
+    """Return a short id that joins what a person was told to the logged traceback."""
+    return uuid.uuid4().hex[:8]

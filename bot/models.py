@@ -387,6 +387,7 @@ class Review(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     # bumped by every decision under the review's row lock (compare-and-set; see record_decision)
+    # and by every thread refresh that could not confirm what Slack shows (see refresh_messages)
     version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
     items: Mapped[list[ReviewItem]] = relationship(

@@ -3,11 +3,22 @@
 Delivery never holds a database lock across the network call. A worker claims a message (status
 `sending`, a lease, attempts + 1) in one short transaction, posts it with the dedupe key in the
 message metadata, and records the result in another. The lease runs from the clock at claim
-time. A message whose worker died mid-post is re-claimed when its lease expires; before posting
-again the worker looks for the key in the channel's history (a thread reply: in its thread's
-replies), so a post that did reach Slack is not sent twice. A lookup that fails (no history
-scope, a public channel posted to without joining) is "unknown": it is logged and the message
-is posted, which may double a post whose outcome was lost, but never drops one.
+time. A message whose worker died mid-post, or whose post failed in a way that may still have
+posted (a timeout, a 5xx), is retried; before posting again the worker looks for the key in the
+channel's history (a thread reply: in its thread's replies), so a post that did reach Slack is
+not sent twice. What a failed lookup means depends on why it failed:
+
+- it cannot read the channel for good (not_in_channel on a public channel posted to through
+  chat:write.public, missing_scope, channel_not_found, thread_not_found, or any error not known
+  to be transient): the outcome is "unknown", a warning is logged and the message is posted,
+  which may double a post whose outcome was lost, but never drops one;
+- it failed for now (HTTP 429, 5xx, `ratelimited`, `internal_error`, `fatal_error`,
+  `service_unavailable`, `request_timeout`, a timeout or network error): nothing is posted. The
+  message goes back to pending, due after Retry-After or the backoff, and the round ends as after
+  a transient post failure. The next attempt looks again first (the lookup runs from the second
+  attempt on, and attempts only grow), so a post is never doubled because Slack was busy. A
+  lookup that keeps failing keeps the message retrying with a growing backoff (at most an hour),
+  where /healthz shows it in the outbox backlog.
 
 A thread reply is claimed only once its parent has a ts; until then it waits without taking a
 place in the claim window. When a parent fails for good, its replies fail with it (naming the
@@ -17,6 +28,7 @@ parent and its reason).
 from __future__ import annotations
 
 import datetime as dt
+import http.client
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -39,6 +51,11 @@ PERMANENT_ERRORS = frozenset({
     "channel_not_found", "is_archived", "not_in_channel", "invalid_blocks",
     "invalid_blocks_format", "msg_too_long", "no_text", "invalid_metadata_format",
     "invalid_metadata_schema", "metadata_too_large", "too_many_attachments",
+})  # fmt: skip
+# History-lookup errors that mean "Slack cannot answer now", besides 429, 5xx and network errors:
+# the lookup is tried again later instead of being taken as "not found".
+TRANSIENT_LOOKUP_ERRORS = frozenset({
+    "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout",
 })  # fmt: skip
 
 
@@ -163,6 +180,26 @@ def _retry_delay(exc: Exception, attempts: int) -> dt.timedelta:
     return dt.timedelta(seconds=min(3600, 30 * 2 ** min(attempts, 7)))
 
 
+class LookupDeferred(Exception):
+    """A history lookup failed for now: whether an earlier attempt posted is not known yet."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(f"could not look for an earlier post, will look again: "
+                         f"{_error_text(cause)}")  # fmt: skip
+        self.cause = cause
+
+
+def _is_transient_lookup_error(exc: Exception) -> bool:
+    if isinstance(exc, OSError | http.client.HTTPException):  # timeouts, URLError, resets
+        return True
+    response: Any = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int) and (status == 429 or status >= 500):
+        return True
+    error = response.get("error") if response is not None and hasattr(response, "get") else None
+    return error in TRANSIENT_LOOKUP_ERRORS
+
+
 def _is_permanent(exc: Exception) -> bool:
     if isinstance(exc, MessageTooLarge):
         return True
@@ -194,8 +231,9 @@ def deliver_pending(
     """Deliver due messages one by one; a failure leaves the message for the next cycle.
 
     A transient failure (429, 5xx, network) ends this round: Slack is unwell or asks us to wait,
-    and the next cycle retries after Retry-After (or a backoff). A permanent one (unknown
-    channel, invalid blocks) marks the message failed and moves on.
+    and the next cycle retries after Retry-After (or a backoff). So does a history lookup that
+    fails for now: the message is not posted until a lookup has answered. A permanent failure
+    (unknown channel, invalid blocks) marks the message failed and moves on.
 
     The clock is read at each claim (the lease), failure (the retry time) and delivery, so a
     caller that took a while before delivering never claims with an already-expired lease. A
@@ -215,28 +253,32 @@ def deliver_pending(
             break
         message_id, key, channel, payload, thread_ts, attempts, created_at = claimed
         posted = None
-        if attempts > 1 and find_posted is not None:
-            since = created_at - dt.timedelta(minutes=1)
-            posted = _look_up(find_posted, channel, key, since, thread_ts)
-            if posted is not None:
-                report.recovered.append(key)
         try:
+            if attempts > 1 and find_posted is not None:
+                since = created_at - dt.timedelta(minutes=1)
+                posted = _look_up(find_posted, channel, key, since, thread_ts)
+                if posted is not None:
+                    report.recovered.append(key)
             if posted is None:
                 blocks = payload["blocks"]
                 posted = _post(notifier, channel, payload["text"], blocks, thread_ts, key)
         except Exception as exc:
             permanent = _is_permanent(exc)
+            if isinstance(exc, LookupDeferred):  # wait as the failed lookup was told
+                reason, delay_of = str(exc), exc.cause
+            else:
+                reason, delay_of = _error_text(exc), exc
             log.log(logging.ERROR if permanent else logging.WARNING,
                     "outbox %s not delivered (attempt %d%s): %s", key, attempts,
-                    ", giving up" if permanent else "", _error_text(exc))  # fmt: skip
+                    ", giving up" if permanent else "", reason)  # fmt: skip
             orphans: list[str] = []
             with session_scope(session_factory) as session:
                 row = session.get(OutboxMessage, message_id)
                 if row is not None:
                     row.status = "failed" if permanent else "pending"
-                    row.last_error = _error_text(exc)
+                    row.last_error = reason
                     row.next_attempt_at = (
-                        None if permanent else clock() + _retry_delay(exc, attempts)
+                        None if permanent else clock() + _retry_delay(delay_of, attempts)
                     )
                 if permanent:
                     session.flush()
@@ -262,12 +304,18 @@ def deliver_pending(
 def _look_up(
     find_posted: FindPosted, channel: str, key: str, since: dt.datetime, thread_ts: str | None
 ) -> Posted | None:
-    """Return where an earlier attempt posted the message; None when not found or unknown."""
+    """Return where an earlier attempt posted the message; None when not found or unknown.
+
+    Raise LookupDeferred when the lookup failed for now (429, 5xx, network): posting then could
+    double a post that did reach Slack, so the caller must try again later.
+    """
     try:
         return find_posted(channel, key, since, thread_ts)
     except Exception as exc:
-        # a lookup error (no history scope, not a member of a public channel posted to through
-        # chat:write.public) says nothing about the post: treat it as not found and post
+        if _is_transient_lookup_error(exc):
+            raise LookupDeferred(exc) from exc
+        # the channel cannot be read (no history scope, not a member of a public channel posted
+        # to through chat:write.public): that says nothing about the post, so post
         log.warning("outbox %s: could not look for an earlier post, posting: %s", key,
                     _error_text(exc))  # fmt: skip
         return None

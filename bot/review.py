@@ -326,48 +326,93 @@ def refresh_messages(
     """Show the committed decisions in the item's message and its review's parent message.
 
     Each round renders in a fresh transaction and calls Slack outside it; then, with the review
-    locked, it checks that no decision in the review landed meanwhile. If one did, the messages
-    are rendered again, so the last update Slack receives shows every committed decision. The
-    item's refresh flag is cleared only by a round that found nothing newer; return whether one
-    did (else the flag stays and the refresh job tries again). Slack errors propagate.
+    locked, it checks that the review's version did not change meanwhile. If it did, the messages
+    are rendered again. The item's refresh flag is cleared only by a round whose updates all
+    succeeded and that found the version unchanged; return whether one did. Slack errors
+    propagate, after the item is marked (see below).
+
+    Invariant: once no refresh is in flight, each of the review's messages shows the committed
+    state, or an item whose refresh re-renders it is flagged (refresh_pending; the refresh job
+    retries it), or Slack refused it for good (refresh_error). Rule: a refresh that does not end
+    with a confirmed round (an update failed, or its rounds ran out) marks its item pending and
+    bumps the review's version, under the review's lock. Why that is enough: take the last update
+    to land on a message, sent by refresh R. If R ended confirmed, nothing was committed between
+    its render and its check. Otherwise R's mark comes after that update landed: it is flagged,
+    and a refresh that clears the flag must have rendered after the mark (the bump makes any
+    earlier render fail its check and render again), so its own updates land later, which
+    contradicts R's being last. A decision committed later flags its own item. Limits: an update
+    whose answer was lost (a timeout) and that Slack applies only after a later refresh's
+    updates, and a process killed between a stale update and its mark, are not covered.
     """
-    for _ in range(REFRESH_ROUNDS):
-        with session_scope(session_factory) as session:
-            # the version is read before the rows it stands for: PostgreSQL reads each statement
-            # at its own moment, so rows read later are at least this new (a newer one is
-            # noticed by the check below and rendered again)
-            version = session.scalar(
-                select(Review.version).join(ReviewItem).where(ReviewItem.id == item_id)
-            )
-            item = _load_item(session, item_id)
-            review = item.review
-            sync_message_ts(session=session, reviews=[review])
-            review_id, channel = review.id, review.channel
-            item_ts, parent_ts = item.message_ts, review.parent_ts
-            item_shown = item_message(item, currency) if item_ts else None
-            parent_shown = parent_message(review, currency) if parent_ts else None
-        if item_ts and item_shown:
-            notifier.update(channel, item_ts, *item_shown)
-        if parent_ts and parent_shown:
-            notifier.update(channel, parent_ts, *parent_shown)
-        with session_scope(session_factory) as session:
-            _lock_review(session, review_id)  # PostgreSQL: no decision lands until this commits
-            if item_ts and parent_ts:
-                unchanged = select(Review.id).where(
-                    Review.id == review_id, Review.version == version
+    try:
+        for _ in range(REFRESH_ROUNDS):
+            with session_scope(session_factory) as session:
+                # the version is read before the rows it stands for: PostgreSQL reads each statement
+                # at its own moment, so rows read later are at least this new (a newer one is
+                # noticed by the check below and rendered again)
+                version = session.scalar(
+                    select(Review.version).join(ReviewItem).where(ReviewItem.id == item_id)
                 )
-                session.execute(
-                    update(ReviewItem)
-                    .where(ReviewItem.id == item_id, ReviewItem.review_id.in_(unchanged))
-                    .values(refresh_pending=False)
-                    .execution_options(synchronize_session=False)
-                )
-            # read after that write: on SQLite the write lock it took keeps this read current
-            if session.scalar(select(Review.version).where(Review.id == review_id)) == version:
-                return True
-        # a decision landed after this round rendered: show it too
+                item = _load_item(session, item_id)
+                review = item.review
+                sync_message_ts(session=session, reviews=[review])
+                review_id, channel = review.id, review.channel
+                item_ts, parent_ts = item.message_ts, review.parent_ts
+                item_shown = item_message(item, currency) if item_ts else None
+                parent_shown = parent_message(review, currency) if parent_ts else None
+            if item_ts and item_shown:
+                notifier.update(channel, item_ts, *item_shown)
+            if parent_ts and parent_shown:
+                notifier.update(channel, parent_ts, *parent_shown)
+            with session_scope(session_factory) as session:
+                _lock_review(session, review_id)  # PostgreSQL: no decision lands until this commits
+                if item_ts and parent_ts:
+                    unchanged = select(Review.id).where(
+                        Review.id == review_id, Review.version == version
+                    )
+                    session.execute(
+                        update(ReviewItem)
+                        .where(ReviewItem.id == item_id, ReviewItem.review_id.in_(unchanged))
+                        .values(refresh_pending=False)
+                        .execution_options(synchronize_session=False)
+                    )
+                # read after that write: on SQLite the write lock it took keeps this read current
+                if session.scalar(select(Review.version).where(Review.id == review_id)) == version:
+                    return True
+            # a decision landed after this round rendered: show it too
+    except BaseException:  # Slack errors, a bug in rendering, an interrupt: whatever ends it
+        _mark_unconfirmed(session_factory, item_id)
+        raise
     log.warning("review item %d: decisions kept landing during its refresh; retried later", item_id)
+    _mark_unconfirmed(session_factory, item_id)
     return False
+
+
+def _mark_unconfirmed(session_factory: sessionmaker[Session], item_id: int) -> None:
+    """Flag the item's thread for another refresh; make refreshes in flight render again.
+
+    The version bump takes the review's row lock (PostgreSQL) or SQLite's write lock, so it is
+    ordered against every decision and every refresh's check (see refresh_messages).
+    """
+    try:
+        with session_scope(session_factory) as session:
+            review_id = (
+                select(ReviewItem.review_id).where(ReviewItem.id == item_id).scalar_subquery()
+            )
+            session.execute(
+                update(Review)
+                .where(Review.id == review_id)
+                .values(version=Review.version + 1)
+                .execution_options(synchronize_session=False)
+            )
+            session.execute(
+                update(ReviewItem)
+                .where(ReviewItem.id == item_id)
+                .values(refresh_pending=True)
+                .execution_options(synchronize_session=False)
+            )
+    except Exception:  # the database is unreachable too; the refresh's own error is raised
+        log.exception("review item %d: could not flag its thread for another refresh", item_id)
 
 
 # chat.update errors no retry fixes, besides those of a post

@@ -15,9 +15,11 @@ from bot.blocks.alerts import (
     RAISE_ACTION,
     RAISE_CALLBACK,
     SNOOZE_ACTION,
+    acknowledged_note,
     build_raise_modal,
-    format_when,
+    raised_note,
     replace_actions,
+    snoozed_note,
 )
 from bot.budget_admin import parse_amount, set_budget
 from bot.db import session_scope
@@ -25,6 +27,7 @@ from bot.errors import MlcostError
 from bot.money import format_money
 from bot.services import AppServices
 from bot.silences import acknowledge_budget, budget_for_raise, snooze_budget
+from bot.slack.mrkdwn import escape_message
 from bot.slack.notifier import SLACK_FAILURES
 
 log = logging.getLogger(__name__)
@@ -70,19 +73,14 @@ def register(app: App, services: AppServices) -> None:
                     acknowledge_budget(
                         session=session, user_id=user, scope=scope, period=period, now=now
                     )
-                    note = (
-                        f":white_check_mark: Acknowledged by <@{user}> on {format_when(now)}: "
-                        f"no more alerts for `{scope}` in {period} "
-                        "unless it is exceeded."
-                    )
+                    note = acknowledged_note(user, now, scope, period)
                 else:
                     snoozed = snooze_budget(
                         session=session, user_id=user, scope=scope, period=period, now=now
                     )
-                    until = format_when(snoozed.until or now)
-                    note = f":zzz: Snoozed by <@{user}> until {until}."
+                    note = snoozed_note(user, snoozed.until or now)
         except MlcostError as exc:
-            _tell(client, channel, user, f":warning: {exc}")
+            _tell(client, channel, user, f":warning: {escape_message(exc)}")
             return
         message = body.get("message") or {}
         blocks = replace_actions(message.get("blocks") or [], note)
@@ -102,7 +100,7 @@ def register(app: App, services: AppServices) -> None:
             with session_scope(services.session_factory) as session:
                 current = budget_for_raise(session=session, user_id=user, scope=scope)
         except MlcostError as exc:
-            _tell(client, channel, user, f":warning: {exc}")
+            _tell(client, channel, user, f":warning: {escape_message(exc)}")
             return
         view = build_raise_modal(
             scope,
@@ -131,10 +129,7 @@ def register(app: App, services: AppServices) -> None:
         ack()
         new = format_money(budget.monthly_amount, budget.currency)
         if meta.get("channel"):
-            text = (
-                f":moneybag: <@{user}> set the monthly budget of `{meta['scope']}` to {new} "
-                f"on {format_when(services.clock())}."
-            )
+            text = raised_note(user, str(meta["scope"]), new, services.clock())
             try:
                 client.chat_postMessage(
                     channel=meta["channel"], thread_ts=meta.get("ts") or None, text=text

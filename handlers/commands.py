@@ -16,6 +16,7 @@ from bot.errors import MlcostError
 from bot.services import AppServices
 from bot.slack.command_router import CommandRouter, Invocation, Reply, Subcommand
 from bot.slack.guard import checked_message
+from bot.slack.mrkdwn import code, escape_message
 from handlers import subcommands
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,11 @@ def handle_command(body: dict[str, Any], respond: Respond, client: WebClient,
                 ))  # fmt: skip
         send_reply(reply, body, respond, client)
     except MlcostError as exc:
-        respond(response_type="ephemeral", replace_original=False, text=f":warning: {exc}")
+        respond(
+            response_type="ephemeral",
+            replace_original=False,
+            text=f":warning: {escape_message(exc)}",
+        )
     except Exception:
         ref = uuid.uuid4().hex[:8]
         log.exception("/mlcost failed (ref %s)", ref)
@@ -90,7 +95,7 @@ def send_reply(reply: Reply, body: dict[str, Any], respond: Respond, client: Web
             error = str(exc.response.get("error", "upload failed"))[:60]
             log.warning("chart upload to %s failed: %s", channel, error)
             note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
-                f":warning: I could not post the chart here (`{error}`); invite me with "
+                f":warning: I could not post the chart here ({code(error)}); invite me with "
                 "`/invite @mlcost` and try again.")}]}  # fmt: skip
             if message.get("blocks") and len(message["blocks"]) < 50:
                 message = {**message, "blocks": [*message["blocks"], note]}

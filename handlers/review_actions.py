@@ -18,7 +18,8 @@ from bot.errors import MlcostError
 from bot.review import REFRESH_FAILURES, check_can_decide, record_decision, refresh_messages
 from bot.services import AppServices
 from bot.signoff import record_signoff
-from bot.slack.guard import clip
+from bot.slack.guard import MAX_MODAL_TITLE, clip
+from bot.slack.mrkdwn import bold, escape, escape_message
 from bot.slack.notifier import SlackNotifier
 
 log = logging.getLogger(__name__)
@@ -37,15 +38,15 @@ def build_decision_view(
         "callback_id": DECISION_VIEW,
         "private_metadata": json.dumps({"item": item_id, "decision": decision, "channel": channel}),
         "title": {"type": "plain_text", "text": "Review decision"},
-        "submit": {"type": "plain_text", "text": clip(label, 24)},
+        "submit": {"type": "plain_text", "text": clip(label, MAX_MODAL_TITLE)},
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             {
                 "type": "section",
                 "text": {
                     "type": "mrkdwn",
-                    "text": f"Record *{label}* for *{model}* in the {month} "
-                    "review? Everyone in the thread will see it.",
+                    "text": f"Record *{label}* for {bold(clip(model, 100))} in the "
+                    f"{escape(month)} review? Everyone in the thread will see it.",
                 },
             },
             {
@@ -66,7 +67,11 @@ def build_decision_view(
 
 def _fail(respond: Respond, exc: Exception) -> None:
     if isinstance(exc, MlcostError):
-        respond(response_type="ephemeral", replace_original=False, text=f":warning: {exc}")
+        respond(
+            response_type="ephemeral",
+            replace_original=False,
+            text=f":warning: {escape_message(exc)}",
+        )
         return
     ref = uuid.uuid4().hex[:8]
     log.error("review action failed (ref %s)", ref, exc_info=exc)

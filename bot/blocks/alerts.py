@@ -13,7 +13,16 @@ from bot.alerts import ACTUAL, EXCEEDED, BudgetAlert
 from bot.anomalies import Anomaly
 from bot.budgets import Driver, Drivers
 from bot.money import format_money, format_percent
-from bot.slack.guard import clip
+from bot.slack.guard import (
+    MAX_CONTEXT_TEXT,
+    MAX_FALLBACK_TEXT,
+    MAX_FIELD_TEXT,
+    MAX_HEADER,
+    MAX_SECTION_TEXT,
+    clip,
+)
+from bot.slack.mrkdwn import clip as clip_mrkdwn
+from bot.slack.mrkdwn import code, escape, fit_lines, users
 
 ACK_ACTION = "budget_ack"
 SNOOZE_ACTION = "budget_snooze"
@@ -26,15 +35,23 @@ Blocks = list[dict[str, Any]]
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, 3000)}}
+    return {
+        "type": "section",
+        "text": {"type": "mrkdwn", "text": clip_mrkdwn(text, MAX_SECTION_TEXT)},
+    }
 
 
 def _context(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(text, 3000)}]}
+    text = clip_mrkdwn(text, MAX_CONTEXT_TEXT)
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
 
 
-def _mentions(users: Iterable[str]) -> str:
-    return " ".join(f"<@{u}>" for u in sorted(users))
+def _header(text: str) -> dict[str, Any]:
+    return {"type": "header", "text": {"type": "plain_text", "text": clip(text, MAX_HEADER)}}
+
+
+def _mentions(owners: Iterable[str]) -> str:
+    return users(sorted(owners), " ")
 
 
 def command_hint(scope: str) -> str:
@@ -60,13 +77,14 @@ class AlertContext:
 def _driver_field(
     title: str, drivers: list[Driver], currency: str, total: Decimal
 ) -> dict[str, Any]:
-    lines = [f"*{title}*"]
+    lines = []
     for driver in drivers:
         share = f" ({format_percent(driver.cost * 100 / total)})" if total > 0 else ""
-        lines.append(f"{clip(driver.label, 60)}: {format_money(driver.cost, currency)}{share}")
-    if not drivers:
-        lines.append("–")
-    return {"type": "mrkdwn", "text": clip("\n".join(lines), 2000)}
+        lines.append(
+            f"{escape(clip(driver.label, 60))}: {format_money(driver.cost, currency)}{share}"
+        )
+    body = fit_lines(lines, MAX_FIELD_TEXT - len(title) - 3) if drivers else "–"
+    return {"type": "mrkdwn", "text": f"*{title}*\n{body}"}
 
 
 def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Blocks]:
@@ -77,25 +95,24 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
     through = status.as_of.strftime("%b %-d")
     if alert.kind == ACTUAL and alert.threshold >= EXCEEDED:
         over = status.month_to_date - status.amount * alert.threshold / 100
-        headline = (
-            f"{status.scope} is over its {status.month.label} budget"
+        phrase = (
+            f"is over its {status.month.label} budget"
             if alert.threshold == EXCEEDED
-            else f"{status.scope} passed {alert.threshold} % of its {status.month.label} budget"
+            else f"passed {alert.threshold} % of its {status.month.label} budget"
         )
         icon = ":red_circle:"
         how_much = f"*{money(over)}* past the {alert.threshold} % line"
     elif alert.kind == ACTUAL:
         over = status.month_to_date - status.amount * alert.threshold / 100
-        headline = f"{status.scope} passed {alert.threshold} % of its {status.month.label} budget"
+        phrase = f"passed {alert.threshold} % of its {status.month.label} budget"
         icon = ":warning:"
         how_much = f"{money(over)} past the {alert.threshold} % line"
     else:
-        headline = (
-            f"{status.scope} is forecast to pass {alert.threshold} % of its "
-            f"{status.month.label} budget"
-        )
+        phrase = f"is forecast to pass {alert.threshold} % of its {status.month.label} budget"
         icon = ":crystal_ball:"
         how_much = f"{money(status.amount * alert.threshold / 100 - status.month_to_date)} to go"
+    headline = f"{status.scope} {phrase}"  # plain text: the header
+    headline_md = f"{escape(clip(status.scope, 200))} {phrase}"
     lines = [
         f"*{spent}* spent through {through} of a *{budget}* budget: "
         f"*{format_percent(status.percent)}*, {how_much}."
@@ -113,16 +130,16 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
     if ctx.owners:
         lines.append(f"Owners: {_mentions(ctx.owners)}")
     if alert.kind == ACTUAL or status.forecast is None:
-        text = f"{icon} {headline}: {spent} of {budget} ({format_percent(status.percent)})."
+        text = f"{icon} {headline_md}: {spent} of {budget} ({format_percent(status.percent)})."
     else:
         text = (
-            f"{icon} {headline}: forecast {money(status.forecast.amount)} of {budget} "
+            f"{icon} {headline_md}: forecast {money(status.forecast.amount)} of {budget} "
             f"({format_percent(status.forecast_percent)}), {spent} spent so far."
         )
-    value = json.dumps({"scope": status.scope, "period": status.month.label})
+    value = json.dumps({"scope": status.scope, "period": status.month.label}, ensure_ascii=False)
     total = status.month_to_date
     blocks: Blocks = [
-        {"type": "header", "text": {"type": "plain_text", "text": clip(headline, 150)}},
+        _header(headline),
         _section(f"{icon} " + "\n".join(lines)),
         {
             "type": "section",
@@ -133,7 +150,7 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
             ],
         },
         _context(
-            f"Details: `{command_hint(status.scope)}` · {ctx.basis} cost · as of "
+            f"Details: {code(command_hint(status.scope))} · {escape(ctx.basis)} cost · as of "
             f"{status.as_of.isoformat()}"
         ),
         {
@@ -162,7 +179,7 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
             ],
         },
     ]
-    return text, blocks
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
 def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Blocks]:
@@ -171,7 +188,7 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
     day = anomaly.day.strftime("%b %-d")
     baseline = anomaly.baseline
     if anomaly.kind == "gpu":
-        headline = f"GPU-hours of {anomaly.scope} jumped on {day}"
+        phrase = f"GPU-hours of {{}} jumped on {day}"
         body = (
             f"*{anomaly.value:,.1f} GPU-hours* against a usual {baseline.median:,.1f} "
             f"(median of {baseline.days} days), about *{money(anomaly.excess_cost)}* more, and "
@@ -179,27 +196,32 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
             "daemon jobs."
         )
     else:
-        headline = f"Unusual spend for {anomaly.scope} on {day}"
+        phrase = f"Unusual spend for {{}} on {day}"
         body = (
             f"*{money(anomaly.value)}* against a usual {money(baseline.median)} "
             f"(median of {baseline.days} days, normal up to {money(baseline.ceiling)}): "
             f"*{money(anomaly.excess_cost)}* more than usual."
         )
+    headline = phrase.format(anomaly.scope)  # plain text: the header
+    headline_md = phrase.format(escape(clip(anomaly.scope, 200)))
     lines = [body]
+    owners = f"Owners: {_mentions(ctx.owners)}" if ctx.owners else ""
     if anomaly.resources:
-        lines.append("Largest increases:")
+        increases = []
         for resource, growth, new in anomaly.resources:
             note = " (new: not seen in the baseline)" if new else ""
-            lines.append(f"• `{clip(resource, 120)}` +{growth:,.1f} GPU-hours{note}")
-    if ctx.owners:
-        lines.append(f"Owners: {_mentions(ctx.owners)}")
-    text = f":rotating_light: {headline}: {money(anomaly.excess_cost)} above usual."
+            increases.append(f"• {code(clip(resource, 120))} +{growth:,.1f} GPU-hours{note}")
+        room = MAX_SECTION_TEXT - len(body) - len(owners) - 100
+        lines.append("Largest increases:\n" + fit_lines(increases, room))
+    if owners:
+        lines.append(owners)
+    text = f":rotating_light: {headline_md}: {money(anomaly.excess_cost)} above usual."
     blocks: Blocks = [
-        {"type": "header", "text": {"type": "plain_text", "text": clip(headline, 150)}},
+        _header(headline),
         _section(":rotating_light: " + "\n".join(lines)),
-        _context(f"Details: `{command_hint(anomaly.scope)}` · {ctx.basis} cost"),
+        _context(f"Details: {code(command_hint(anomaly.scope))} · {escape(ctx.basis)} cost"),
     ]
-    return text, blocks
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
 def build_unallocated_alert(
@@ -210,10 +232,12 @@ def build_unallocated_alert(
     headline = f"{amount} of spend had no owner in {week_label}"
     items = []
     for service, tag, cost in lines[:10]:
-        hint = f" (tagged `{clip(tag, 60)}`, not a registered model)" if tag else " (untagged)"
-        items.append(f"• {clip(service, 80)}{hint}: *{format_money(cost, currency)}*")
+        hint = f" (tagged {code(clip(tag, 60))}, not a registered model)" if tag else " (untagged)"
+        items.append(f"• {escape(clip(service, 80))}{hint}: *{format_money(cost, currency)}*")
+    if len(lines) > 10:
+        items.append(f"…and {len(lines) - 10} more")
     blocks: Blocks = [
-        {"type": "header", "text": {"type": "plain_text", "text": clip(headline, 150)}},
+        _header(headline),
         _section("\n".join(items) or "Nothing unallocated."),
         _context(
             "Register the model or fix the tag so this spend has an owner · `/mlcost unallocated`"
@@ -228,6 +252,27 @@ def replace_actions(blocks: Blocks, note: str) -> Blocks:
     return [*kept, _context(note)]
 
 
+def acknowledged_note(user_id: str, when: dt.datetime, scope: str, period: str) -> str:
+    """Say who acknowledged a budget alert (mrkdwn, for replace_actions)."""
+    return (
+        f":white_check_mark: Acknowledged by {users([user_id])} on {format_when(when)}: "
+        f"no more alerts for {code(scope)} in {escape(period)} unless it is exceeded."
+    )
+
+
+def snoozed_note(user_id: str, until: dt.datetime) -> str:
+    """Say who snoozed a budget alert and until when (mrkdwn, for replace_actions)."""
+    return f":zzz: Snoozed by {users([user_id])} until {format_when(until)}."
+
+
+def raised_note(user_id: str, scope: str, amount: str, when: dt.datetime) -> str:
+    """Say who raised a budget, in the alert's thread (mrkdwn)."""
+    return (
+        f":moneybag: {users([user_id])} set the monthly budget of {code(scope)} to "
+        f"{escape(amount)} on {format_when(when)}."
+    )
+
+
 def build_raise_modal(
     scope: str, period: str, current: Decimal, currency: str, metadata: dict[str, Any]
 ) -> dict[str, Any]:
@@ -235,13 +280,15 @@ def build_raise_modal(
     return {
         "type": "modal",
         "callback_id": RAISE_CALLBACK,
-        "private_metadata": json.dumps({"scope": scope, "period": period, **metadata}),
+        "private_metadata": json.dumps(
+            {"scope": scope, "period": period, **metadata}, ensure_ascii=False
+        ),
         "title": {"type": "plain_text", "text": "Raise budget"},
         "submit": {"type": "plain_text", "text": "Save"},
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             _section(
-                f"Monthly budget of `{clip(scope, 200)}`: currently "
+                f"Monthly budget of {code(clip(scope, 200))}: currently "
                 f"*{format_money(current, currency)}*."
             ),
             {

@@ -8,7 +8,8 @@ from bot.blocks.common import basis_words, context, fields, header, month_words,
 from bot.budget_status import BudgetBoard, BudgetStatus
 from bot.models import Budget
 from bot.money import format_money, format_percent
-from bot.slack.guard import clip
+from bot.slack.guard import MAX_SECTION_TEXT, clip
+from bot.slack.mrkdwn import code, escape, fit_lines, user
 
 MAX_LINES = 40
 
@@ -19,7 +20,7 @@ def _status_line(status: BudgetStatus, currency: str) -> str:
         flag = " :red_circle:"
     elif status.forecast_used is not None and status.forecast_used >= 100:
         flag = " :large_orange_circle:"
-    return (f"• `{clip(status.scope, 100)}` {format_money(status.spent, currency)} of "
+    return (f"• {code(clip(status.scope, 100))} {format_money(status.spent, currency)} of "
             f"{format_money(status.amount, currency)} · *{format_percent(status.used)}* · "
             f"forecast {format_money(status.forecast.amount, currency)} "
             f"({format_percent(status.forecast_used)}){flag}"
@@ -30,7 +31,7 @@ def _not_counted(status: BudgetStatus, prefix: str) -> str:
     """Say what the scope spent in other currencies, which its budget does not count."""
     if not status.not_counted:
         return ""
-    amounts = ", ".join(f"{v:,.2f} {code}" for code, v in status.not_counted.items())
+    amounts = ", ".join(f"{v:,.2f} {iso}" for iso, v in status.not_counted.items())
     return f"{prefix}not counted: {amounts} (billed in another currency)"
 
 
@@ -43,7 +44,10 @@ def build_budget_list_blocks(board: BudgetBoard, currency: str) -> tuple[str, li
     over = sum(1 for s in board.statuses if s.used is not None and s.used >= 100)
     text = (f"{len(board.statuses)} budgets for {span.month.start:%B %Y} "
             f"({month_words(span)}); {over} already over.")  # fmt: skip
-    body = "\n".join(lines) or "No budgets yet. Set one: `/mlcost budget set model:recsys 12000`"
+    body = (
+        fit_lines(lines, MAX_SECTION_TEXT)
+        or "No budgets yet. Set one: `/mlcost budget set model:recsys 12000`"
+    )
     blocks = [
         header(f"Budgets · {span.month.start:%B %Y}"),
         section(body),
@@ -60,7 +64,7 @@ def build_budget_show_blocks(status: BudgetStatus, board: BudgetBoard,
     """Return one budget in detail, in the budget's own currency."""
     currency = status.currency
     span = board.span
-    who = f"<@{status.updated_by}>" if status.updated_by else "the registry"
+    who = user(status.updated_by) if status.updated_by else "the registry"
     when = f"{status.updated_at:%d %b %Y %H:%M} UTC" if status.updated_at else "unknown"
     pairs = [
         ("Monthly budget", f"*{format_money(status.amount, currency)}*"),
@@ -75,7 +79,7 @@ def build_budget_show_blocks(status: BudgetStatus, board: BudgetBoard,
     ]  # fmt: skip
     if status.not_counted:
         pairs.insert(2, ("Other currencies", _not_counted(status, "")))
-    text = (f"Budget {status.scope}: {format_money(status.spent, currency)} of "
+    text = (f"Budget {code(clip(status.scope, 250))}: {format_money(status.spent, currency)} of "
             f"{format_money(status.amount, currency)} ({format_percent(status.used)}); forecast "
             f"{format_money(status.forecast.amount, currency)}.")  # fmt: skip
     blocks = [header(f"Budget {status.scope}"), fields(pairs),
@@ -87,8 +91,8 @@ def build_budget_set_blocks(budget: Budget, before: str | None, user_id: str,
                             currency: str) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
     """Confirm a budget change, saying who changed it and what it was."""
     amount = format_money(budget.monthly_amount, currency)
-    was = f" (was {before})" if before else " (new)"
+    was = f" (was {escape(before)})" if before else " (new)"
     alerts = ", ".join(f"{t} %" for t in budget.thresholds)
-    text = (f"<@{user_id}> set the monthly budget of `{budget.scope}` to {amount}{was}; "
+    text = (f"{user(user_id)} set the monthly budget of {code(budget.scope)} to {amount}{was}; "
             f"alerts at {alerts}.")  # fmt: skip
     return text, [section(f":white_check_mark: {text}")]

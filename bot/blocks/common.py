@@ -8,7 +8,15 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from bot.daily_spend import ReportingWindow
-from bot.slack.guard import MAX_FIELD_TEXT, MAX_FIELDS, MAX_SECTION_TEXT, clip
+from bot.slack import mrkdwn
+from bot.slack.guard import (
+    MAX_CONTEXT_TEXT,
+    MAX_FIELD_TEXT,
+    MAX_FIELDS,
+    MAX_HEADER,
+    MAX_SECTION_TEXT,
+    clip,
+)
 
 BASIS_WORDS = {
     "billed": "billed cost (as invoiced)",
@@ -17,26 +25,28 @@ BASIS_WORDS = {
 
 
 def header(text: str) -> dict[str, Any]:
-    """Return a header block (150 characters at most)."""
-    return {"type": "header", "text": {"type": "plain_text", "text": clip(text, 150)}}
+    """Return a header block: plain text (shown as is, so not escaped), 150 characters at most."""
+    return {"type": "header", "text": {"type": "plain_text", "text": clip(text, MAX_HEADER)}}
 
 
 def section(markdown: str) -> dict[str, Any]:
     """Return a section of mrkdwn text, clipped to Slack's 3000 characters."""
-    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(markdown, MAX_SECTION_TEXT)}}
+    text = mrkdwn.clip(markdown, MAX_SECTION_TEXT)
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
 def fields(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    """Return a section of up to ten `*label*\\nvalue` fields."""
+    """Return a section of up to ten `*label*\\nvalue` fields (labels are ours, values mrkdwn)."""
     return {"type": "section", "fields": [
-        {"type": "mrkdwn", "text": clip(f"*{label}*\n{value}", MAX_FIELD_TEXT)}
+        {"type": "mrkdwn", "text": mrkdwn.clip(f"*{label}*\n{value}", MAX_FIELD_TEXT)}
         for label, value in pairs[:MAX_FIELDS]
     ]}  # fmt: skip
 
 
 def context(markdown: str) -> dict[str, Any]:
     """Return a context block with one mrkdwn element."""
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(markdown, 2000)}]}
+    text = mrkdwn.clip(markdown, MAX_CONTEXT_TEXT)
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
 
 
 def divider() -> dict[str, Any]:
@@ -45,18 +55,19 @@ def divider() -> dict[str, Any]:
 
 
 def mention_users(user_ids: Sequence[str]) -> str:
-    """Return `<@U1>, <@U2>` for Slack to render as names."""
-    return ", ".join(f"<@{u}>" for u in user_ids)
+    """Return `<@U1>, <@U2>` for Slack to render as names (an invalid ID is shown escaped),
+    as many as fit in a field, then how many more."""
+    return mrkdwn.fit_lines([mrkdwn.user(u) for u in user_ids], MAX_FIELD_TEXT - 200, sep=", ")
 
 
 def mention_channel(channel_id: str) -> str:
-    """Return `<#C1>` for Slack to render as a channel link."""
-    return f"<#{channel_id}>"
+    """Return `<#C1>` for Slack to render as a channel link (an invalid ID is shown escaped)."""
+    return mrkdwn.channel(channel_id)
 
 
 def basis_words(basis: str) -> str:
     """Say which cost basis a number is in."""
-    return BASIS_WORDS.get(basis, f"{basis} cost")
+    return BASIS_WORDS.get(basis, f"{mrkdwn.escape(basis)} cost")
 
 
 def month_words(span: ReportingWindow) -> str:

@@ -8,6 +8,7 @@ from bot.blocks.common import basis_words, context, divider, header, month_words
 from bot.home import HomeDashboard
 from bot.money import format_money, format_percent
 from bot.slack.guard import clip
+from bot.slack.mrkdwn import escape
 
 MAX_MODELS = 40  # a Home view holds 100 blocks; two per model plus the frame
 
@@ -31,17 +32,18 @@ def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
         alarm = " :large_orange_circle:" if (
             line.budget and line.forecast.amount > line.budget) else ""  # fmt: skip
         to_date = format_money(line.month_to_date, currency)
-        blocks.append(section(f"*{clip(line.name, 80)}*{alarm}\nMonth to date *{to_date}* · "
+        blocks.append(section(f"*{escape(clip(line.name, 80))}*"
+                              f"{alarm}\nMonth to date *{to_date}* · "
                               f"budget {budget} · forecast {forecast}"))  # fmt: skip
     if len(board.models) > MAX_MODELS:
         blocks.append(section(f"…and {len(board.models) - MAX_MODELS} more models"))
     if not board.models:
         blocks.append(section("You don't own any models yet. An owner or admin can add you: "
-                              "`/mlcost owner set <model> @you`."))  # fmt: skip
+                              "`/mlcost owner set &lt;model&gt; @you`."))  # fmt: skip
     blocks += [
         divider(),
         context(
-            "`/mlcost model <name>` for a chart · `/mlcost budget list` · `/mlcost help`"
+            "`/mlcost model &lt;name&gt;` for a chart · `/mlcost budget list` · `/mlcost help`"
             + (" · you are an mlcost admin" if board.admin else "")
         ),
     ]

@@ -18,7 +18,9 @@ from bot.blocks.common import (
 )
 from bot.model_report import ModelReport
 from bot.money import format_money, format_percent, percent_of
-from bot.slack.guard import clip
+from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
+from bot.slack.mrkdwn import clip as clip_mrkdwn
+from bot.slack.mrkdwn import code, escape, fit_lines
 
 
 def build_model_report_blocks(
@@ -55,18 +57,19 @@ def build_model_report_blocks(
     stage_lines = []
     for stage, cost in report.by_stage:
         share = percent_of(cost, report.month_to_date)
-        line = f"• {stage}: *{money(cost)}* ({format_percent(share)})"
+        line = f"• {escape(clip(stage, 40))}: *{money(cost)}* ({format_percent(share)})"
         if stage in report.stage_budgets:
             used = percent_of(cost, report.stage_budgets[stage])
             line += f" · {format_percent(used)} of its {money(report.stage_budgets[stage])} budget"
         stage_lines.append(line)
     resource_lines = [
-        f"• `{clip(r.resource, 80)}` ({clip(r.service, 40)}, {r.stage}): *{money(r.cost)}*"
+        f"• {code(clip(r.resource, 80))} ({escape(clip(r.service, 40))}, "
+        f"{escape(clip(r.stage, 40))}): *{money(r.cost)}*"
         for r in report.top_resources
     ]
     title = f"{report.model} · team {report.team} · {span.month.start:%B %Y}"
     text = (
-        f"{report.model}: {money(report.month_to_date)} month {to_date} "
+        f"{escape(report.model)}: {money(report.month_to_date)} month {to_date} "
         f"({month_words(span)}); "
         + (f"{format_percent(report.budget_used)} of its {money(report.budget)} budget; "
            if report.budget else "no budget; ")
@@ -77,11 +80,11 @@ def build_model_report_blocks(
         header(title),
         fields(summary),
         section("*Cost by stage, month " + to_date + "*\n"
-                + ("\n".join(stage_lines) or "No spend this month.")),
+                + (fit_lines(stage_lines, MAX_SECTION_TEXT - 60) or "No spend this month.")),
         section("*Top resources, month " + to_date + "*\n"
-                + ("\n".join(resource_lines) or "None.")),
+                + (fit_lines(resource_lines, MAX_SECTION_TEXT - 60) or "None.")),
         context(f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
-                f"chart window {span.window.label} · `/mlcost model {report.model} 90d` "
-                "for a longer view"),
+                f"chart window {span.window.label} · "
+                f"{code(f'/mlcost model {clip(report.model, 100)} 90d')} for a longer view"),
     ]  # fmt: skip
-    return text, blocks
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks

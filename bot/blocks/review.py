@@ -10,7 +10,16 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money, format_percent
-from bot.slack.guard import clip
+from bot.slack.guard import (
+    MAX_CONTEXT_TEXT,
+    MAX_FALLBACK_TEXT,
+    MAX_FIELD_TEXT,
+    MAX_HEADER,
+    MAX_SECTION_TEXT,
+    clip,
+)
+from bot.slack.mrkdwn import bold, escape, fit_lines, user, users
+from bot.slack.mrkdwn import clip as clip_mrkdwn
 
 DECISIONS = {
     "keep": "Keep",
@@ -92,13 +101,16 @@ def month_title(label: str) -> str:
 
 def _stage_line(by_stage: dict[str, Any], currency: str) -> str:
     parts = sorted(((k, _d(v) or Decimal(0)) for k, v in by_stage.items()), key=lambda kv: -kv[1])
-    return ", ".join(f"{k} {format_money(v, currency)}" for k, v in parts if v) or "none"
+    return (
+        ", ".join(f"{escape(clip(k, 40))} {format_money(v, currency)}" for k, v in parts if v)
+        or "none"
+    )
 
 
 def economics_lines(snap: dict[str, Any], currency: str) -> dict[str, str]:
     """Return the labelled lines every unit-economics view shows, from a JSON snapshot."""
     cur, prev = snap["current"], snap["previous"]
-    metric = snap.get("metric") or "units"
+    metric = escape(clip(snap.get("metric") or "units", 60))
     cost = _d(cur["cost"]) or Decimal(0)
     lines = {
         "Cost": f"*{format_money(cost, currency)}* ({format_change(_d(snap['cost_change_pct']))}"
@@ -135,7 +147,8 @@ def verdict_line(snap: dict[str, Any]) -> str:
     """Render the verdict with its icon and reason."""
     verdict = snap["verdict"]
     icon = VERDICT_ICONS.get(verdict["kind"], "")
-    return f"{icon} *{verdict['headline']}* — {verdict['detail']}"
+    headline = escape(clip(str(verdict["headline"]), 300))
+    return clip_mrkdwn(f"{icon} *{headline}* — {escape(verdict['detail'])}", MAX_CONTEXT_TEXT)
 
 
 def build_economics_blocks(
@@ -143,65 +156,77 @@ def build_economics_blocks(
 ) -> tuple[str, list[dict[str, Any]]]:
     """Unit economics of one or more models (the `/mlcost value <model>` reply)."""
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": clip(title, 150)}}
+        {"type": "header", "text": {"type": "plain_text", "text": clip(title, MAX_HEADER)}}
     ]
     for snap in snaps[:15]:
         lines = economics_lines(snap, currency)
         blocks.append(
             {
                 "type": "section",
-                "text": {"type": "mrkdwn", "text": clip(f"*{snap['model']}*", 3000)},
+                "text": {"type": "mrkdwn", "text": bold(clip(snap["model"], 100))},
                 "fields": [
-                    {"type": "mrkdwn", "text": clip(f"*{k}*\n{v}", 2000)} for k, v in lines.items()
+                    {"type": "mrkdwn", "text": clip_mrkdwn(f"*{k}*\n{v}", MAX_FIELD_TEXT)}
+                    for k, v in lines.items()
                 ],
             }
         )
         blocks.append(
             {"type": "context", "elements": [{"type": "mrkdwn", "text": verdict_line(snap)}]}
         )
-    return title, blocks
+    return clip_mrkdwn(escape(title), MAX_FALLBACK_TEXT), blocks
 
 
 def build_review_item_message(
     snap: dict[str, Any], state: DecisionState, currency: str
 ) -> tuple[str, list[dict[str, Any]]]:
     """One model's message in the review thread: numbers, verdict, decision or buttons."""
-    model = snap["model"]
+    model = escape(clip(snap["model"], 100))
     lines = economics_lines(snap, currency)
     signoffs = snap.get("signoffs") or {}
     if signoffs.get("weeks"):
         lines["Weekly sign-off"] = f"{signoffs.get('signed', 0)} of {signoffs['weeks']} weeks"
-    owners = " ".join(f"<@{u}>" for u in snap.get("owners") or []) or "no owner"
+    owners = fit_lines([user(u) for u in snap.get("owners") or []], 1000, sep=" ") or "no owner"
     blocks: list[dict[str, Any]] = [
         {
             "type": "section",
-            "text": {"type": "mrkdwn", "text": clip(f"*{model}* · owners {owners}", 3000)},
+            "text": {
+                "type": "mrkdwn",
+                "text": clip_mrkdwn(f"*{model}* · owners {owners}", MAX_SECTION_TEXT),
+            },
             "fields": [
-                {"type": "mrkdwn", "text": clip(f"*{k}*\n{v}", 2000)} for k, v in lines.items()
+                {"type": "mrkdwn", "text": clip_mrkdwn(f"*{k}*\n{v}", MAX_FIELD_TEXT)}
+                for k, v in lines.items()
             ],
         },
         {
             "type": "context",
-            "elements": [{"type": "mrkdwn", "text": clip(verdict_line(snap), 3000)}],
+            "elements": [{"type": "mrkdwn", "text": verdict_line(snap)}],
         },
     ]
     if state.decision:
         when = state.decided_at.strftime("%Y-%m-%d %H:%M UTC") if state.decided_at else ""
-        reason = f"\n> {clip(state.reason, 500)}" if state.reason else ""
+        reason = ""
+        if state.reason:
+            quoted = escape(clip(state.reason, 1500)).splitlines()
+            reason = "".join(f"\n> {line}" for line in quoted)
+        decider = user(state.decided_by) if state.decided_by else "someone"
         blocks.append(
             {
                 "type": "section",
                 "text": {
                     "type": "mrkdwn",
-                    "text": f"{DECISION_ICONS[state.decision]} *{DECISIONS[state.decision]}* "
-                    f"— decided by <@{state.decided_by}> on {when}{reason}",
+                    "text": clip_mrkdwn(
+                        f"{DECISION_ICONS[state.decision]} *{DECISIONS[state.decision]}* "
+                        f"— decided by {decider} on {when}{reason}",
+                        MAX_SECTION_TEXT,
+                    ),
                 },
             }
         )
     blocks.append(decision_buttons(state.item_id, changing=bool(state.decision)))
     status = f"decided {DECISIONS[state.decision]}" if state.decision else "awaiting a decision"
-    text = f"{model}: {snap['verdict']['headline']}, {status}"
-    return text, blocks
+    text = f"{model}: {escape(clip(str(snap['verdict']['headline']), 300))}, {status}"
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
 def decision_buttons(item_id: int, changing: bool = False) -> dict[str, Any]:
@@ -229,36 +254,47 @@ def build_review_parent_message(
     total = sum((_d(s["current"]["cost"]) or Decimal(0) for s, _ in items), Decimal(0))
     before = sum((_d(s["previous"]["cost"]) or Decimal(0) for s, _ in items), Decimal(0))
     change = (total - before) * 100 / before if before else None
-    title = f"Monthly cost review · {team} · {month_title(month)}"
+    title = f"Monthly cost review · {team} · {month_title(month)}"  # plain text: the header
+    title_md = f"Monthly cost review · {escape(clip(team, 100))} · {month_title(month)}"
     flagged = [s for s, _ in items if s["verdict"]["flagged"]]
-    lines = [
+    head = (
         f"*{len(items)} models* cost *{format_money(total, currency)}* in {month_title(month)} "
         f"({format_change(change)} vs {format_money(before, currency)} the month before)."
-    ]
+    )
+    lines = []
     for snap, state in items:
         outcome = f" → *{DECISIONS[state.decision]}*" if state.decision else ""
         icon = VERDICT_ICONS.get(snap["verdict"]["kind"], "")
         cost = format_money(_d(snap["current"]["cost"]) or Decimal(0), currency)
-        lines.append(f"{icon} {snap['model']}: {cost}, {snap['verdict']['headline']}{outcome}")
+        name, headline = _name(snap["model"]), escape(clip(str(snap["verdict"]["headline"]), 200))
+        lines.append(f"{icon} {name}: {cost}, {headline}{outcome}")
+    notes = []
     if flagged:
-        lines.append(f"\n:rotating_light: Flagged: {', '.join(s['model'] for s in flagged)}")
+        names = fit_lines([_name(s["model"]) for s in flagged], 600, sep=", ")
+        notes.append(f"\n:rotating_light: Flagged: {names}")
     unsigned = [
-        s["model"]
+        _name(s["model"])
         for s, _ in items
         if (s.get("signoffs") or {}).get("weeks")
         and s["signoffs"].get("signed", 0) < s["signoffs"]["weeks"]
     ]
     if unsigned:
-        lines.append(f":memo: Not signed off every week: {', '.join(unsigned)}")
+        notes.append(f":memo: Not signed off every week: {fit_lines(unsigned, 600, sep=', ')}")
+    tail = "\n".join(notes)
+    room = MAX_SECTION_TEXT - len(head) - len(tail) - 2
+    body = "\n".join(part for part in (head, fit_lines(lines, room), tail) if part)
     decided = [(s, st) for s, st in items if st.decision]
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": clip(title, 150)}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": clip("\n".join(lines), 3000)}},
+        {"type": "header", "text": {"type": "plain_text", "text": clip(title, MAX_HEADER)}},
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": clip_mrkdwn(body, MAX_SECTION_TEXT)},
+        },
     ]
     if len(decided) == len(items):
         summary = review_summary(items, currency)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": summary}})
-        text = f"{title}: all decided. {summary}"
+        text = f"{title_md}: all decided. {summary}"
     else:
         blocks.append(
             {
@@ -273,12 +309,18 @@ def build_review_parent_message(
                 ],
             }
         )
-        text = f"{title}: {len(items)} models, {format_money(total, currency)}"
-    return text, blocks
+        text = f"{title_md}: {len(items)} models, {format_money(total, currency)}"
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
+
+
+def _name(model: object) -> str:
+    """A model's name from a snapshot, escaped and clipped for a list."""
+    return escape(clip(str(model), 100))
 
 
 def review_summary(items: Sequence[tuple[dict[str, Any], DecisionState]], currency: str) -> str:
-    """Kept, killed (with the monthly saving if they stop), right-sized, to discuss."""
+    """Kept, killed (with the monthly saving if they stop), right-sized, to discuss (mrkdwn, fits
+    a section)."""
     counts = {key: 0 for key in DECISIONS}
     savings = Decimal(0)
     killed = []
@@ -287,16 +329,17 @@ def review_summary(items: Sequence[tuple[dict[str, Any], DecisionState]], curren
             counts[state.decision] += 1
         if state.decision == "kill":
             savings += _d(snap["current"]["cost"]) or Decimal(0)
-            killed.append(snap["model"])
+            killed.append(_name(snap["model"]))
     saving = (
-        f" ({', '.join(killed)}: saves about *{format_money(savings, currency)}* a month "
-        "once stopped)"
+        f" ({fit_lines(killed, 2000, sep=', ')}: saves about "
+        f"*{format_money(savings, currency)}* a month once stopped)"
         if killed
         else ""
     )
-    return (
+    return clip_mrkdwn(
         f":checkered_flag: *All decided* — kept {counts['keep']}, killed {counts['kill']}{saving}, "
-        f"right-size {counts['rightsize']}, needs discussion {counts['discuss']}."
+        f"right-size {counts['rightsize']}, needs discussion {counts['discuss']}.",
+        MAX_SECTION_TEXT,
     )
 
 
@@ -305,21 +348,22 @@ def build_reminder_message(
 ) -> tuple[str, list[dict[str, Any]]]:
     """The one reminder in a review thread, naming undecided models and their owners."""
     lines = [
-        f"• *{model}* — {' '.join(f'<@{u}>' for u in owners) or 'no owner: an admin decides'}"
+        f"• *{_name(model)}* — {users(owners, ' ') or 'no owner: an admin decides'}"
         for model, owners in undecided
     ]
     head = (
         f":bell: {len(undecided)} model(s) in the {month_title(month)} review are still "
         f"undecided after {days} days:"
     )
-    text = head + " " + ", ".join(m for m, _ in undecided)
+    text = head + " " + fit_lines([_name(m) for m, _ in undecided], 3000, sep=", ")
+    body = head + "\n" + fit_lines(lines, MAX_SECTION_TEXT - len(head) - 1)
     blocks = [
         {
             "type": "section",
-            "text": {"type": "mrkdwn", "text": clip(head + "\n" + "\n".join(lines), 3000)},
+            "text": {"type": "mrkdwn", "text": clip_mrkdwn(body, MAX_SECTION_TEXT)},
         },
     ]
-    return text, blocks
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
 def signoff_value(model: str, week_start: dt.date) -> str:
@@ -340,15 +384,15 @@ def build_signoff_digest(
             "elements": [
                 {
                     "type": "mrkdwn",
-                    "text": f"<@{user_id}>, please look over the spend of the models you own and "
-                    "sign each off. Unsigned models show up in the monthly review.",
+                    "text": f"{user(user_id)}, please look over the spend of the models you "
+                    "own and sign each off. Unsigned models show up in the monthly review.",
                 }
             ],
         },
     ]
     for snap in snaps[:MAX_DIGEST_MODELS]:
         lines = economics_lines(snap, currency)
-        body = f"*{snap['model']}* · {lines['Cost']}\n{lines['Value']}"
+        body = f"*{_name(snap['model'])}* · {lines['Cost']}\n{lines['Value']}"
         metric_key = next((k for k in lines if k.startswith("Cost per 1k")), None)
         if metric_key:
             body += f" · {metric_key.lower()}: {lines[metric_key].split(chr(10))[0]}"
@@ -356,7 +400,7 @@ def build_signoff_digest(
             {
                 "type": "section",
                 "block_id": f"signoff_{snap['model']}"[:255],
-                "text": {"type": "mrkdwn", "text": clip(body, 3000)},
+                "text": {"type": "mrkdwn", "text": clip_mrkdwn(body, MAX_SECTION_TEXT)},
                 "accessory": {
                     "type": "button",
                     "action_id": SIGNOFF_ACTION,
@@ -384,11 +428,10 @@ def mark_signed_off(
         if block.get("block_id") == f"signoff_{model}"[:255]:
             block = {k: v for k, v in block.items() if k != "accessory"}
             text = dict(block["text"])
-            text["text"] = clip(
-                f"{text['text']}\n:white_check_mark: signed off by <@{user_id}> on "
-                f"{when:%Y-%m-%d %H:%M} UTC",
-                3000,
+            note = (
+                f"\n:white_check_mark: signed off by {user(user_id)} on {when:%Y-%m-%d %H:%M} UTC"
             )
+            text["text"] = clip_mrkdwn(text["text"], MAX_SECTION_TEXT - len(note)) + note
             block["text"] = text
         result.append(block)
     return result

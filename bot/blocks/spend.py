@@ -9,6 +9,7 @@ from typing import Any
 from bot.blocks.common import basis_words, context, header, section
 from bot.money import format_money, format_percent, percent_of
 from bot.slack.guard import clip
+from bot.slack.mrkdwn import code, escape
 from bot.unallocated import UnallocatedReport
 
 MAX_GROUPS = 12
@@ -35,13 +36,15 @@ def build_unallocated_blocks(
     for tag, services in ranked[:MAX_GROUPS]:
         amount = money(sum((c for _, c in services), Decimal(0)))
         if tag:
-            fix = (f"*Model tag `{clip(tag, 80)}`* — {amount}\nNo registered model has this "
-                   f"name: register `{clip(tag, 80)}` in the registry, or retag these resources "
-                   "with an existing model's name.")  # fmt: skip
+            fix = (f"*Model tag {code(clip(tag, 80))}* — {amount}\nNo registered model has this "
+                   f"name: register {code(clip(tag, 80))} in the registry, or retag these "
+                   "resources with an existing model's name.")  # fmt: skip
         else:
-            fix = (f"*No model tag* — {amount}\nTag these resources with `ml:model=<model>` or "
-                   "add a `match:` rule to a model in the registry.")  # fmt: skip
-        detail = "\n".join(f"  • {clip(service, 80)}: {money(cost)}"
+            fix = (f"*No model tag* — {amount}\nTag these resources with "
+                   "`ml:model=&lt;model&gt;` or add a `match:` rule to a model in the "
+                   "registry.")  # fmt: skip
+        detail = "\n".join(f"  • {escape(clip(service, 80))}: "
+                           f"{money(cost)}"
                            for service, cost in services[:MAX_SERVICES])  # fmt: skip
         more = f"\n  • …and {len(services) - MAX_SERVICES} more services" if len(
             services) > MAX_SERVICES else ""  # fmt: skip

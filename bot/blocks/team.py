@@ -16,7 +16,9 @@ from bot.blocks.common import (
     signed_percent,
 )
 from bot.money import format_money, format_percent
-from bot.slack.guard import clip
+from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
+from bot.slack.mrkdwn import clip as clip_mrkdwn
+from bot.slack.mrkdwn import escape, fit_lines
 from bot.team_report import GROWTH_FLOOR, ModelLine, TeamReport, TopModels
 
 MAX_LINES = 25
@@ -24,7 +26,7 @@ MAX_LINES = 25
 
 def _model_line(rank: int, line: ModelLine, currency: str) -> str:
     money = format_money(line.month_to_date, currency)
-    parts = [f"{rank}. *{clip(line.name, 60)}* {money}"]
+    parts = [f"{rank}. *{escape(clip(line.name, 60))}* {money}"]
     if line.change is not None:
         parts.append(f"{signed_percent(line.change)} vs last month")
     elif line.month_to_date > 0:
@@ -53,19 +55,23 @@ def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, li
     ranked = [_model_line(i, line, currency) for i, line in enumerate(report.models[:MAX_LINES], 1)]
     if len(report.models) > MAX_LINES:
         ranked.append(f"…and {len(report.models) - MAX_LINES} more")
-    text = (f"Team {report.team}: {money(total.month_to_date)} month to date across "
+    text = (f"Team {escape(clip(report.team, 100))}: {money(total.month_to_date)} month to date "
+            f"across "
             f"{len(report.models)} models; forecast {money(total.forecast.amount)}; "
             f"{basis_words(report.basis)}.")  # fmt: skip
     blocks = [
         header(f"team {report.team} · {span.month.start:%B %Y}"),
         fields(summary),
-        section("*Models, ranked by month-to-date spend*\n" + ("\n".join(ranked) or "No models.")),
+        section(
+            "*Models, ranked by month-to-date spend*\n"
+            + (fit_lines(ranked, MAX_SECTION_TEXT - 60) or "No models.")
+        ),
         context(
             f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
-            "`/mlcost model <name>` for one model's detail"
+            "`/mlcost model &lt;name&gt;` for one model's detail"
         ),
     ]
-    return text, blocks
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
 def build_top_blocks(top: TopModels, currency: str) -> tuple[str, list[dict[str, Any]]]:
@@ -74,16 +80,18 @@ def build_top_blocks(top: TopModels, currency: str) -> tuple[str, list[dict[str,
     biggest = [_model_line(i, line, currency) for i, line in enumerate(top.biggest, 1)]
     growing = [_model_line(i, line, currency) for i, line in enumerate(top.growing, 1)]
     text = (f"Top {len(top.biggest)} models {month_words(span)}: "
-            + ", ".join(f"{line.name} {format_money(line.month_to_date, currency)}"
+            + ", ".join(f"{escape(clip(line.name, 60))} "
+                        f"{format_money(line.month_to_date, currency)}"
                         for line in top.biggest[:5])
             + f"; {basis_words(top.basis)}.")  # fmt: skip
     blocks = [
         header(f"Biggest and fastest-growing models · {span.month.start:%B %Y}"),
         section(f"*Biggest, month to date ({month_words(span)})* — all models "
-                f"{format_money(top.total, currency)}\n" + ("\n".join(biggest) or "No spend yet.")),
+                f"{format_money(top.total, currency)}\n"
+                + (fit_lines(biggest, MAX_SECTION_TEXT - 200) or "No spend yet.")),
         section(f"*Fastest-growing vs the same days last month* (at least "
                 f"{format_money(GROWTH_FLOOR, currency)} this month)\n"
-                + ("\n".join(growing) or "No model is growing.")),
+                + (fit_lines(growing, MAX_SECTION_TEXT - 200) or "No model is growing.")),
         context(f"{basis_words(top.basis)} · data through {span.as_of:%d %b %Y}"),
     ]  # fmt: skip
-    return text, blocks
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks

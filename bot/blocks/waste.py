@@ -8,7 +8,9 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money
-from bot.slack.guard import clip
+from bot.slack.guard import MAX_CONTEXT_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
+from bot.slack.mrkdwn import clip as clip_mrkdwn
+from bot.slack.mrkdwn import escape, fit_lines, quoted, user
 from bot.waste import WasteFinding
 
 KIND_LABELS = {
@@ -29,13 +31,15 @@ def build_waste_blocks(findings: list[WasteFinding], currency: str = "USD",
     text = (f"Waste: {len(findings)} finding(s), about {format_money(total, currency)}/month"
             if findings else "Waste: nothing found this week.")  # fmt: skip
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": clip(text, 150)}},
+        {"type": "header", "text": {"type": "plain_text", "text": clip(text, MAX_HEADER)}},
     ]
     for finding in findings[:limit]:
-        label = KIND_LABELS.get(finding.kind, finding.kind)
-        body = (f"*{label}: {clip(finding.subject, 200)}* — "
+        label = escape(KIND_LABELS.get(finding.kind, finding.kind))
+        body = (f"*{label}: {clip_mrkdwn(quoted(finding.subject), 400)}* — "
                 f"{format_money(finding.monthly_cost, currency)}/month\n"
-                f"{clip(finding.evidence, 900)}\n_Fix:_ {clip(finding.fix, 600)}")  # fmt: skip
+                f"{clip_mrkdwn(quoted(finding.evidence), 1500)}\n"
+                f"_Fix:_ {clip_mrkdwn(quoted(finding.fix), 900)}")  # fmt: skip
+        body = clip_mrkdwn(body, MAX_SECTION_TEXT)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body}})
     if len(findings) > limit:
         blocks.append({"type": "context", "elements": [
@@ -81,10 +85,11 @@ def build_waste_digest(findings: list[WasteFinding], week_label: str, owners: li
     headline = (f"Waste in {week_label}: {len(findings)} finding(s), "
                 f"about {format_money(total, currency)}/month")  # fmt: skip
     _, blocks = build_waste_blocks(findings, currency)
-    blocks[0] = {"type": "header", "text": {"type": "plain_text", "text": clip(headline, 150)}}
-    mentions = " ".join(f"<@{u}>" for u in owners)
+    blocks[0] = {"type": "header",
+                 "text": {"type": "plain_text", "text": clip(headline, MAX_HEADER)}}  # fmt: skip
+    mentions = fit_lines([user(u) for u in owners], MAX_CONTEXT_TEXT - 200, sep=" ")
     note = f"{mentions} · " if mentions else ""
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": clip(
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": clip_mrkdwn(
         f"{note}Run-rates are the week's cost scaled to 30 days · `/mlcost waste` for the live "
-        "list", 2000)}]})  # fmt: skip
+        "list", MAX_CONTEXT_TEXT)}]})  # fmt: skip
     return f":wastebasket: {headline}", blocks

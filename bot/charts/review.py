@@ -24,6 +24,16 @@ STAGE_COLOURS = {
 def render_review_chart(
     month: str, team: str, snapshots: Sequence[dict[str, Any]], currency: str = "USD"
 ) -> bytes:
+    """Render the review chart with names shown literally (`$...$` is not math)."""
+    from matplotlib import rc_context
+
+    with rc_context({"text.parse_math": False}):
+        return _render_review_chart(month, team, snapshots, currency)
+
+
+def _render_review_chart(
+    month: str, team: str, snapshots: Sequence[dict[str, Any]], currency: str = "USD"
+) -> bytes:
     """Render horizontal stacked bars of cost by stage per model as PNG bytes."""
     rows = {
         snap["model"]: {

@@ -81,7 +81,10 @@ def render_spend_chart(chart: SpendChart) -> bytes:
 
 def render_in_this_process(chart: SpendChart) -> bytes:
     """Render the chart here, one at a time."""
-    with _RENDER_LOCK:
+    from matplotlib import rc_context
+
+    # names from billing files reach titles and legends: `$...$` must not be parsed as math
+    with _RENDER_LOCK, rc_context({"text.parse_math": False}):
         return _render(chart)
 
 

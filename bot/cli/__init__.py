@@ -7,6 +7,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
+
 from bot.cli import (
     db_cmd,
     demo_cmd,
@@ -19,7 +23,8 @@ from bot.cli import (
     serve_cmd,
 )
 from bot.cli.context import CliContext
-from bot.errors import MlcostError
+from bot.db import database_unavailable
+from bot.errors import MlcostError, new_reference
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
 COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd]
@@ -38,25 +43,72 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+# Their DEBUG output carries request signatures, Authorization headers, response_url tokens and
+# STS answers (temporary credentials): never shown, whatever -v says.
+SECRET_BEARING_LOGGERS = ("botocore", "boto3", "urllib3", "s3transfer", "slack_sdk")
+
+log = logging.getLogger(__name__)
+
+
+def configure_logging(verbose: bool) -> None:
+    """Log warnings, or debug detail with -v (AWS and Slack clients stay at INFO)."""
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
+        level=logging.DEBUG if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
-    ctx = CliContext.from_args(args)
+    for name in SECRET_BEARING_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.NOTSET)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the process exit code.
+
+    Exit codes: 0 done; 1 an unexpected error (or a command's own "no", e.g. a failed
+    reconciliation); 2 a known error (bad input or settings, database unusable), also argparse's
+    code for a bad command line. A command may set its own codes (the gate: 3 when it could not
+    evaluate).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose)
+    known_error = getattr(args, "known_error_exit", 2)
+    unexpected_error = getattr(args, "unexpected_error_exit", 1)
+    ctx: CliContext | None = None
     try:
+        try:
+            ctx = CliContext.from_args(args)
+        except ValidationError as exc:  # a setting from the environment or .env
+            raise MlcostError(_settings_problem(exc)) from None
         return int(args.handler(args, ctx) or 0)
     except MlcostError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return known_error
+    except (OperationalError, InterfaceError) as exc:  # the database went away mid-command
+        url = make_url(ctx.settings.database_url) if ctx is not None else make_url("sqlite://")
+        print(f"error: {database_unavailable(exc, url)}", file=sys.stderr)
+        return known_error
     except KeyboardInterrupt:
         print("interrupted; nothing was committed", file=sys.stderr)
         return 130
+    except Exception as exc:
+        ref = new_reference()
+        if args.verbose:
+            log.error("unexpected error (reference %s)", ref, exc_info=exc)
+        hint = "" if args.verbose else " (run with -v for the traceback)"
+        print(f"error: unexpected {type(exc).__name__}; reference {ref}{hint}", file=sys.stderr)
+        return unexpected_error
     finally:
-        ctx.close()
+        if ctx is not None:
+            ctx.close()
+
+
+def _settings_problem(exc: ValidationError) -> str:
+    """Name each bad setting and why, without echoing its value (it may be a secret)."""
+    problems = [
+        f"{'.'.join(str(p) for p in error['loc']) or 'settings'}: {error['msg']}"
+        for error in exc.errors()
+    ]
+    return "invalid setting " + "; ".join(problems)
 
 
 if __name__ == "__main__":  # pragma: no cover

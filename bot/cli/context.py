@@ -9,10 +9,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.config import Settings
-from bot.db import make_engine, make_session_factory, session_scope, upgrade
+from bot.db import (
+    database_unavailable,
+    make_engine,
+    make_session_factory,
+    session_scope,
+    upgrade,
+)
 
 
 @dataclass
@@ -33,8 +40,13 @@ class CliContext:
     def engine(self) -> Engine:
         """Return the engine, applying migrations the first time."""
         if self._engine is None:
-            self._engine = make_engine(self.settings.database_url)
-            upgrade(self._engine)
+            engine = make_engine(self.settings.database_url)
+            try:
+                upgrade(engine)
+            except (OperationalError, InterfaceError) as exc:  # unreachable, missing, no access
+                engine.dispose()
+                raise database_unavailable(exc, engine.url) from exc
+            self._engine = engine
         return self._engine
 
     @property

@@ -1,4 +1,4 @@
-"""`mlcost gate <model>`: the release gate for CI (exit 0 pass, 1 fail)."""
+"""`mlcost gate <model>`: the release gate for CI (exit 0 pass, 1 fail, 3 could not evaluate)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,29 @@ from typing import Any
 from bot.cli.context import CliContext
 from bot.gate import evaluate_gate
 
+EXIT_CODES = """exit codes:
+  0  pass: the model may ship
+  1  fail: the model may not ship (the reasons are printed)
+  2  bad command line (usage error)
+  3  could not evaluate: database unusable or unreachable, unknown model, bad setting,
+     or an unexpected error (one line on stderr with a reference; -v logs the traceback)"""
+
 
 def register(commands: Any) -> None:
-    gate = commands.add_parser("gate", help="may this model ship? exit 0 pass, 1 fail")
+    gate = commands.add_parser(
+        "gate",
+        help="may this model ship? exit 0 pass, 1 fail, 3 could not evaluate",
+        description="Decide whether a model may ship (for CI).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     gate.add_argument("model")
     gate.add_argument(
         "--as-of", type=dt.date.fromisoformat, help="last day of data (default: today)"
     )
     gate.add_argument("--format", choices=["text", "json"], default="text")
-    gate.set_defaults(handler=run)
+    # 1 is reserved for "the model failed": every error, expected or not, is 3.
+    gate.set_defaults(handler=run, known_error_exit=3, unexpected_error_exit=3)
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:

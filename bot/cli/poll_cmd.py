@@ -13,6 +13,7 @@ from bot.errors import UsageError
 from bot.outbox import HistoryLookup
 from bot.services import system_clock
 from bot.slack.client import make_web_client
+from bot.slack.mrkdwn import plain
 from bot.slack.notifier import SlackNotifier
 
 
@@ -80,7 +81,7 @@ def print_cycle(report: CycleReport, *, dry_run: bool, delivering: bool) -> None
         f"{len(report.planned)} alerts due ({verb})"
     )
     for post in report.planned:
-        print(f"  {post.channel:<12} {post.text}")
+        print(f"  {post.channel:<12} {plain(post.text)}")
     for key in report.unroutable:
         print(f"  no channel for {key}: set the model's or team's channel, or finops_channel")
     if dry_run:

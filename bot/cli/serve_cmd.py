@@ -72,7 +72,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         else:
             from bot.server import make_http_server
 
-            server = make_http_server(app, ctx.session_factory, args.host, args.port)
+            server = make_http_server(
+                app, ctx.session_factory, args.host, args.port, settings=ctx.settings
+            )
             log.info("serving Slack on http://%s:%d/slack/events", args.host, args.port)
             server.serve_forever(poll_interval=0.2)
     except (KeyboardInterrupt, Terminated):

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.errors import UsageError
+from bot.slack.mrkdwn import escape
 
 if TYPE_CHECKING:
     from bot.services import AppServices
@@ -110,7 +111,8 @@ class CommandRouter:
             hint = f" Did you mean `{close[0]}`?" if close else ""
             intro = f"I don't know `{_safe(unknown)}`.{hint} Here is what I can do:"
         for sub in self.subcommands:
-            lines.append(f"• `/mlcost {sub.usage}` — {sub.summary}\n    e.g. `{sub.example}`")
+            lines.append(f"• `/mlcost {escape(sub.usage)}` — {escape(sub.summary)}\n"
+                         f"    e.g. `{escape(sub.example)}`")  # fmt: skip
         lines.append("• `/mlcost help` — this list")
         body = "\n".join(lines)
         blocks = [
@@ -121,4 +123,4 @@ class CommandRouter:
 
 
 def _safe(text: str) -> str:
-    return text.replace("`", "'")[:40]
+    return escape(text.replace("`", "'")[:40])

@@ -8,11 +8,18 @@ from slack_sdk.models.blocks import Block
 
 from bot.errors import MlcostError
 
-MAX_BLOCKS = 50
+# Slack's limits, in one place (NOTES.md §2 and Slack's Block Kit reference). Builders clip to
+# them; checked_message refuses anything that would still be rejected.
+MAX_BLOCKS = 50  # per message (a view holds MAX_VIEW_BLOCKS)
 MAX_SECTION_TEXT = 3000
-MAX_FIELDS = 10
-MAX_FIELD_TEXT = 2000
-MAX_FALLBACK_TEXT = 40000
+MAX_FIELDS = 10  # per section
+MAX_FIELD_TEXT = 2000  # each field
+MAX_CONTEXT_ELEMENTS = 10
+MAX_CONTEXT_TEXT = 3000  # each mrkdwn element
+MAX_HEADER = 150  # plain_text
+MAX_BUTTON_TEXT = 75  # plain_text
+MAX_MODAL_TITLE = 24  # plain_text: title, submit, close
+MAX_FALLBACK_TEXT = 4000  # the `text` that notifications show; Slack truncates long ones
 
 
 class MessageTooLarge(MlcostError):
@@ -38,6 +45,13 @@ def checked_message(text: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
             for field in fields:
                 if len(field.get("text", "")) > MAX_FIELD_TEXT:
                     raise MessageTooLarge("a section field exceeds 2000 characters")
+        if block.get("type") == "context":
+            elements = block.get("elements") or []
+            if len(elements) > MAX_CONTEXT_ELEMENTS:
+                raise MessageTooLarge(f"context has {len(elements)} elements (max 10)")
+            for element in elements:
+                if len(element.get("text") or "") > MAX_CONTEXT_TEXT:
+                    raise MessageTooLarge("a context element exceeds 3000 characters")
         parsed = Block.parse(block)
         if parsed is not None:
             try:
@@ -48,7 +62,7 @@ def checked_message(text: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def clip(text: str, limit: int) -> str:
-    """Shorten text to the limit with an ellipsis."""
+    """Shorten plain text to the limit with an ellipsis (mrkdwn: bot.slack.mrkdwn.clip)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

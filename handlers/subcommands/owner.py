@@ -7,6 +7,7 @@ from bot.errors import UsageError
 from bot.ownership import set_model_owners
 from bot.slack.command_args import clip_word, parse_channel, parse_user, split_options
 from bot.slack.command_router import Invocation, Reply, Subcommand
+from bot.slack.mrkdwn import code
 
 USAGE = "owner set <model> <@user>... [#channel]"
 
@@ -35,7 +36,7 @@ def handle_owner_command(inv: Invocation) -> Reply:
         channel = found
     change = set_model_owners(session=inv.session, user_id=inv.user_id, model_name=model,
                               owners=users, channel=channel)  # fmt: skip
-    text = (f"<@{inv.user_id}> set the owners of `{change.model}` to "
+    text = (f"{mention_users([inv.user_id])} set the owners of {code(change.model)} to "
             f"{mention_users(change.owners_after)}"
             + (f" (were {mention_users(change.owners_before)})" if change.owners_before else "")
             + (f"; its channel is {mention_channel(change.channel_after)}"

@@ -14,6 +14,9 @@ from bot.outbox import HistoryLookup
 from bot.periods import Period, month_of, month_period, previous_month, trailing_days
 from bot.review import may_post_reviews, post_reviews, review_status
 from bot.slack.command_router import Invocation, Reply, Subcommand
+from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT
+from bot.slack.mrkdwn import bold, clip, code, escape, fit_lines
+from bot.slack.mrkdwn import channel as mention_channel
 from bot.slack.notifier import SlackNotifier
 from bot.unit_economics import economics_for, verdict_rules
 from bot.value_metrics import ValueRow, check_metric, parse_revenue, parse_units, record_values
@@ -76,8 +79,8 @@ def handle_value(inv: Invocation) -> Reply:
     )
     money = f", revenue {revenue}" if revenue is not None else ""
     return Reply(
-        text=f":white_check_mark: Recorded {format_units(units)} {metric} for "
-        f"`{model.name}` on {day}{money}. Recording the same day again replaces it."
+        text=f":white_check_mark: Recorded {format_units(units)} {escape(metric)} for "
+        f"{code(model.name)} on {day}{money}. Recording the same day again replaces it."
     )
 
 
@@ -101,7 +104,7 @@ def _show_economics(inv: Invocation, model: str, window: str | None) -> Reply:
         rules=verdict_rules(inv.settings),
     )
     if model not in economics:
-        return Reply(text=f"`{model}` has no cost and no value recorded in that window.")
+        return Reply(text=f"{code(model)} has no cost and no value recorded in that window.")
     text, blocks = build_economics_blocks(
         [economics[model].as_json()], title, inv.settings.currency
     )
@@ -141,7 +144,7 @@ def handle_review(inv: Invocation) -> Reply:
         return Reply(text=f"No team had model spend in {month.label}: nothing to review.")
     opened = {key.rsplit(":", 1)[-1] for key in report.opened}
     lines = [
-        f"• {team} in <#{channel}>: "
+        f"• {escape(team)} in {mention_channel(channel)}: "
         + ("posted now" if team in opened else "already posted")
         + f", {decided} of {total} decided"
         for team, channel, decided, total in status
@@ -162,23 +165,26 @@ def handle_gate(inv: Invocation) -> Reply:
         session=inv.session, model_name=inv.args[0], as_of=inv.now.date(), settings=inv.settings
     )
     head = (
-        f":white_check_mark: *{result.model}* passes the release gate"
+        f":white_check_mark: {bold(result.model)} passes the release gate"
         if result.passed
-        else f":no_entry: *{result.model}* fails the release gate"
+        else f":no_entry: {bold(result.model)} fails the release gate"
     )
     lines = [
-        f"{':white_check_mark:' if c.passed else ':x:'} *{c.name}*: {c.detail}"
+        f"{':white_check_mark:' if c.passed else ':x:'} {bold(c.name)}: {escape(c.detail)}"
         for c in result.checks
     ]
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": head}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:3000]}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": fit_lines(lines, MAX_SECTION_TEXT)}},
         {
             "type": "context",
-            "elements": [{"type": "mrkdwn", "text": f"In CI: `mlcost gate {result.model}`"}],
+            "elements": [
+                {"type": "mrkdwn", "text": f"In CI: {code(f'mlcost gate {result.model}')}"}
+            ],
         },
     ]
-    return Reply(text=head + "\n" + "\n".join(lines), blocks=blocks)
+    text = clip(head + "\n" + "\n".join(lines), MAX_FALLBACK_TEXT)
+    return Reply(text=text, blocks=blocks)
 
 
 SUBCOMMANDS = [

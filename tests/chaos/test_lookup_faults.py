@@ -3,8 +3,8 @@
 Found by the chaos test (seed 1 on SQLite: `chaos:1:0` posted twice): the post timed out after
 Slack had posted it; on the retry, conversations.history answered 429 twice (the client's one
 retry included) and the outbox, treating any lookup error as "unknown", posted it again.
-A lookup that fails for a transient reason (429, 5xx, network) should be retried later, like a
-post; only a lookup that cannot work (not_in_channel, missing scope) may fall back to posting.
+A lookup that fails for a transient reason (429, 5xx, network) is retried later, like a
+post; only a lookup that cannot work (not_in_channel, missing scope) falls back to posting.
 """
 
 from __future__ import annotations
@@ -32,11 +32,6 @@ def fake() -> Iterator[FakeSlack]:
     fake.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NEW BUG (bot/outbox.py _look_up): a rate-limited or failed history lookup after a "
-    "lost answer is treated as 'not found' and the message is posted a second time",
-)
 def test_a_rate_limited_lookup_after_a_lost_answer_does_not_post_again(
     fake: FakeSlack, database_url: str
 ) -> None:

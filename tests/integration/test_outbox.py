@@ -217,3 +217,150 @@ def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
         assert k0.status == "delivered" and k0.last_error is None
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "k0" in warnings[0] and "not_in_channel" in warnings[0]
+
+
+class SlackApiFailure(Exception):
+    """Like slack_sdk's SlackApiError: the response has the body's fields, a status and headers."""
+
+    class Response(dict[str, Any]):
+        status_code: int
+        headers: dict[str, str]
+
+    def __init__(
+        self, error: str, status_code: int = 200, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(f"The request to the Slack API failed. (error: {error})")
+        self.response = self.Response(ok=False, error=error)
+        self.response.status_code = status_code
+        self.response.headers = headers or {}
+
+
+class ScriptedLookup:
+    """A history lookup that raises or returns the next of the given outcomes."""
+
+    def __init__(self, *outcomes: Exception | Posted | None) -> None:
+        self.outcomes = list(outcomes)
+        self.calls: list[str] = []
+
+    def __call__(self, channel: str, key: str, *_: Any) -> Posted | None:
+        self.calls.append(key)
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+
+def lose_the_first_answer(factory: sessionmaker[Session], notifier: FakeNotifier) -> None:
+    """Queue k0 and k1; k0's first post times out (it may have reached Slack), ending the round."""
+    queue(factory, 2)
+    notifier.fail_next, notifier.error = 1, urllib.error.URLError("timed out")
+    first = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
+    assert first.failed == ["k0"] and first.delivered == []
+
+
+TRANSIENT_LOOKUP_ERRORS = [
+    SlackApiFailure("ratelimited", 429, {"Retry-After": "7"}),
+    SlackApiFailure("ratelimited"),
+    SlackApiFailure("fake_failure", 500),
+    SlackApiFailure("fake_failure", 503),
+    SlackApiFailure("internal_error"),
+    SlackApiFailure("fatal_error"),
+    SlackApiFailure("service_unavailable"),
+    SlackApiFailure("request_timeout"),
+    urllib.error.URLError("timed out"),
+    TimeoutError("The read operation timed out"),
+    ConnectionResetError(104, "Connection reset by peer"),
+]
+
+
+@pytest.mark.parametrize("error", TRANSIENT_LOOKUP_ERRORS, ids=repr)
+def test_a_lookup_that_fails_for_now_leaves_the_message_pending_and_looks_again(
+    database_url: str, error: Exception
+) -> None:
+    posted_before = Posted(channel="C1", ts="1700000000.000100")
+    lookup = ScriptedLookup(error, posted_before)
+    with migrated(database_url) as (_engine, factory):
+        notifier = FakeNotifier()
+        lose_the_first_answer(factory, notifier)
+        later = NOW + dt.timedelta(hours=1)
+        second = deliver_pending(
+            session_factory=factory, notifier=notifier, now=later, find_posted=lookup
+        )
+        # not posted, and the round ends as after a transient post failure: k1 waits too
+        assert second.failed == ["k0"] and second.delivered == second.recovered == []
+        assert notifier.posts == [] and lookup.calls == ["k0"]
+        k0 = rows(factory)["k0"]
+        assert k0.status == "pending" and k0.slack_ts is None
+        assert k0.next_attempt_at is not None and k0.next_attempt_at > later
+        if error is TRANSIENT_LOOKUP_ERRORS[0]:
+            assert k0.next_attempt_at == later + dt.timedelta(seconds=7)  # its Retry-After
+        assert "look" in (k0.last_error or "") and type(error).__name__ in (k0.last_error or "")
+
+        third = deliver_pending(session_factory=factory, notifier=notifier,
+                                now=k0.next_attempt_at, find_posted=lookup)  # fmt: skip
+        assert lookup.calls == ["k0", "k0"]  # the next attempt looks again before posting
+        assert third.recovered == ["k0"] and third.delivered == ["k0", "k1"]
+        assert [p["text"] for p in notifier.posts] == ["message 1"]  # k0 was not posted again
+        k0 = rows(factory)["k0"]
+        assert (k0.status, k0.slack_ts, k0.last_error) == ("delivered", posted_before.ts, None)
+
+
+def test_lookups_that_keep_failing_keep_the_message_retrying_with_a_growing_backoff(
+    database_url: str,
+) -> None:
+    failures = [SlackApiFailure("fake_failure", 500) for _ in range(4)]
+    lookup = ScriptedLookup(*failures, None)
+    with migrated(database_url) as (_engine, factory):
+        notifier = FakeNotifier()
+        queue(factory, 1)
+        notifier.fail_next, notifier.error = 1, urllib.error.URLError("timed out")
+        deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
+        waits: list[dt.timedelta] = []
+        for _ in failures:
+            due = rows(factory)["k0"].next_attempt_at
+            assert due is not None
+            report = deliver_pending(session_factory=factory, notifier=notifier, now=due,
+                                     find_posted=lookup)  # fmt: skip
+            assert report.failed == ["k0"] and notifier.posts == []
+            k0 = rows(factory)["k0"]
+            assert k0.status == "pending" and k0.next_attempt_at is not None
+            waits.append(k0.next_attempt_at - due)
+        assert waits == sorted(waits) and waits[0] < waits[-1] <= dt.timedelta(hours=1)
+        due = rows(factory)["k0"].next_attempt_at
+        assert due is not None
+        # the lookup works again and finds nothing: the message is posted, once
+        last = deliver_pending(session_factory=factory, notifier=notifier, now=due,
+                               find_posted=lookup)  # fmt: skip
+        assert last.delivered == ["k0"] and [p["text"] for p in notifier.posts] == ["message 0"]
+        assert len(lookup.calls) == 5
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        SlackApiFailure("not_in_channel"),  # a public channel posted to via chat:write.public
+        SlackApiFailure("missing_scope"),
+        SlackApiFailure("channel_not_found"),
+        SlackApiFailure("thread_not_found"),
+        ValueError("an answer the lookup could not read"),
+    ],
+    ids=repr,
+)
+def test_a_lookup_that_cannot_read_the_channel_is_unknown_and_the_message_is_posted(
+    database_url: str, error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    lookup = ScriptedLookup(error)
+    with migrated(database_url) as (_engine, factory):
+        notifier = FakeNotifier()
+        lose_the_first_answer(factory, notifier)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="bot.outbox"):
+            report = deliver_pending(
+                session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(hours=1),
+                find_posted=lookup,
+            )  # fmt: skip
+        assert lookup.calls == ["k0"]
+        assert report.delivered == ["k0", "k1"] and report.failed == report.dead == []
+        assert [p["text"] for p in notifier.posts] == ["message 0", "message 1"]
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1 and "k0" in warnings[0] and str(error)[:20] in warnings[0]

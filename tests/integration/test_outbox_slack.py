@@ -188,3 +188,44 @@ def test_a_public_channel_the_bot_never_joined_still_gets_its_post(
         assert report.delivered == ["waste:week"] and report.dead == []
         assert [c.params["channel"] for c in fake.calls_to("conversations.history")] == ["C0PUBLIC"]
         assert posted_keys(fake) == {"waste:week": 1}
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"status": 429, "times": 2, "retry_after": 1},  # the client's one retry is refused too
+        {"status": 500},
+        {"status": 200, "error": "ratelimited"},
+    ],
+    ids=["429", "500", "ratelimited"],
+)
+def test_a_history_lookup_that_fails_for_now_does_not_post_again_and_finds_the_post_later(
+    database_url: str, fake: FakeSlack, fault: dict[str, Any]
+) -> None:
+    with migrated(database_url) as (_engine, factory):
+        services = make_services(database_url, fake, factory, system_clock)
+        with session_scope(factory) as session:
+            enqueue(session=session, dedupe_key="budget:alpha:90", kind="budget",
+                    channel="C0ALPHA", text="alpha at 90%", blocks=BLOCKS)  # fmt: skip
+        ts = post_then_lose_the_outcome(services, "budget:alpha:90")
+        fake.fail("conversations.history", **fault)
+
+        before = system_clock()
+        report = deliver(services)
+        assert report.failed == ["budget:alpha:90"] and report.delivered == []
+        assert posted_keys(fake) == {"budget:alpha:90": 1}
+        row = outbox(factory)["budget:alpha:90"]
+        assert row.status == "pending" and row.next_attempt_at is not None
+        if fault.get("retry_after"):
+            wait = row.next_attempt_at - before
+            assert dt.timedelta(seconds=1) <= wait < dt.timedelta(seconds=30)  # Retry-After
+        else:
+            assert row.next_attempt_at > before
+
+        with session_scope(factory) as session:
+            due = session.scalars(select(OutboxMessage)).one()
+            due.next_attempt_at = system_clock() - dt.timedelta(seconds=1)
+        report = deliver(services)
+        assert report.recovered == ["budget:alpha:90"] == report.delivered
+        assert posted_keys(fake) == {"budget:alpha:90": 1}
+        assert outbox(factory)["budget:alpha:90"].slack_ts == ts

@@ -138,7 +138,7 @@ def start_app(
     services = AppServices(settings=settings, session_factory=factory,
                            client=make_web_client(settings), clock=clock)  # fmt: skip
     app = build_app(services)
-    server = make_http_server(app, factory, "127.0.0.1", 0)
+    server = make_http_server(app, factory, "127.0.0.1", 0, settings=settings)
     serve_in_thread(server)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
 

@@ -65,7 +65,7 @@ def test_bad_budget_commands_are_specific(slack: SlackHarness) -> None:
         ("budget set stage:gpu 100", "stage must be one of"),
         ("budget set model:recsys 100 --alert 50,eighty", "`--alert` takes percentages"),
         ("budget set model:recsy 100", "Did you mean `recsys`"),
-        ("budget set model:recsys", "Usage: `/mlcost budget set <scope> <amount>"),
+        ("budget set model:recsys", "Usage: `/mlcost budget set &lt;scope&gt; &lt;amount&gt;"),
         ("budget frobnicate", "`budget frobnicate` is not a budget action"),
         ("budget set model:recsys 100 --colour red", "unknown option `--colour`"),
     ]:
@@ -108,7 +108,7 @@ def test_non_owner_owner_set_is_refused_and_nothing_changes(slack: SlackHarness)
     assert "Only the current owners of `recsys` or an admin can change its owners." in texts
     assert "`@alice` is not a Slack user or channel" in texts
     assert "give at most one channel" in texts
-    assert "Usage: `/mlcost owner set <model> <@user>" in texts
+    assert "Usage: `/mlcost owner set &lt;model&gt; &lt;@user&gt;" in texts
     assert snapshot(slack) == before
 
 

@@ -77,7 +77,7 @@ def test_bad_window_is_a_specific_ephemeral_error(demo: SlackHarness) -> None:
     demo.command("model recsys 7 weeks")
     reply = demo.responses(1)[0]
     assert reply["response_type"] == "ephemeral"
-    assert "Usage: `/mlcost model <name>" in reply["text"]
+    assert "Usage: `/mlcost model &lt;name&gt;" in reply["text"]
 
 
 def test_team_ranks_its_models_with_a_chart(demo: SlackHarness) -> None:

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -124,9 +125,11 @@ def submit_payload(view: dict[str, Any], user: str, reason: str | None) -> dict[
         "team": {"id": "T1"},
         "api_app_id": "A1",
         "token": "legacy",
-        "trigger_id": "trig-view",
+        # Slack gives every submission its own trigger and view hash, so no two are byte-identical
+        "trigger_id": f"trig-{uuid.uuid4().hex[:12]}",
         "view": {
             "id": "V1",
+            "hash": uuid.uuid4().hex[:10],
             "type": "modal",
             "callback_id": view["callback_id"],
             "private_metadata": view["private_metadata"],
@@ -173,7 +176,9 @@ def second_app(slack: SlackHarness, clock: Clock) -> Iterator[SlackHarness]:
         client=slack.services.client,
         clock=clock,
     )
-    server = make_http_server(build_app(services), factory, "127.0.0.1", 0)
+    server = make_http_server(
+        build_app(services), factory, "127.0.0.1", 0, settings=services.settings
+    )
     serve_in_thread(server)
     yield SlackHarness(
         url=f"http://127.0.0.1:{server.server_address[1]}/",

@@ -1,0 +1,184 @@
+"""The command line fails with one line and an exit code, never a traceback or a secret."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def unusable_urls(tmp_path: Path) -> list[str]:
+    return [
+        "postgresql+psycopg://postgres:hunter2@127.0.0.1:1/x",  # nothing listens there
+        "nonsense",
+        "mysql+nosuchdriver://u:hunter2@h/db",
+        f"sqlite:///{tmp_path / 'no-such-dir' / 'x.db'}",
+    ]
+
+
+def test_an_unusable_database_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for url in unusable_urls(tmp_path):
+        code, _, err = run(capsys, "--database-url", url, "report", "spend")
+        assert code == 2, (url, err)
+        assert err.startswith("error: ") and err.count("\n") == 1, (url, err)
+        assert "database" in err and "Traceback" not in err and "hunter2" not in err, err
+
+
+def test_a_missing_postgresql_database_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    base = os.environ.get("MLCOST_TEST_DATABASE_URL")
+    if not base:
+        pytest.skip("PostgreSQL only (MLCOST_TEST_DATABASE_URL)")
+    url = base.rsplit("/", 1)[0] + "/mlcost_no_such_database"
+    code, _, err = run(capsys, "--database-url", url, "report", "spend")
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_the_gate_exits_3_when_it_cannot_evaluate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for url in unusable_urls(tmp_path):
+        code, _, err = run(capsys, "--database-url", url, "gate", "alpha")
+        assert code == 3, (url, err)
+        assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_the_gate_help_documents_its_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["gate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for code in ("0", "1", "2", "3"):
+        assert re.search(rf"\b{code}\b[ :=]", text), text
+    assert "could not evaluate" in text
+
+
+def boom(*args: object, **kwargs: object) -> None:
+    raise ZeroDivisionError("a bug")
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_an_unexpected_error_is_one_line_with_a_reference(
+    database_url: str,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    verbose: bool,
+) -> None:
+    monkeypatch.setattr("bot.cli.report_cmd.spend_report", boom)
+    monkeypatch.setattr("bot.cli.gate_cmd.evaluate_gate", boom)
+    flags = ["-v"] if verbose else []
+    for command, expected in ((["report", "spend"], 1), (["gate", "alpha"], 3)):
+        code, _, err = run(capsys, *flags, "--database-url", database_url, *command)
+        assert code == expected
+        line = err.strip().splitlines()[-1]
+        found = re.fullmatch(
+            r"error: unexpected ZeroDivisionError; reference ([0-9a-f]{8}).*", line
+        )
+        assert found, err
+        logged = [r for r in caplog.records if found.group(1) in r.getMessage() and r.exc_info]
+        assert bool(logged) == verbose
+        caplog.clear()
+
+
+FAKE_KEY, FAKE_SECRET, FAKE_TOKEN = (
+    "AKIAFAKE1234567890",
+    "fake/secret+KEY0123456789",
+    "xoxb-1-2-sekrit",
+)
+
+# The CLI under moto in its own process (real stderr, real logging set-up). mock_aws puts its own
+# keys in the environment; they are taken out so the profile below (a role assumed through STS,
+# whose answer carries temporary credentials) is what boto3 uses.
+UNDER_MOTO = textwrap.dedent(
+    """
+    import os, sys
+    from moto import mock_aws
+    from bot.cli import main
+
+    with mock_aws():
+        keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+        saved = {k: os.environ.pop(k) for k in keys if k in os.environ}
+        try:
+            code = main(sys.argv[1:])
+        finally:
+            os.environ.update(saved)
+    sys.exit(code)
+    """
+)
+
+
+def test_verbose_output_never_shows_aws_credentials_or_tokens(tmp_path: Path) -> None:
+    (tmp_path / "config").write_text(
+        "[profile mlcost]\nrole_arn = arn:aws:iam::123456789012:role/mlcost-reader\n"
+        "source_profile = base\nregion = us-east-1\n"
+    )
+    (tmp_path / "credentials").write_text(
+        f"[base]\naws_access_key_id = {FAKE_KEY}\naws_secret_access_key = {FAKE_SECRET}\n"
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SLACK_", "MLCOST_"))},
+        "AWS_CONFIG_FILE": str(tmp_path / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+        "AWS_PROFILE": "mlcost",
+        "SLACK_BOT_TOKEN": FAKE_TOKEN,
+        "SLACK_SIGNING_SECRET": "signing-sekrit",
+    }
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    args = ["-v", "--database-url", db, "ingest", "cost-explorer",
+            "--start", "2026-11-01", "--end", "2026-11-03"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", UNDER_MOTO, *args],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "DEBUG" in done.stderr  # -v is on: debug detail is shown
+    assert "read 0 rows" in done.stdout  # the Cost Explorer call was made (as the assumed role)
+    for secret in (FAKE_KEY, FAKE_SECRET, FAKE_TOKEN, "signing-sekrit"):
+        assert secret not in output
+    # The assumed role's temporary credentials (STS's answer) are never shown either.
+    assert "SecretAccessKey" not in output and "SessionToken" not in output
+
+
+def test_verbose_keeps_the_clients_of_aws_and_slack_at_info(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "-v", "--database-url", database_url, "report", "spend")
+    for name in ("botocore", "boto3", "urllib3", "s3transfer", "slack_sdk"):
+        assert logging.getLogger(name).getEffectiveLevel() == logging.INFO, name
+
+
+def test_a_bad_setting_is_named_in_one_line(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLCOST_MAX_BODY_BYTES", "lots")
+    code, _, err = run(capsys, "--database-url", database_url, "report", "spend")
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("error: invalid setting MLCOST_MAX_BODY_BYTES")
+    assert "lots" not in err  # values are never echoed: another setting could be a secret
+    code, _, err = run(capsys, "--database-url", database_url, "gate", "alpha")
+    assert code == 3
+
+
+def test_the_gate_on_an_unknown_model_could_not_evaluate(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "--database-url", database_url, "gate", "no-such-model")
+    assert code == 3 and err.startswith("error: ") and err.count("\n") == 1
