@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import gzip
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,42 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
     print(render_waste_text(findings, ctx.settings.currency), end="")
 
     show_export_poll(ctx, folder)
+    show_trust(ctx)
     return 0
+
+
+HOSTILE_TAG = "legacy <!channel> <https://evil.example|click here>"
+
+
+def show_trust(ctx: CliContext) -> None:
+    """Show what outside text becomes in Slack, and what a registry import would change."""
+    section("12. Trust: outside text is escaped; a registry import shows its diff first")
+    from bot.blocks.alerts import build_unallocated_alert
+    from bot.registry import parse_registry
+    from bot.registry_plan import plan_import
+
+    money = ctx.settings.currency
+    line: list[tuple[str, str | None, Decimal]] = [("Amazon EC2", HOSTILE_TAG, Decimal("1234.50"))]
+    _text, blocks = build_unallocated_alert(line, Decimal("1234.50"), "the week of Nov 23", money)
+    shown = [t for block in blocks for t in _block_texts(block) if "legacy" in t]
+    print(f"a billing tag value {HOSTILE_TAG!r} reaches Slack's mrkdwn as:")
+    for text in shown:
+        print("  " + text.replace("\n", "\n  "))
+    print("  (escaped: it cannot ping @channel or add a link)")
+    registry = (DATA / "registry.yaml").read_text()
+    raised = registry.replace('"model:recsys", monthly: 22000', '"model:recsys", monthly: 26000')
+    with ctx.session() as session:
+        plan = plan_import(parse_registry(raised), session=session, source="registry.yaml",
+                           default_currency=money)  # fmt: skip
+        print("`mlcost registry import registry.yaml --dry-run` after raising recsys's budget:")
+        for change in plan.diff.lines():
+            print(f"  {change}")
+        empty = plan_import(parse_registry(""), session=session, source="empty.yaml",
+                            default_currency=money)  # fmt: skip
+        session.rollback()  # a plan changes nothing; make sure of it
+    print("an empty (truncated) registry file is refused without --yes:")
+    for reason in empty.refusals:
+        print(f"  {reason}")
 
 
 def write_export_folders(root: Path) -> list[Path]:

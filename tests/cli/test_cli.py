@@ -351,3 +351,21 @@ def test_reverting_budgets_and_owners_changed_in_slack_needs_a_choice(
         f"registry {registry}: 2 teams, 4 models, 1 budgets; 0 created, 0 updated, 0 removed\n",
         "",
     )
+
+
+def test_demo_shows_escaping_and_the_registry_diff_without_changing_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "demo"
+    code, out, _ = run(capsys, "demo", "--dir", str(folder))
+    assert code == 0
+    trust = out.split("== 12. Trust")[1]
+    assert "`legacy &lt;!channel&gt; &lt;https://evil.example|click here&gt;`" in trust
+    shown = trust.split("reaches Slack's mrkdwn as:")[1]
+    assert "<!channel>" not in shown
+    assert "update budget model:recsys: monthly 22000 -> 26000" in trust
+    assert "empty.yaml defines no teams and no models" in trust
+    # the plans changed nothing: the exported registry still has recsys at 22000
+    url = f"sqlite:///{folder / 'mlcost-demo.db'}"
+    code, exported, _ = run(capsys, "--database-url", url, "registry", "export")
+    assert code == 0 and "- scope: model:recsys\n  monthly: 22000\n" in exported
