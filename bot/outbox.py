@@ -274,6 +274,13 @@ def deliver_pending(
             orphans: list[str] = []
             with session_scope(session_factory) as session:
                 row = session.get(OutboxMessage, message_id)
+                if row is not None and (row.status, row.attempts) != ("sending", attempts):
+                    # our lease ran out and another worker claimed (or delivered) the message:
+                    # its outcome stands; writing ours could send the message again
+                    log.warning("outbox %s: claimed again while attempt %d ran; keeping %s",
+                                key, attempts, row.status)  # fmt: skip
+                    row = None
+                    permanent = False
                 if row is not None:
                     row.status = "failed" if permanent else "pending"
                     row.last_error = reason

@@ -364,3 +364,33 @@ def test_a_lookup_that_cannot_read_the_channel_is_unknown_and_the_message_is_pos
         assert [p["text"] for p in notifier.posts] == ["message 0", "message 1"]
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "k0" in warnings[0] and str(error)[:20] in warnings[0]
+
+
+def test_a_worker_whose_lease_ran_out_does_not_undo_the_worker_that_delivered(
+    database_url: str,
+) -> None:
+    """A slow post outlives its lease; another worker re-claims and delivers the message; then
+    the slow post fails for now. Its 'pending' must not overwrite 'delivered' (a later round
+    would post the message a second time)."""
+    with migrated(database_url) as (_engine, factory):
+        queue(factory, 1)
+        other = FakeNotifier()
+
+        class SlowThenFails(FakeNotifier):
+            def post(self, channel: str, text: str, blocks: list[dict[str, Any]],
+                     thread_ts: str | None = None) -> Posted:  # fmt: skip
+                # meanwhile the lease expires and another worker delivers the message
+                late = NOW + dt.timedelta(minutes=5)
+                again = deliver_pending(session_factory=factory, notifier=other, now=late)
+                assert again.delivered == ["k0"]
+                raise urllib.error.URLError("timed out")
+
+        report = deliver_pending(session_factory=factory, notifier=SlowThenFails(), now=NOW)
+        assert report.failed == ["k0"]
+        k0 = rows(factory)["k0"]
+        assert k0.status == "delivered" and k0.slack_ts == other.posts[0]["ts"]
+        assert k0.attempts == 2
+        later = deliver_pending(
+            session_factory=factory, notifier=other, now=NOW + dt.timedelta(hours=2)
+        )
+        assert later.delivered == [] and len(other.posts) == 1
