@@ -80,8 +80,8 @@ def snooze_budget(
     return silence
 
 
-def budget_for_raise(*, session: Session, user_id: str, scope: str) -> Decimal:
-    """Check the user may change the budget and return its current amount."""
+def budget_for_raise(*, session: Session, user_id: str, scope: str) -> tuple[Decimal, str]:
+    """Check the user may change the budget; return its current amount and its currency."""
     budget = find_budget(session, scope)
     check_budget_permission(session, user_id, scope)
-    return budget.monthly_amount
+    return budget.monthly_amount, budget.currency

@@ -98,7 +98,7 @@ def register(app: App, services: AppServices) -> None:
         scope, period = _target(body)
         try:
             with session_scope(services.session_factory) as session:
-                current = budget_for_raise(session=session, user_id=user, scope=scope)
+                current, currency = budget_for_raise(session=session, user_id=user, scope=scope)
         except MlcostError as exc:
             _tell(client, channel, user, f":warning: {escape_message(exc)}")
             return
@@ -106,7 +106,7 @@ def register(app: App, services: AppServices) -> None:
             scope,
             period,
             current,
-            services.settings.currency,
+            currency,
             {"channel": channel, "ts": ts},
         )
         client.views_open(trigger_id=body["trigger_id"], view=view)

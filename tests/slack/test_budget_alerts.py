@@ -271,3 +271,17 @@ def test_raise_budget_opens_a_modal_for_owners_only_and_changes_the_budget(
     assert budget.monthly_amount == 4500 and budget.updated_by == "U0AAA111"
     assert audit.actor == "U0AAA111" and audit.detail["before"]["monthly"].startswith("3000")
     assert json.loads(view["private_metadata"])["scope"] == "model:alpha"
+
+
+def test_the_raise_modal_shows_the_budget_in_its_own_currency(slack: SlackHarness) -> None:
+    seed_month(slack)
+    cycle(slack, T0)
+    with session_scope(slack.session_factory) as session:
+        alpha = session.scalars(
+            select(Budget).where(Budget.model_name == "alpha", Budget.stage.is_(None))
+        ).one()
+        alpha.currency = "EUR"  # as a registry budget with `currency: EUR` is
+    click(slack, "budget:model:alpha:2026-11:actual:50", "budget_raise", "U0AAA111")
+    view = slack.fake.wait_for("views.open")[0].params["view"]
+    shown = json.dumps(view, ensure_ascii=False)
+    assert "€3,000" in shown and "$3,000" not in shown
