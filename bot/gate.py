@@ -146,7 +146,12 @@ def _unit_cost_check(session: Session, model: str, as_of: dt.date, settings: Set
     current = Period(end - dt.timedelta(days=WINDOW_DAYS), end, f"{WINDOW_DAYS}d")
     previous = Period(current.start - dt.timedelta(days=WINDOW_DAYS), current.start, "before")
     economics = economics_for(
-        session=session, period=current, previous=previous, models=[model], full_period=False
+        session=session,
+        period=current,
+        previous=previous,
+        models=[model],
+        full_period=False,
+        default_currency=settings.currency,
     ).get(model)
     if economics is None:
         return GateCheck("unit cost", True, "no cost or value in the last 60 days")

@@ -96,7 +96,11 @@ def open_reviews(
     """
     previous = previous_month(month)
     economics = economics_for(
-        session=session, period=month, previous=previous, rules=verdict_rules(settings)
+        session=session,
+        period=month,
+        previous=previous,
+        rules=verdict_rules(settings),
+        default_currency=settings.currency,
     )
     signoffs = signoff_counts(session=session, period=month)
     created: list[Review] = []

@@ -55,6 +55,7 @@ def enqueue_digests(
         previous=before,
         models=[m.name for m in models],
         full_period=True,
+        default_currency=currency,
     )
     by_owner: dict[str, list[str]] = defaultdict(list)
     for model in models:

@@ -51,6 +51,8 @@ class ModelEconomics:
     previous: PeriodUsage
     verdict: Verdict
     budget: Decimal | None = None
+    # the model's billing currency over both periods (the default for a model with no spend)
+    currency: str = "USD"
 
     @property
     def unit_cost(self) -> Decimal | None:
@@ -111,6 +113,7 @@ class ModelEconomics:
         return {
             "model": self.model,
             "team": self.team,
+            "currency": self.currency,
             "metric": self.metric,
             "current": period(self.current),
             "previous": period(self.previous),
@@ -158,6 +161,7 @@ def economics_for(
     full_period: bool = True,
     rules: VerdictRules | None = None,
     basis: str = "billed",
+    default_currency: str = "USD",
 ) -> dict[str, ModelEconomics]:
     """Return unit economics per model for a period against the previous one, by model name.
 
@@ -165,7 +169,8 @@ def economics_for(
     billed in one currency over both periods, and only a budget in that currency is compared
     with it. Amounts in different currencies are never added: a model billed in several is
     refused (CurrencyError) when it alone is asked about, and otherwise left out with a warning,
-    so one such model never stops everyone else's review or sign-off.
+    so one such model never stops everyone else's review or sign-off. Each result carries its
+    model's currency; a model with value but no spend gets `default_currency`.
     """
     names = None if models is None else sorted(set(models))
     currencies, mixed = _model_currencies(session, previous.start, period.end, names)
@@ -228,6 +233,7 @@ def economics_for(
             previous=usages["prev"],
             verdict=verdict,
             budget=budgets.get(model),
+            currency=currencies.get(model, default_currency),
         )
     return result
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from bot.money import format_money, format_percent
+from bot.money import format_money, format_percent, percent_of
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
     MAX_FALLBACK_TEXT,
@@ -107,8 +107,28 @@ def _stage_line(by_stage: dict[str, Any], currency: str) -> str:
     )
 
 
+def snap_currency(snap: dict[str, Any], currency: str) -> str:
+    """Return a snapshot's billing currency; one stored before it was kept takes `currency`."""
+    return str(snap.get("currency") or currency)
+
+
+def _totals(snaps: Sequence[dict[str, Any]], period: str, currency: str) -> dict[str, Decimal]:
+    """Sum the snapshots' cost of a period per currency (different currencies never add)."""
+    totals: dict[str, Decimal] = {}
+    for snap in snaps:
+        code = snap_currency(snap, currency)
+        totals[code] = totals.get(code, Decimal(0)) + (_d(snap[period]["cost"]) or Decimal(0))
+    return dict(sorted(totals.items()))
+
+
+def format_totals(totals: dict[str, Decimal]) -> str:
+    """Render per-currency totals as `$1,200 + €300` (never one sum)."""
+    return " + ".join(format_money(v, c) for c, v in totals.items()) or format_money(Decimal(0))
+
+
 def economics_lines(snap: dict[str, Any], currency: str) -> dict[str, str]:
     """Return the labelled lines every unit-economics view shows, from a JSON snapshot."""
+    currency = snap_currency(snap, currency)
     cur, prev = snap["current"], snap["previous"]
     metric = escape(clip(snap.get("metric") or "units", 60))
     cost = _d(cur["cost"]) or Decimal(0)
@@ -251,21 +271,39 @@ def build_review_parent_message(
     month: str, team: str, items: Sequence[tuple[dict[str, Any], DecisionState]], currency: str
 ) -> tuple[str, list[dict[str, Any]]]:
     """The team's parent message: totals, flagged models, unsigned models, decisions so far."""
-    total = sum((_d(s["current"]["cost"]) or Decimal(0) for s, _ in items), Decimal(0))
-    before = sum((_d(s["previous"]["cost"]) or Decimal(0) for s, _ in items), Decimal(0))
-    change = (total - before) * 100 / before if before else None
+    totals = _totals([s for s, _ in items], "current", currency) or {currency: Decimal(0)}
+    befores = _totals([s for s, _ in items], "previous", currency) or {currency: Decimal(0)}
     title = f"Monthly cost review · {team} · {month_title(month)}"  # plain text: the header
     title_md = f"Monthly cost review · {escape(clip(team, 100))} · {month_title(month)}"
     flagged = [s for s, _ in items if s["verdict"]["flagged"]]
-    head = (
-        f"*{len(items)} models* cost *{format_money(total, currency)}* in {month_title(month)} "
-        f"({format_change(change)} vs {format_money(before, currency)} the month before)."
-    )
+    changes = {
+        code: (format_change(percent_of(total - befores[code], befores[code])), befores[code])
+        for code, total in totals.items()
+    }  # one amount per currency: amounts in different currencies are never added
+    if len(totals) == 1:
+        ((code, total),) = totals.items()
+        change, before = changes[code]
+        head = (
+            f"*{len(items)} models* cost *{format_money(total, code)}* in {month_title(month)} "
+            f"({change} vs {format_money(before, code)} the month before)."
+        )
+    else:
+        costs = " + ".join(
+            f"*{format_money(total, code)}* ({changes[code][0]} vs "
+            f"{format_money(changes[code][1], code)})"
+            for code, total in totals.items()
+        )
+        head = (
+            f"*{len(items)} models* cost {costs} in {month_title(month)}, each against the "
+            "month before (amounts in different currencies are not added)."
+        )
     lines = []
     for snap, state in items:
         outcome = f" → *{DECISIONS[state.decision]}*" if state.decision else ""
         icon = VERDICT_ICONS.get(snap["verdict"]["kind"], "")
-        cost = format_money(_d(snap["current"]["cost"]) or Decimal(0), currency)
+        cost = format_money(
+            _d(snap["current"]["cost"]) or Decimal(0), snap_currency(snap, currency)
+        )
         name, headline = _name(snap["model"]), escape(clip(str(snap["verdict"]["headline"]), 200))
         lines.append(f"{icon} {name}: {cost}, {headline}{outcome}")
     notes = []
@@ -309,7 +347,7 @@ def build_review_parent_message(
                 ],
             }
         )
-        text = f"{title_md}: {len(items)} models, {format_money(total, currency)}"
+        text = f"{title_md}: {len(items)} models, {format_totals(totals)}"
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
@@ -322,17 +360,17 @@ def review_summary(items: Sequence[tuple[dict[str, Any], DecisionState]], curren
     """Kept, killed (with the monthly saving if they stop), right-sized, to discuss (mrkdwn, fits
     a section)."""
     counts = {key: 0 for key in DECISIONS}
-    savings = Decimal(0)
+    killed_snaps = []
     killed = []
     for snap, state in items:
         if state.decision:
             counts[state.decision] += 1
         if state.decision == "kill":
-            savings += _d(snap["current"]["cost"]) or Decimal(0)
+            killed_snaps.append(snap)
             killed.append(_name(snap["model"]))
     saving = (
         f" ({fit_lines(killed, 2000, sep=', ')}: saves about "
-        f"*{format_money(savings, currency)}* a month once stopped)"
+        f"*{format_totals(_totals(killed_snaps, 'current', currency))}* a month once stopped)"
         if killed
         else ""
     )

@@ -35,6 +35,38 @@ def _render_review_chart(
     month: str, team: str, snapshots: Sequence[dict[str, Any]], currency: str = "USD"
 ) -> bytes:
     """Render horizontal stacked bars of cost by stage per model as PNG bytes."""
+    figure = review_figure(month, team, snapshots, currency)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def review_figure(
+    month: str, team: str, snapshots: Sequence[dict[str, Any]], currency: str = "USD"
+) -> Figure:
+    """Draw the review chart: stacked bars of cost by stage per model.
+
+    Models billed in different currencies get a panel each, with its own axis: amounts in
+    different currencies are never drawn on one scale. A snapshot without a currency (stored
+    before it was kept) takes `currency`.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for snap in snapshots:
+        groups.setdefault(str(snap.get("currency") or currency), []).append(snap)
+    panels = sorted(groups.items()) or [(currency, [])]
+    heights = [max(1.1, 0.55 * len(snaps) + 0.9) for _, snaps in panels]
+    figure = Figure(figsize=(9, max(2.5, sum(heights) + 0.5)), dpi=100)
+    for index, (code, snaps) in enumerate(panels):
+        axes = figure.add_subplot(len(panels), 1, index + 1)
+        _draw_panel(axes, snaps, code)
+        if index == 0:
+            axes.set_title(f"{team}: cost by model and stage, {month}")
+    figure.tight_layout()
+    return figure
+
+
+def _draw_panel(axes: Any, snapshots: Sequence[dict[str, Any]], currency: str) -> None:
+    """Draw one currency's models: stacked bars by stage, last month's total marked."""
     rows = {
         snap["model"]: {
             stage: float(Decimal(str(value)))  # floats only for drawing
@@ -50,8 +82,6 @@ def _render_review_chart(
     frame = frame.loc[frame.sum(axis=1).sort_values().index]
     previous = [float(Decimal(str(s["previous"]["cost"]))) for s in snapshots]
     previous_by_model = dict(zip([s["model"] for s in snapshots], previous, strict=True))
-    figure = Figure(figsize=(9, max(2.5, 0.55 * len(frame) + 1.4)), dpi=100)
-    axes = figure.add_subplot()
     left = [0.0] * len(frame)
     for stage in stages:
         values = frame[stage].tolist()
@@ -69,10 +99,5 @@ def _render_review_chart(
         zorder=3,
     )
     axes.set_xlabel(f"cost ({currency})")
-    axes.set_title(f"{team}: cost by model and stage, {month}")
     axes.legend(loc="lower right", fontsize="small")
     axes.grid(axis="x", alpha=0.3)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()

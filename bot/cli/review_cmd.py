@@ -44,16 +44,20 @@ def run_show(args: argparse.Namespace, ctx: CliContext) -> int:
             period=month,
             previous=previous_month(month),
             rules=verdict_rules(ctx.settings),
+            default_currency=ctx.settings.currency,
         )
     if args.format == "json":
         print(json.dumps([e.as_json() for e in economics.values()], indent=2))
     else:
-        print(render_economics(economics.values(), month, ctx.settings.currency), end="")
+        print(render_economics(economics.values(), month), end="")
     return 0
 
 
-def render_economics(economics: Iterable[ModelEconomics], month: Period, currency: str) -> str:
-    """Render unit economics as a table: cost, value, cost per 1k units, budget, verdict."""
+def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
+    """Render unit economics as a table: cost, value, cost per 1k units, budget, verdict.
+
+    Each model's money is in its own billing currency; there is no total line.
+    """
     header = [
         "model",
         "cost",
@@ -68,6 +72,7 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period, currenc
     ]
     rows = []
     for e in economics:
+        currency = e.currency
         rows.append(
             [
                 e.model,

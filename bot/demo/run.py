@@ -179,8 +179,9 @@ def run_unit_economics_demo(ctx: CliContext) -> int:
             period=month,
             previous=previous_month(month),
             rules=verdict_rules(ctx.settings),
+            default_currency=ctx.settings.currency,
         )
-    print(render_economics(economics.values(), month, ctx.settings.currency), end="")
+    print(render_economics(economics.values(), month), end="")
 
     as_of = month.end - dt.timedelta(days=1)
     section(f"9. Release gate (`mlcost gate <model> --as-of {as_of}`)")

@@ -121,6 +121,7 @@ def snapshot(draw: Any) -> dict[str, Any]:
 
     return {
         "model": draw(hostile()), "team": draw(hostile()),
+        "currency": draw(st.sampled_from(["USD", "EUR", "JPY", None])),
         "metric": draw(st.one_of(st.none(), hostile(40))),
         "owners": draw(users), "current": period(), "previous": period(),
         "cost_change_pct": "12.5", "value_change_pct": "-3", "unit_cost_change_pct": "4",
