@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from bot.db import make_engine, upgrade
+from tests.slack.fake_slack import FakeSlack
 
 DATA = Path(__file__).resolve().parent / "data"
 PG_ENV = "MLCOST_TEST_DATABASE_URL"
@@ -86,3 +87,11 @@ def database_url(tmp_path: Path) -> Iterator[str]:
     url = create_database_url(tmp_path)
     yield url
     drop_database_url(url)
+
+
+@pytest.fixture
+def fake_slack() -> Iterator[FakeSlack]:
+    """A local fake of the Slack Web API (SLACK_API_URL points slack_sdk at `fake_slack.url`)."""
+    fake = FakeSlack().start()
+    yield fake
+    fake.stop()

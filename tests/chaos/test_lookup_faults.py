@@ -10,9 +10,7 @@ post; only a lookup that cannot work (not_in_channel, missing scope) falls back 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
-import pytest
 from pydantic import SecretStr
 from sqlalchemy import select
 
@@ -25,17 +23,10 @@ from bot.slack.notifier import SlackNotifier
 from tests.slack.fake_slack import FakeSlack
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeSlack]:
-    fake = FakeSlack().start()
-    yield fake
-    fake.stop()
-
-
 def test_a_rate_limited_lookup_after_a_lost_answer_does_not_post_again(
-    fake: FakeSlack, database_url: str
+    fake_slack: FakeSlack, database_url: str
 ) -> None:
-    settings = Settings(slack_bot_token=SecretStr("xoxb-test"), slack_api_url=fake.url,
+    settings = Settings(slack_bot_token=SecretStr("xoxb-test"), slack_api_url=fake_slack.url,
                         MLCOST_SLACK_TIMEOUT_SECONDS="0.3")  # fmt: skip
     client = make_web_client(settings)
     engine = make_engine(database_url)
@@ -50,15 +41,17 @@ def test_a_rate_limited_lookup_after_a_lost_answer_does_not_post_again(
                         now=dt.datetime.now(dt.UTC) + after,
                         find_posted=HistoryLookup(client))  # fmt: skip
 
-    fake.delays["chat.postMessage"] = 1.0  # Slack posts, then answers after the client gave up
+    # Slack posts, then answers after the client gave up
+    fake_slack.delays["chat.postMessage"] = 1.0
     deliver(dt.timedelta(0))
-    assert len(fake.calls_to("chat.postMessage")) == 1
-    fake.delays.pop("chat.postMessage")
-    fake.fail("conversations.history", 429, times=2, retry_after=1)  # the retry is refused too
+    assert len(fake_slack.calls_to("chat.postMessage")) == 1
+    fake_slack.delays.pop("chat.postMessage")
+    # the lookup is rate limited, and so is the client's own retry
+    fake_slack.fail("conversations.history", 429, times=2, retry_after=1)
     deliver(dt.timedelta(minutes=5))
     deliver(dt.timedelta(minutes=10))  # the lookup works now: the post is found
     try:
-        assert len(fake.calls_to("chat.postMessage")) == 1, "posted twice"
+        assert len(fake_slack.calls_to("chat.postMessage")) == 1, "posted twice"
         with session_scope(factory) as session:
             row = session.scalars(select(OutboxMessage)).one()
             assert row.status == "delivered"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,13 +40,6 @@ def hostile_focus_file(path: Path) -> None:
                 Tags=json.dumps({"ml:model": HOSTILE_TAG}),
             )
             writer.writerow({k: ("" if v == "NULL" else v) for k, v in row.items()})
-
-
-@pytest.fixture
-def fake_slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack().start()
-    yield fake
-    fake.stop()
 
 
 def test_hostile_tag_value_is_escaped_in_the_unallocated_post(

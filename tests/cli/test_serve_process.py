@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.chaos.replicas import ServeProcess, wait_until
 from tests.slack.fake_slack import FakeSlack
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeSlack]:
-    fake = FakeSlack().start()
-    yield fake
-    fake.stop()
-
-
 def test_sigterm_stops_serve_cleanly_and_frees_the_scheduler_lead(
-    fake: FakeSlack, database_url: str, tmp_path: Path
+    fake_slack: FakeSlack, database_url: str, tmp_path: Path
 ) -> None:
     settings = {
         "MLCOST_DATABASE_URL": database_url,
         "SLACK_BOT_TOKEN": "xoxb-test",
         "SLACK_SIGNING_SECRET": "secret",
-        "SLACK_API_URL": fake.url,
+        "SLACK_API_URL": fake_slack.url,
         "MLCOST_LEADER_CHECK_SECONDS": "0.2",
     }
     first = ServeProcess.start("first", tmp_path, settings)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,26 +25,23 @@ from tests.slack.fake_slack import FakeSlack
 BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeSlack]:
-    fake = FakeSlack().start()
-    yield fake
-    fake.stop()
-
-
 def make_services(
-    database_url: str, fake: FakeSlack, factory: sessionmaker[Session], clock: Any
+    database_url: str, fake_slack: FakeSlack, factory: sessionmaker[Session], clock: Any
 ) -> AppServices:
     settings = Settings(
-        database_url=database_url, slack_bot_token=SecretStr("xoxb-test"), slack_api_url=fake.url
+        database_url=database_url,
+        slack_bot_token=SecretStr("xoxb-test"),
+        slack_api_url=fake_slack.url,
     )
     return AppServices(settings=settings, session_factory=factory,
                        client=make_web_client(settings), clock=clock)  # fmt: skip
 
 
-def posted_keys(fake: FakeSlack) -> Counter[str]:
+def posted_keys(fake_slack: FakeSlack) -> Counter[str]:
     return Counter(
-        m["metadata"]["event_payload"]["key"] for m in fake.messages.values() if m.get("metadata")
+        m["metadata"]["event_payload"]["key"]
+        for m in fake_slack.messages.values()
+        if m.get("metadata")
     )
 
 
@@ -55,7 +51,7 @@ def outbox(factory: sessionmaker[Session]) -> dict[str, OutboxMessage]:
 
 
 def test_a_slow_poll_leases_from_the_clock_at_claim_time_so_the_delivery_job_cannot_double(
-    database_url: str, fake: FakeSlack
+    database_url: str, fake_slack: FakeSlack
 ) -> None:
     started: list[dt.datetime] = []
 
@@ -70,16 +66,16 @@ def test_a_slow_poll_leases_from_the_clock_at_claim_time_so_the_delivery_job_can
         with session_scope(factory) as session:
             enqueue(session=session, dedupe_key="alert", kind="budget", channel="C1",
                     text="over budget", blocks=BLOCKS)  # fmt: skip
-        services = make_services(database_url, fake, factory, clock)
+        services = make_services(database_url, fake_slack, factory, clock)
 
         def post_while_the_delivery_job_runs(params: dict[str, Any]) -> Any:
-            if len(fake.calls_to("chat.postMessage")) == 1:  # the poll's post is in flight
+            if len(fake_slack.calls_to("chat.postMessage")) == 1:  # the poll's post is in flight
                 run_delivery(services)
-            return fake.respond_default("chat.postMessage", params)
+            return fake_slack.respond_default("chat.postMessage", params)
 
-        fake.handlers["chat.postMessage"] = post_while_the_delivery_job_runs
+        fake_slack.handlers["chat.postMessage"] = post_while_the_delivery_job_runs
         run_poll(services)
-        assert posted_keys(fake) == {"alert": 1}
+        assert posted_keys(fake_slack) == {"alert": 1}
         row = outbox(factory)["alert"]
         assert row.status == "delivered" and row.attempts == 1
         assert row.delivered_at is not None and row.delivered_at > started[0]
@@ -120,10 +116,10 @@ def deliver(services: AppServices) -> DeliveryReport:
 
 @pytest.mark.parametrize("channel", ["C0RANKING", "U0AAA111"])  # a channel, and a DM
 def test_a_thread_reply_whose_outcome_was_lost_is_found_in_the_thread_not_posted_again(
-    database_url: str, fake: FakeSlack, channel: str
+    database_url: str, fake_slack: FakeSlack, channel: str
 ) -> None:
     with migrated(database_url) as (_engine, factory):
-        services = make_services(database_url, fake, factory, system_clock)
+        services = make_services(database_url, fake_slack, factory, system_clock)
         with session_scope(factory) as session:
             enqueue(session=session, dedupe_key="review:parent", kind="review.parent",
                     channel=channel, text="the review", blocks=BLOCKS)  # fmt: skip
@@ -140,22 +136,22 @@ def test_a_thread_reply_whose_outcome_was_lost_is_found_in_the_thread_not_posted
 
         report = deliver(services)
         assert report.recovered == ["review:item:alpha"] == report.delivered
-        assert posted_keys(fake)["review:item:alpha"] == 1
+        assert posted_keys(fake_slack)["review:item:alpha"] == 1
         row = outbox(factory)["review:item:alpha"]
         assert (row.status, row.slack_ts, row.slack_channel) == (
             "delivered",
             ts,
             parent.slack_channel,
         )
-        replies = fake.calls_to("conversations.replies")
+        replies = fake_slack.calls_to("conversations.replies")
         assert len(replies) > 1 and replies[0].params["ts"] == parent.slack_ts  # paginated
 
 
 def test_a_top_level_post_whose_outcome_was_lost_is_found_on_a_later_history_page(
-    database_url: str, fake: FakeSlack
+    database_url: str, fake_slack: FakeSlack
 ) -> None:
     with migrated(database_url) as (_engine, factory):
-        services = make_services(database_url, fake, factory, system_clock)
+        services = make_services(database_url, fake_slack, factory, system_clock)
         with session_scope(factory) as session:
             enqueue(session=session, dedupe_key="budget:alpha:50", kind="budget",
                     channel="C0ALPHA", text="alpha at 50%", blocks=BLOCKS)  # fmt: skip
@@ -164,21 +160,21 @@ def test_a_top_level_post_whose_outcome_was_lost_is_found_on_a_later_history_pag
 
         report = deliver(services)
         assert report.recovered == ["budget:alpha:50"] == report.delivered
-        assert posted_keys(fake)["budget:alpha:50"] == 1
+        assert posted_keys(fake_slack)["budget:alpha:50"] == 1
         assert outbox(factory)["budget:alpha:50"].slack_ts == ts
-        assert len(fake.calls_to("conversations.history")) > 1
+        assert len(fake_slack.calls_to("conversations.history")) > 1
 
 
 def test_a_public_channel_the_bot_never_joined_still_gets_its_post(
-    database_url: str, fake: FakeSlack
+    database_url: str, fake_slack: FakeSlack
 ) -> None:
-    fake.not_a_member("C0PUBLIC")  # posted through chat:write.public; history is not readable
+    fake_slack.not_a_member("C0PUBLIC")  # posted through chat:write.public; history is not readable
     with migrated(database_url) as (_engine, factory):
-        services = make_services(database_url, fake, factory, system_clock)
+        services = make_services(database_url, fake_slack, factory, system_clock)
         with session_scope(factory) as session:
             enqueue(session=session, dedupe_key="waste:week", kind="waste",
                     channel="C0PUBLIC", text="waste digest", blocks=BLOCKS)  # fmt: skip
-        fake.fail("chat.postMessage", 500)  # the first attempt fails; the second looks first
+        fake_slack.fail("chat.postMessage", 500)  # the first attempt fails; the second looks first
         assert deliver(services).failed == ["waste:week"]
         with session_scope(factory) as session:
             row = session.scalars(select(OutboxMessage)).one()
@@ -186,8 +182,10 @@ def test_a_public_channel_the_bot_never_joined_still_gets_its_post(
 
         report = deliver(services)
         assert report.delivered == ["waste:week"] and report.dead == []
-        assert [c.params["channel"] for c in fake.calls_to("conversations.history")] == ["C0PUBLIC"]
-        assert posted_keys(fake) == {"waste:week": 1}
+        assert [c.params["channel"] for c in fake_slack.calls_to("conversations.history")] == [
+            "C0PUBLIC"
+        ]
+        assert posted_keys(fake_slack) == {"waste:week": 1}
 
 
 @pytest.mark.parametrize(
@@ -200,20 +198,20 @@ def test_a_public_channel_the_bot_never_joined_still_gets_its_post(
     ids=["429", "500", "ratelimited"],
 )
 def test_a_history_lookup_that_fails_for_now_does_not_post_again_and_finds_the_post_later(
-    database_url: str, fake: FakeSlack, fault: dict[str, Any]
+    database_url: str, fake_slack: FakeSlack, fault: dict[str, Any]
 ) -> None:
     with migrated(database_url) as (_engine, factory):
-        services = make_services(database_url, fake, factory, system_clock)
+        services = make_services(database_url, fake_slack, factory, system_clock)
         with session_scope(factory) as session:
             enqueue(session=session, dedupe_key="budget:alpha:90", kind="budget",
                     channel="C0ALPHA", text="alpha at 90%", blocks=BLOCKS)  # fmt: skip
         ts = post_then_lose_the_outcome(services, "budget:alpha:90")
-        fake.fail("conversations.history", **fault)
+        fake_slack.fail("conversations.history", **fault)
 
         before = system_clock()
         report = deliver(services)
         assert report.failed == ["budget:alpha:90"] and report.delivered == []
-        assert posted_keys(fake) == {"budget:alpha:90": 1}
+        assert posted_keys(fake_slack) == {"budget:alpha:90": 1}
         row = outbox(factory)["budget:alpha:90"]
         assert row.status == "pending" and row.next_attempt_at is not None
         if fault.get("retry_after"):
@@ -227,5 +225,5 @@ def test_a_history_lookup_that_fails_for_now_does_not_post_again_and_finds_the_p
             due.next_attempt_at = system_clock() - dt.timedelta(seconds=1)
         report = deliver(services)
         assert report.recovered == ["budget:alpha:90"] == report.delivered
-        assert posted_keys(fake) == {"budget:alpha:90": 1}
+        assert posted_keys(fake_slack) == {"budget:alpha:90": 1}
         assert outbox(factory)["budget:alpha:90"].slack_ts == ts

@@ -101,13 +101,6 @@ class SlackHarness:
 
 
 @pytest.fixture
-def fake_slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture
 def clock() -> Callable[[], dt.datetime]:
     """A fixed clock: 2026-11-20 12:00 UTC, late in the demo month."""
     return lambda: dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)
