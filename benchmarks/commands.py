@@ -69,9 +69,15 @@ def seed(factory: object, models: int, days: int) -> int:
             model = MLModel(name=name, team_id=teams[i % 20].id, match={})
             model.owners.append(Owner(user_id=f"U{i:08d}"))
             session.add(model)
-            session.add(Budget(scope=f"model:{name}", model_name=name,
-                               monthly_amount=Decimal(rng.randint(5, 50) * 1000),
-                               thresholds=[50, 80, 100], forecast=True))  # fmt: skip
+            session.add(
+                Budget(
+                    scope=f"model:{name}",
+                    model_name=name,
+                    monthly_amount=Decimal(rng.randint(5, 50) * 1000),
+                    thresholds=[50, 80, 100],
+                    forecast=True,
+                )
+            )
         run = IngestionRun(source="benchmark", location="synthetic", status="done")
         session.add(run)
         session.flush()
@@ -84,15 +90,26 @@ def seed(factory: object, models: int, days: int) -> int:
                 weekday = 0.6 if day.weekday() >= 5 else 1.0
                 for stage, (service, share) in STAGES.items():
                     cost = Decimal(str(round(base * share * weekday * rng.uniform(0.8, 1.2), 4)))
-                    batch.append({
-                        "run_id": run.id, "day": day, "billing_period": day.replace(day=1),
-                        "provider": "AWS", "billing_account": "bench", "service": service,
-                        "resource_id": f"{name}-{stage}", "model": name, "stage": stage,
-                        "team": f"team-{names.index(name) % 20:02d}", "attribution": "tag",
-                        "billed_cost": cost, "effective_cost": cost,
-                        "gpu_hours": Decimal(8) if stage == "training" else Decimal(0),
-                        "charge_category": "Usage", "estimated": False,
-                    })  # fmt: skip
+                    batch.append(
+                        {
+                            "run_id": run.id,
+                            "day": day,
+                            "billing_period": day.replace(day=1),
+                            "provider": "AWS",
+                            "billing_account": "bench",
+                            "service": service,
+                            "resource_id": f"{name}-{stage}",
+                            "model": name,
+                            "stage": stage,
+                            "team": f"team-{names.index(name) % 20:02d}",
+                            "attribution": "tag",
+                            "billed_cost": cost,
+                            "effective_cost": cost,
+                            "gpu_hours": Decimal(8) if stage == "training" else Decimal(0),
+                            "charge_category": "Usage",
+                            "estimated": False,
+                        }
+                    )
             if len(batch) >= 20_000:
                 session.execute(insert(DailySpend), batch)
                 rows += len(batch)
@@ -128,21 +145,34 @@ def main() -> int:
     factory = make_session_factory(engine)
     started = time.perf_counter()
     rows = seed(factory, args.models, args.days)
-    print(f"seeded {rows:,} ledger rows ({args.models} models x {args.days} days x 4 stages) "
-          f"in {time.perf_counter() - started:.1f} s on {engine.dialect.name}")  # fmt: skip
+    print(
+        f"seeded {rows:,} ledger rows ({args.models} models x {args.days} days x 4 stages) "
+        f"in {time.perf_counter() - started:.1f} s on {engine.dialect.name}"
+    )
 
     fake = FakeSlack().start()
-    settings = Settings(database_url=url, slack_bot_token=SecretStr("xoxb-bench"),
-                        slack_signing_secret=SecretStr(SECRET), slack_api_url=fake.url)  # fmt: skip
-    services = AppServices(settings=settings, session_factory=factory,
-                           client=make_web_client(settings),
-                           clock=lambda: dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC))  # fmt: skip
+    settings = Settings(
+        database_url=url,
+        slack_bot_token=SecretStr("xoxb-bench"),
+        slack_signing_secret=SecretStr(SECRET),
+        slack_api_url=fake.url,
+    )
+    services = AppServices(
+        settings=settings,
+        session_factory=factory,
+        client=make_web_client(settings),
+        clock=lambda: dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC),
+    )
     # What `mlcost serve` does at start-up: chart worker processes that warm matplotlib.
     start_render_processes(max(1, (os.cpu_count() or 2) - 1))
     server = make_http_server(build_app(services), factory, "127.0.0.1", 0, settings=settings)
     serve_in_thread(server)
-    harness = SlackHarness(url=f"http://127.0.0.1:{server.server_address[1]}/", fake=fake,
-                           services=services, session_factory=factory)  # fmt: skip
+    harness = SlackHarness(
+        url=f"http://127.0.0.1:{server.server_address[1]}/",
+        fake=fake,
+        services=services,
+        session_factory=factory,
+    )
     names = [f"model-{i:03d}" for i in range(args.models)]
 
     # 1. Time to the uploaded chart, one command at a time.
@@ -159,10 +189,12 @@ def main() -> int:
             sequential_acks.append(result.elapsed)
     upload = fake.calls_to("upload/F123")[-1]
     print(f"\nchart PNG: {len(upload.body):,} bytes")
-    print(f"time to uploaded chart ({len(chart_times)} sequential `/mlcost model`): "
-          f"p50 {statistics.median(chart_times) * 1000:.0f} ms, "
-          f"p99 {percentile(chart_times, 99) * 1000:.0f} ms, "
-          f"max {max(chart_times) * 1000:.0f} ms  (target < 1500 ms)")  # fmt: skip
+    print(
+        f"time to uploaded chart ({len(chart_times)} sequential `/mlcost model`): "
+        f"p50 {statistics.median(chart_times) * 1000:.0f} ms, "
+        f"p99 {percentile(chart_times, 99) * 1000:.0f} ms, "
+        f"max {max(chart_times) * 1000:.0f} ms  (target < 1500 ms)"
+    )
 
     # 2. Ack latency while charts render: clients sending commands back to back.
     acks: list[float] = []
@@ -188,12 +220,16 @@ def main() -> int:
     fake.wait_for("files.completeUploadExternal", expected + total, timeout=600)
     drained = time.perf_counter() - t0
     all_acks = acks + sequential_acks
-    print(f"ack latency ({len(all_acks)} signed requests, {args.clients} concurrent clients, "
-          f"charts rendering meanwhile): p50 {statistics.median(all_acks) * 1000:.1f} ms, "
-          f"p99 {percentile(all_acks, 99) * 1000:.1f} ms, max {max(all_acks) * 1000:.1f} ms  "
-          f"(target p99 < 100 ms)")  # fmt: skip
-    print(f"  {total} commands sent in {sent:.1f} s; all {total} charts uploaded after "
-          f"{drained:.1f} s ({total / drained:.1f} charts/s)")  # fmt: skip
+    print(
+        f"ack latency ({len(all_acks)} signed requests, {args.clients} concurrent clients, "
+        f"charts rendering meanwhile): p50 {statistics.median(all_acks) * 1000:.1f} ms, "
+        f"p99 {percentile(all_acks, 99) * 1000:.1f} ms, max {max(all_acks) * 1000:.1f} ms  "
+        f"(target p99 < 100 ms)"
+    )
+    print(
+        f"  {total} commands sent in {sent:.1f} s; all {total} charts uploaded after "
+        f"{drained:.1f} s ({total / drained:.1f} charts/s)"
+    )
     server.shutdown()
     server.server_close()
     fake.stop()

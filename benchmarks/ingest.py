@@ -49,9 +49,12 @@ attribution:
   team_tag_keys: [cost_center]
 """
 PANDAS_KEYS = [
-    "day", "line_item_product_code", "line_item_resource_id",
-    "resource_tags_user_workload", "resource_tags_user_cost_center",
-]  # fmt: skip
+    "day",
+    "line_item_product_code",
+    "line_item_resource_id",
+    "resource_tags_user_workload",
+    "resource_tags_user_cost_center",
+]
 
 
 def main() -> int:
@@ -91,8 +94,11 @@ def run_parent(args: argparse.Namespace) -> int:
         )
         files, rows = prepared["files"], prepared["rows"]
         backend = "PostgreSQL" if args.database_url else "SQLite file"
-        print(f"{len(files)} files, {rows:,} rows, {prepared['mb']:.1f} MB; database: {backend}; "
-              f"median of {args.repeat} runs, each in a fresh process", flush=True)  # fmt: skip
+        print(
+            f"{len(files)} files, {rows:,} rows, {prepared['mb']:.1f} MB; database: {backend}; "
+            f"median of {args.repeat} runs, each in a fresh process",
+            flush=True,
+        )
         results: dict[str, list[dict[str, Any]]] = {"mlcost": [], "pandas": []}
         for attempt in range(args.repeat):
             url = child("database", "--out", str(work / f"run{attempt}.db"), *server)["url"]
@@ -105,8 +111,11 @@ def run_parent(args: argparse.Namespace) -> int:
                 results["pandas"].append(child("pandas", "--files", *files))
             for kind, runs in results.items():
                 if runs:
-                    print(f"  run {attempt + 1} {kind}: {runs[-1]['seconds']:.2f} s, "
-                          f"{runs[-1]['peak_rss_mb']:.0f} MB", flush=True)  # fmt: skip
+                    print(
+                        f"  run {attempt + 1} {kind}: {runs[-1]['seconds']:.2f} s, "
+                        f"{runs[-1]['peak_rss_mb']:.0f} MB",
+                        flush=True,
+                    )
     print_table(rows, results)
     return 0
 
@@ -135,8 +144,10 @@ def print_table(rows: int, results: dict[str, list[dict[str, Any]]]) -> None:
         seconds = statistics.median(r["seconds"] for r in runs)
         cpu = statistics.median(r["cpu"] for r in runs)
         rss = statistics.median(r["peak_rss_mb"] for r in runs)
-        print(f"{labels[kind]:28} {seconds:8.2f} {cpu:7.2f} {rows / seconds:11,.0f} {rss:7.0f} MB  "
-              f"{runs[0]['groups']:,}")  # fmt: skip
+        print(
+            f"{labels[kind]:28} {seconds:8.2f} {cpu:7.2f} {rows / seconds:11,.0f} {rss:7.0f} MB  "
+            f"{runs[0]['groups']:,}"
+        )
     extra = results["mlcost"][0]
     print(f"\nmlcost wrote {extra['rows_written']:,} ledger rows; {extra['reconciliation']}")
 
@@ -245,10 +256,14 @@ def run_mlcost(args: argparse.Namespace) -> dict[str, Any]:
     if not report.reconciled:
         raise SystemExit(report.reconciliation_line())
     return {
-        "seconds": seconds, "cpu": cpu, "peak_rss_mb": peak_rss_mb(), "rows": report.rows_read,
-        "groups": report.rows_written, "rows_written": report.rows_written,
+        "seconds": seconds,
+        "cpu": cpu,
+        "peak_rss_mb": peak_rss_mb(),
+        "rows": report.rows_read,
+        "groups": report.rows_written,
+        "rows_written": report.rows_written,
         "reconciliation": report.reconciliation_line(),
-    }  # fmt: skip
+    }
 
 
 def run_pandas(args: argparse.Namespace) -> dict[str, Any]:
@@ -262,15 +277,21 @@ def run_pandas(args: argparse.Namespace) -> dict[str, Any]:
     grouped = frame.groupby(PANDAS_KEYS, dropna=False)["line_item_unblended_cost"].sum()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     return {
-        "seconds": seconds, "cpu": cpu, "peak_rss_mb": peak_rss_mb(), "rows": len(frame),
+        "seconds": seconds,
+        "cpu": cpu,
+        "peak_rss_mb": peak_rss_mb(),
+        "rows": len(frame),
         "groups": len(grouped),
-    }  # fmt: skip
+    }
 
 
 CHILDREN: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
-    "prepare": prepare, "database": fresh_database, "drop": drop_database,
-    "mlcost": run_mlcost, "pandas": run_pandas,
-}  # fmt: skip
+    "prepare": prepare,
+    "database": fresh_database,
+    "drop": drop_database,
+    "mlcost": run_mlcost,
+    "pandas": run_pandas,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -465,21 +465,25 @@ def configured_sources(
 
                 return CostExplorerSource(
                     ce_client or make_ce_client(),
-                    today - dt.timedelta(days=settings.poll_lookback_days), today,
+                    today - dt.timedelta(days=settings.poll_lookback_days),
+                    today,
                     model_tag_key=settings.model_tag_keys[0],
                     second_group=settings.cost_explorer_group_key,
                     billing_account=settings.aws_billing_account or "aws",
                     default_currency=settings.currency,
-                )  # fmt: skip
+                )
 
             sources.append(PolledSource("cost-explorer", "cost-explorer", build_ce))
         elif kind in EXPORT_KINDS and location:
 
             def build_export(kind: str = kind, location: str = location) -> SpendSource:
                 return RecentExportSource(
-                    kind, location, recent_periods(today), s3_client=s3_client,
+                    kind,
+                    location,
+                    recent_periods(today),
+                    s3_client=s3_client,
                     default_currency=settings.currency,
-                )  # fmt: skip
+                )
 
             sources.append(PolledSource(f"{kind}:{location}", kind, build_export))
         else:

@@ -109,20 +109,33 @@ def detect(
 
 
 def find_anomalies(
-    *, session: Session, day: dt.date, min_excess: Decimal, basis: str = "billed",
+    *,
+    session: Session,
+    day: dt.date,
+    min_excess: Decimal,
+    basis: str = "billed",
     currency: str = "USD",
-) -> list[Anomaly]:  # fmt: skip
+) -> list[Anomaly]:
     """Find spend anomalies per model and per stage, and GPU-hour anomalies per model, on a day."""
     return find_anomalies_between(
-        session=session, first=day, last=day, min_excess=min_excess, basis=basis,
+        session=session,
+        first=day,
+        last=day,
+        min_excess=min_excess,
+        basis=basis,
         currency=currency,
-    )  # fmt: skip
+    )
 
 
 def find_anomalies_between(
-    *, session: Session, first: dt.date, last: dt.date, min_excess: Decimal, basis: str = "billed",
+    *,
+    session: Session,
+    first: dt.date,
+    last: dt.date,
+    min_excess: Decimal,
+    basis: str = "billed",
     currency: str = "USD",
-) -> list[Anomaly]:  # fmt: skip
+) -> list[Anomaly]:
     """Find the anomalies of each day in [first, last], oldest first, reading the ledger once.
 
     Each day is judged exactly as `find_anomalies` judges it alone: against its own baseline.

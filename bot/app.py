@@ -55,8 +55,9 @@ def build_app(services: AppServices, *, process_before_response: bool = False) -
             )
         if body.get("type") == "view_submission" and response is not None:
             # Not acknowledged yet: the modal itself can say it (Slack shows nothing for a 500).
-            return BoltResponse(status=200, body={"response_action": "update",
-                                                  "view": _error_view(text)})  # fmt: skip
+            return BoltResponse(
+                status=200, body={"response_action": "update", "view": _error_view(text)}
+            )
         _tell(client, respond, body, text)
         return BoltResponse(status=200, body="") if response is not None else None
 

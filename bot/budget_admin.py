@@ -40,22 +40,29 @@ def check_budget_permission(session: Session, user_id: str, scope: str) -> None:
     if model_name is not None:
         model = find_model(session, model_name)
         if not can_manage_model(session, user_id, model):
-            raise PermissionDenied(f"Only the owners of `{model.name}` or an admin can change "
-                                   "its budget.")  # fmt: skip
+            raise PermissionDenied(
+                f"Only the owners of `{model.name}` or an admin can change its budget."
+            )
     elif team_name is not None:
         team = find_team(session, team_name)
         if not can_manage_team(session, user_id, team):
-            raise PermissionDenied(f"Only the owners of team `{team.name}` or an admin can "
-                                   "change its budget.")  # fmt: skip
+            raise PermissionDenied(
+                f"Only the owners of team `{team.name}` or an admin can change its budget."
+            )
     elif not is_admin(session, user_id):
         raise PermissionDenied("Only an admin can change an organisation-wide stage budget.")
 
 
 def set_budget(
-    *, session: Session, user_id: str, scope: str, amount: Decimal,
-    thresholds: list[int] | None = None, forecast: bool | None = None,
+    *,
+    session: Session,
+    user_id: str,
+    scope: str,
+    amount: Decimal,
+    thresholds: list[int] | None = None,
+    forecast: bool | None = None,
     currency: str = "USD",
-) -> Budget:  # fmt: skip
+) -> Budget:
     """Create or change a budget after checking permission; audited with who and when.
 
     A new budget is in `currency` (the organisation's); a changed one keeps its own.
@@ -68,10 +75,17 @@ def set_budget(
     budget = session.scalars(select(Budget).where(Budget.scope == spec.scope)).first()
     before = None
     if budget is None:
-        budget = Budget(scope=spec.scope, model_name=model_name, team_name=team_name, stage=stage,
-                        monthly_amount=spec.monthly, thresholds=spec.thresholds,
-                        forecast=bool(forecast), forecast_threshold=100,
-                        currency=currency)  # fmt: skip
+        budget = Budget(
+            scope=spec.scope,
+            model_name=model_name,
+            team_name=team_name,
+            stage=stage,
+            monthly_amount=spec.monthly,
+            thresholds=spec.thresholds,
+            forecast=bool(forecast),
+            forecast_threshold=100,
+            currency=currency,
+        )
         session.add(budget)
     else:
         before = {"monthly": str(budget.monthly_amount), "thresholds": budget.thresholds}
@@ -84,8 +98,16 @@ def set_budget(
             budget.forecast = forecast
     budget.updated_by = user_id
     budget.updated_at = utcnow()
-    session.add(AuditLog(actor=user_id, action="budget.set", target=spec.scope, detail={
-        "before": before, "after": {"monthly": str(spec.monthly),
-                                    "thresholds": budget.thresholds}}))  # fmt: skip
+    session.add(
+        AuditLog(
+            actor=user_id,
+            action="budget.set",
+            target=spec.scope,
+            detail={
+                "before": before,
+                "after": {"monthly": str(spec.monthly), "thresholds": budget.thresholds},
+            },
+        )
+    )
     session.flush()
     return budget

@@ -119,15 +119,18 @@ def weekday_rates(summary: SpendSummary) -> tuple[tuple[Decimal, ...], str] | No
         level = summary.last_7_days / RUN_RATE_DAYS
         rates = tuple(
             level * summary.weekday_totals[w] / history_counts[w] / average
-            if average > 0 and history_counts[w] else ZERO
+            if average > 0 and history_counts[w]
+            else ZERO
             for w in range(7)
-        )  # fmt: skip
+        )
         method = f"last-7-day run-rate shaped by the weekday pattern of the last {history} days"
     else:
         days = min(RUN_RATE_DAYS, history)
         rates = (summary.last_7_days / days,) * 7
-        method = (f"run-rate of the last {days} days (only {history} days of history, "
-                  "too few for a weekday pattern)")  # fmt: skip
+        method = (
+            f"run-rate of the last {days} days (only {history} days of history, "
+            "too few for a weekday pattern)"
+        )
     return tuple(max(ZERO, r) for r in rates), method
 
 
@@ -137,8 +140,10 @@ def project_remaining(summary: SpendSummary) -> tuple[dict[dt.date, Decimal], st
     if found is None:
         return {}, "no data yet"
     rates, method = found
-    remaining = [summary.as_of + dt.timedelta(days=i)
-                 for i in range(1, (summary.month.end - summary.as_of).days)]  # fmt: skip
+    remaining = [
+        summary.as_of + dt.timedelta(days=i)
+        for i in range(1, (summary.month.end - summary.as_of).days)
+    ]
     return {day: rates[day.weekday()].quantize(QUANTUM) for day in remaining}, method
 
 

@@ -61,30 +61,50 @@ def current_amount(session: Session, scope: str) -> Decimal | None:
     return session.scalar(select(Budget.monthly_amount).where(Budget.scope == scope))
 
 
-def budget_status(session: Session, budget: Budget, span: ReportingWindow,
-                  basis: str = "billed") -> BudgetStatus:  # fmt: skip
+def budget_status(
+    session: Session, budget: Budget, span: ReportingWindow, basis: str = "billed"
+) -> BudgetStatus:
     """Compute one budget's month so far and forecast, from spend in the budget's currency."""
     start = min(span.month.start, span.query_start())
     scope = scope_filters(budget.scope)
     end = span.as_of + dt.timedelta(days=1)
-    daily = daily_totals(session, where=[*scope, DailySpend.currency == budget.currency],
-                         start=start, end=end, basis=basis)  # fmt: skip
+    daily = daily_totals(
+        session,
+        where=[*scope, DailySpend.currency == budget.currency],
+        start=start,
+        end=end,
+        basis=basis,
+    )
     forecast = forecast_month(daily, span.month, span.as_of)
     cost = cost_column(basis)
     others = session.execute(
         select(DailySpend.currency, func.sum(cost))
-        .where(*scope, DailySpend.currency != budget.currency,
-               DailySpend.day >= span.month.start, DailySpend.day < end)
-        .group_by(DailySpend.currency).order_by(DailySpend.currency)
-    )  # fmt: skip
-    return BudgetStatus(budget.scope, budget.monthly_amount, list(budget.thresholds or []),
-                        budget.forecast, forecast.actual, forecast, budget.updated_by,
-                        budget.updated_at, budget.currency,
-                        {code: Decimal(total or 0) for code, total in others})  # fmt: skip
+        .where(
+            *scope,
+            DailySpend.currency != budget.currency,
+            DailySpend.day >= span.month.start,
+            DailySpend.day < end,
+        )
+        .group_by(DailySpend.currency)
+        .order_by(DailySpend.currency)
+    )
+    return BudgetStatus(
+        budget.scope,
+        budget.monthly_amount,
+        list(budget.thresholds or []),
+        budget.forecast,
+        forecast.actual,
+        forecast,
+        budget.updated_by,
+        budget.updated_at,
+        budget.currency,
+        {code: Decimal(total or 0) for code, total in others},
+    )
 
 
-def budget_board(*, session: Session, today: dt.date, scope: str | None = None,
-                 basis: str = "billed") -> BudgetBoard:  # fmt: skip
+def budget_board(
+    *, session: Session, today: dt.date, scope: str | None = None, basis: str = "billed"
+) -> BudgetBoard:
     """Return every budget's status (or one scope's), most used first."""
     span = reporting_window(session, today, None)
     query = select(Budget).order_by(Budget.scope)
@@ -95,8 +115,11 @@ def budget_board(*, session: Session, today: dt.date, scope: str | None = None,
     if scope is not None and not budgets:
         known = list(session.scalars(select(Budget.scope).order_by(Budget.scope)))
         close = difflib.get_close_matches(wanted, known, n=3, cutoff=0.5)
-        hint = ("Did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close else (
-            "`/mlcost budget list` shows them all.")  # fmt: skip
+        hint = (
+            ("Did you mean " + ", ".join(f"`{c}`" for c in close) + "?")
+            if close
+            else ("`/mlcost budget list` shows them all.")
+        )
         raise NotFoundError(f"No budget for `{wanted[:80]}`. {hint}")
     statuses = [budget_status(session, b, span, basis) for b in budgets]
     statuses.sort(key=lambda s: (-(s.used or Decimal(0)), s.scope))

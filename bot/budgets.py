@@ -383,11 +383,17 @@ def _add_resource_drivers(
         )
     ranked = (union_all(*selects) if len(selects) > 1 else selects[0]).subquery()
     query = (
-        select(ranked.c.shape, ranked.c.k0, ranked.c.k1, ranked.c.currency, ranked.c.label,
-               ranked.c.cost)
+        select(
+            ranked.c.shape,
+            ranked.c.k0,
+            ranked.c.k1,
+            ranked.c.currency,
+            ranked.c.label,
+            ranked.c.cost,
+        )
         .where(ranked.c.rank <= limit)
         .order_by(ranked.c.shape, ranked.c.k0, ranked.c.k1, ranked.c.currency, ranked.c.rank)
-    )  # fmt: skip
+    )
     for index, k0, k1, currency, label, amount in session.execute(query):
         key = (str(k0), currency) if k1 is None else (str(k0), str(k1), currency)
         for budget_id in owners[int(index)].get(key, ()) if amount else ():

@@ -21,9 +21,10 @@ def _suggestion(name: str, names: list[str], kind: str) -> str:
 def find_model(session: Session, name: str) -> MLModel:
     """Return the model, or raise NotFoundError naming the closest names."""
     model = session.scalars(
-        select(MLModel).where(MLModel.name == name.lower())
+        select(MLModel)
+        .where(MLModel.name == name.lower())
         .options(selectinload(MLModel.owners), selectinload(MLModel.team).selectinload(Team.owners))
-    ).first()  # fmt: skip
+    ).first()
     if model is None:
         raise NotFoundError(_suggestion(name, list(session.scalars(select(MLModel.name))), "model"))
     return model

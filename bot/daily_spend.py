@@ -50,8 +50,11 @@ class ReportingWindow:
 
     def query_start(self) -> dt.date:
         """Return the first day any part of a report needs (window, history, last month)."""
-        return min(self.window.start, self.previous_month.start,
-                   self.as_of - dt.timedelta(days=LOOKBACK_DAYS))  # fmt: skip
+        return min(
+            self.window.start,
+            self.previous_month.start,
+            self.as_of - dt.timedelta(days=LOOKBACK_DAYS),
+        )
 
     def query_end(self) -> dt.date:
         """Return the day after the last day any part of a report needs."""
@@ -74,8 +77,7 @@ def reporting_window(session: Session, today: dt.date, window_text: str | None) 
     anchor = through or today
     window = parse_window(window_text or DEFAULT_WINDOW, anchor)
     if window.start > today:
-        raise UsageError(f"{window.label} has not started yet; pick a month up to "
-                         f"{today:%Y-%m}")  # fmt: skip
+        raise UsageError(f"{window.label} has not started yet; pick a month up to {today:%Y-%m}")
     is_month = re.fullmatch(r"\d{4}-\d{2}", window.label) is not None
     month = window if is_month else month_of(anchor)
     last = month.end - dt.timedelta(days=1)

@@ -27,9 +27,10 @@ class HomeDashboard:
 def owned_models(session: Session, user_id: str) -> list[str]:
     """Return the names of the models the user owns (directly, or as owner of an unowned team)."""
     models = session.scalars(
-        select(MLModel).options(selectinload(MLModel.owners),
-                                selectinload(MLModel.team).selectinload(Team.owners))
-    )  # fmt: skip
+        select(MLModel).options(
+            selectinload(MLModel.owners), selectinload(MLModel.team).selectinload(Team.owners)
+        )
+    )
     return sorted(m.name for m in models if user_id in model_owner_ids(m))
 
 
@@ -44,8 +45,13 @@ def home_dashboard(
     names = owned_models(session, user_id)
     lines: list[ModelLine] = []
     owned = [DailySpend.model.in_(names)]
-    currency = display_currency(session, setting=currency, period=span.query_period(),
-                                where=owned, what="Your models' spend")  # fmt: skip
+    currency = display_currency(
+        session,
+        setting=currency,
+        period=span.query_period(),
+        where=owned,
+        what="Your models' spend",
+    )
     if names:
         series = daily_by_model(session, span, "billed", owned)
         budgets = model_budgets(session, currency)

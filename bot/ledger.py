@@ -34,19 +34,42 @@ from bot.sources.base import (
 _HOUR_UNITS = {"hrs", "hours", "hour", "hr", "h"}
 # What attribution (and the GPU count) looks at; it runs once per distinct combination.
 _FACT_COLUMNS = (
-    "service", "service_category", "usage_type", "resource_id", "instance_type",
-    "billing_account", "sub_account", "unit",
-)  # fmt: skip
+    "service",
+    "service_category",
+    "usage_type",
+    "resource_id",
+    "instance_type",
+    "billing_account",
+    "sub_account",
+    "unit",
+)
 _ATTRIBUTION_COLUMNS = ("model", "stage", "team", "model_tag_value", "attribution")
 LEDGER_KEYS = (
-    "day", "billing_period", "provider", "billing_account", "sub_account", "service",
-    "service_category", "usage_type", "region", "resource_id", "instance_type",
-    "charge_category", "currency", "estimated", *_ATTRIBUTION_COLUMNS,
-)  # fmt: skip
+    "day",
+    "billing_period",
+    "provider",
+    "billing_account",
+    "sub_account",
+    "service",
+    "service_category",
+    "usage_type",
+    "region",
+    "resource_id",
+    "instance_type",
+    "charge_category",
+    "currency",
+    "estimated",
+    *_ATTRIBUTION_COLUMNS,
+)
 LEDGER_VALUES = ("billed_cost", "effective_cost", "usage_quantity", "gpu_hours")
 _OPTIONAL_TEXT = (
-    "sub_account", "service_category", "usage_type", "region", "resource_id", "instance_type",
-)  # fmt: skip
+    "sub_account",
+    "service_category",
+    "usage_type",
+    "region",
+    "resource_id",
+    "instance_type",
+)
 _GPUS = pa.decimal128(3, 0)
 _QUANTITY = pa.decimal128(34, 10)  # times a 3-digit GPU count, still within 38 digits
 
@@ -215,10 +238,17 @@ def ingest(
     run.finished_at = utcnow()
     session.flush()
     return IngestReport(
-        run_id=run.id, source=source.kind, location=source.location,
-        rows_read=data.rows_read, rows_written=written, totals=totals, replaced_rows=replaced,
-        api_requests=data.api_requests, scopes=data.scopes, notes=data.notes,
-    )  # fmt: skip
+        run_id=run.id,
+        source=source.kind,
+        location=source.location,
+        rows_read=data.rows_read,
+        rows_written=written,
+        totals=totals,
+        replaced_rows=replaced,
+        api_requests=data.api_requests,
+        scopes=data.scopes,
+        notes=data.notes,
+    )
 
 
 def _amounts(by_currency: dict[str, Decimal]) -> str:
@@ -240,12 +270,14 @@ def scope_condition(scopes: Iterable[ReplaceScope]) -> Any:
     conditions = []
     for scope in scopes:
         column = DailySpend.billing_period if scope.column == "billing_period" else DailySpend.day
-        conditions.append(and_(
-            DailySpend.provider == scope.provider,
-            DailySpend.billing_account == scope.billing_account,
-            column >= scope.start,
-            column < scope.end,
-        ))  # fmt: skip
+        conditions.append(
+            and_(
+                DailySpend.provider == scope.provider,
+                DailySpend.billing_account == scope.billing_account,
+                column >= scope.start,
+                column < scope.end,
+            )
+        )
     return or_(*conditions) if conditions else None
 
 

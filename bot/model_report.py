@@ -67,8 +67,7 @@ class ModelReport:
         """Return the change against the same days of last month, in percent."""
         if self.last_month_same_days == 0:
             return None
-        return percent_of(self.month_to_date - self.last_month_same_days,
-                          self.last_month_same_days)  # fmt: skip
+        return percent_of(self.month_to_date - self.last_month_same_days, self.last_month_same_days)
 
     def daily_totals(self) -> dict[dt.date, Decimal]:
         """Return spend per day over every stage."""
@@ -76,9 +75,14 @@ class ModelReport:
 
 
 def model_report(
-    *, session: Session, name: str, today: dt.date, window: str | None = None,
-    basis: str = "billed", currency: str = "USD",
-) -> ModelReport:  # fmt: skip
+    *,
+    session: Session,
+    name: str,
+    today: dt.date,
+    window: str | None = None,
+    basis: str = "billed",
+    currency: str = "USD",
+) -> ModelReport:
     """Build the report for a model; NotFoundError names the closest models.
 
     `currency` is the organisation's (MLCOST_CURRENCY); the report is in its spend's one
@@ -87,16 +91,19 @@ def model_report(
     model = find_model(session, name)
     span = reporting_window(session, today, window)
     currency = display_currency(
-        session, setting=currency, period=span.query_period(),
-        where=[DailySpend.model == model.name], what=f"`{model.name}`'s spend",
-    )  # fmt: skip
+        session,
+        setting=currency,
+        period=span.query_period(),
+        where=[DailySpend.model == model.name],
+        what=f"`{model.name}`'s spend",
+    )
     cost = cost_column(basis)
     start, end = span.query_start(), span.query_end()
     rows = session.execute(
         select(DailySpend.day, DailySpend.stage, func.sum(cost), func.sum(DailySpend.gpu_hours))
         .where(DailySpend.model == model.name, DailySpend.day >= start, DailySpend.day < end)
         .group_by(DailySpend.day, DailySpend.stage)
-    )  # fmt: skip
+    )
     by_day: dict[dt.date, dict[str, Decimal]] = defaultdict(dict)
     gpu_hours = ZERO
     month_start, as_of = span.month.start, span.as_of
@@ -118,8 +125,11 @@ def model_report(
             select(Budget).where(Budget.model_name == model.name, Budget.currency == currency)
         )
     }
-    shown = {day: stages for day, stages in by_day.items()
-             if span.window.start <= day <= as_of and day < span.window.end}  # fmt: skip
+    shown = {
+        day: stages
+        for day, stages in by_day.items()
+        if span.window.start <= day <= as_of and day < span.window.end
+    }
     return ModelReport(
         model=model.name,
         team=model.team.name,
@@ -146,16 +156,25 @@ def _top_resources(
 ) -> list[ResourceCost]:
     cost = cost_column(basis)
     rows = session.execute(
-        select(DailySpend.resource_id, DailySpend.service, DailySpend.stage,
-               func.sum(cost).label("cost"))
-        .where(DailySpend.model == model, DailySpend.day >= span.month.start,
-               DailySpend.day <= span.as_of)
+        select(
+            DailySpend.resource_id,
+            DailySpend.service,
+            DailySpend.stage,
+            func.sum(cost).label("cost"),
+        )
+        .where(
+            DailySpend.model == model,
+            DailySpend.day >= span.month.start,
+            DailySpend.day <= span.as_of,
+        )
         .group_by(DailySpend.resource_id, DailySpend.service, DailySpend.stage)
         .order_by(func.sum(cost).desc())
         .limit(TOP_RESOURCES)
-    )  # fmt: skip
-    return [ResourceCost(resource or "(no resource id)", service, stage, Decimal(total or 0))
-            for resource, service, stage, total in rows]  # fmt: skip
+    )
+    return [
+        ResourceCost(resource or "(no resource id)", service, stage, Decimal(total or 0))
+        for resource, service, stage, total in rows
+    ]
 
 
 def model_chart(report: ModelReport, currency: str) -> SpendChart:
@@ -169,9 +188,11 @@ def model_chart(report: ModelReport, currency: str) -> SpendChart:
     month_actual = {d: v for d, v in daily.items() if span.month.start <= d <= span.as_of}
     return SpendChart(
         title=f"{report.model} — daily spend by stage",
-        subtitle=(f"{span.window.start:%d %b} to {span.month.end - dt.timedelta(days=1):%d %b %Y}"
-                  f" · {report.basis} cost · data through {span.as_of:%d %b}"
-                  f" · forecast: {report.forecast.describe()}"),
+        subtitle=(
+            f"{span.window.start:%d %b} to {span.month.end - dt.timedelta(days=1):%d %b %Y}"
+            f" · {report.basis} cost · data through {span.as_of:%d %b}"
+            f" · forecast: {report.forecast.describe()}"
+        ),
         currency=currency,
         stacks=stacks,
         month_start=span.month.start,
@@ -181,4 +202,4 @@ def model_chart(report: ModelReport, currency: str) -> SpendChart:
         projected=report.forecast.projected,
         budget=report.budget,
         forecast_label=f"forecast {format_money(report.forecast.amount, currency)}",
-    )  # fmt: skip
+    )

@@ -47,16 +47,32 @@ log = logging.getLogger(__name__)
 LEASE = dt.timedelta(minutes=2)
 METADATA_EVENT = "mlcost_outbox"
 # Slack errors that no retry will fix: the message is marked failed and logged.
-PERMANENT_ERRORS = frozenset({
-    "channel_not_found", "is_archived", "not_in_channel", "invalid_blocks",
-    "invalid_blocks_format", "msg_too_long", "no_text", "invalid_metadata_format",
-    "invalid_metadata_schema", "metadata_too_large", "too_many_attachments",
-})  # fmt: skip
+PERMANENT_ERRORS = frozenset(
+    {
+        "channel_not_found",
+        "is_archived",
+        "not_in_channel",
+        "invalid_blocks",
+        "invalid_blocks_format",
+        "msg_too_long",
+        "no_text",
+        "invalid_metadata_format",
+        "invalid_metadata_schema",
+        "metadata_too_large",
+        "too_many_attachments",
+    }
+)
 # History-lookup errors that mean "Slack cannot answer now", besides 429, 5xx and network errors:
 # the lookup is tried again later instead of being taken as "not found".
-TRANSIENT_LOOKUP_ERRORS = frozenset({
-    "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout",
-})  # fmt: skip
+TRANSIENT_LOOKUP_ERRORS = frozenset(
+    {
+        "ratelimited",
+        "internal_error",
+        "fatal_error",
+        "service_unavailable",
+        "request_timeout",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -75,11 +91,18 @@ def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
     """Record posts unless one with the same key exists; return the keys that were new."""
     rows: dict[str, dict[str, Any]] = {}
     for p in posts:
-        rows.setdefault(p.dedupe_key, {
-            "dedupe_key": p.dedupe_key, "kind": p.kind, "channel": p.channel,
-            "thread_key": p.thread_key, "payload": {"text": p.text, "blocks": p.blocks},
-            "status": "pending", "attempts": 0,
-        })  # fmt: skip
+        rows.setdefault(
+            p.dedupe_key,
+            {
+                "dedupe_key": p.dedupe_key,
+                "kind": p.kind,
+                "channel": p.channel,
+                "thread_key": p.thread_key,
+                "payload": {"text": p.text, "blocks": p.blocks},
+                "status": "pending",
+                "attempts": 0,
+            },
+        )
     if not rows:
         return set()
     insert_fn = dialect_insert(session)
@@ -95,9 +118,15 @@ def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
 
 
 def enqueue(
-    *, session: Session, dedupe_key: str, kind: str, channel: str, text: str,
-    blocks: list[dict[str, Any]], thread_key: str | None = None,
-) -> bool:  # fmt: skip
+    *,
+    session: Session,
+    dedupe_key: str,
+    kind: str,
+    channel: str,
+    text: str,
+    blocks: list[dict[str, Any]],
+    thread_key: str | None = None,
+) -> bool:
     """Record a post unless one with the same key exists; return whether it was new."""
     post = PlannedPost(dedupe_key, kind, channel, text, blocks, thread_key)
     return bool(enqueue_many(session, [post]))
@@ -149,8 +178,10 @@ class HistoryLookup:
             )
         for message in messages:
             metadata = message.get("metadata") or {}
-            if (metadata.get("event_type") == METADATA_EVENT
-                    and (metadata.get("event_payload") or {}).get("key") == key):  # fmt: skip
+            if (
+                metadata.get("event_type") == METADATA_EVENT
+                and (metadata.get("event_payload") or {}).get("key") == key
+            ):
                 return Posted(channel=channel, ts=str(message["ts"]))
         return None
 
@@ -164,8 +195,9 @@ class HistoryLookup:
             cursor = (response.get("response_metadata") or {}).get("next_cursor")
             if not cursor:
                 return
-        log.warning("history of %s not read to the end (%d pages)", params["channel"],
-                    self.MAX_PAGES)  # fmt: skip
+        log.warning(
+            "history of %s not read to the end (%d pages)", params["channel"], self.MAX_PAGES
+        )
 
 
 def _retry_delay(exc: Exception, attempts: int) -> dt.timedelta:
@@ -184,8 +216,9 @@ class LookupDeferred(Exception):
     """A history lookup failed for now: whether an earlier attempt posted is not known yet."""
 
     def __init__(self, cause: Exception) -> None:
-        super().__init__(f"could not look for an earlier post, will look again: "
-                         f"{_error_text(cause)}")  # fmt: skip
+        super().__init__(
+            f"could not look for an earlier post, will look again: {_error_text(cause)}"
+        )
         self.cause = cause
 
 
@@ -223,11 +256,16 @@ def _fixed(at: dt.datetime) -> Callable[[], dt.datetime]:
 
 
 def deliver_pending(
-    *, session_factory: sessionmaker[Session], notifier: Notifier,
-    now: dt.datetime | None = None, clock: Callable[[], dt.datetime] | None = None,
+    *,
+    session_factory: sessionmaker[Session],
+    notifier: Notifier,
+    now: dt.datetime | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
     find_posted: FindPosted | None = None,
-    limit: int = 200, kinds: tuple[str, ...] | None = None, lease: dt.timedelta = LEASE,
-) -> DeliveryReport:  # fmt: skip
+    limit: int = 200,
+    kinds: tuple[str, ...] | None = None,
+    lease: dt.timedelta = LEASE,
+) -> DeliveryReport:
     """Deliver due messages one by one; a failure leaves the message for the next cycle.
 
     A transient failure (429, 5xx, network) ends this round: Slack is unwell or asks us to wait,
@@ -268,17 +306,26 @@ def deliver_pending(
                 reason, delay_of = str(exc), exc.cause
             else:
                 reason, delay_of = _error_text(exc), exc
-            log.log(logging.ERROR if permanent else logging.WARNING,
-                    "outbox %s not delivered (attempt %d%s): %s", key, attempts,
-                    ", giving up" if permanent else "", reason)  # fmt: skip
+            log.log(
+                logging.ERROR if permanent else logging.WARNING,
+                "outbox %s not delivered (attempt %d%s): %s",
+                key,
+                attempts,
+                ", giving up" if permanent else "",
+                reason,
+            )
             orphans: list[str] = []
             with session_scope(session_factory) as session:
                 row = session.get(OutboxMessage, message_id)
                 if row is not None and (row.status, row.attempts) != ("sending", attempts):
                     # our lease ran out and another worker claimed (or delivered) the message:
                     # its outcome stands; writing ours could send the message again
-                    log.warning("outbox %s: claimed again while attempt %d ran; keeping %s",
-                                key, attempts, row.status)  # fmt: skip
+                    log.warning(
+                        "outbox %s: claimed again while attempt %d ran; keeping %s",
+                        key,
+                        attempts,
+                        row.status,
+                    )
                     row = None
                     permanent = False
                 if row is not None:
@@ -323,8 +370,9 @@ def _look_up(
             raise LookupDeferred(exc) from exc
         # the channel cannot be read (no history scope, not a member of a public channel posted
         # to through chat:write.public): that says nothing about the post, so post
-        log.warning("outbox %s: could not look for an earlier post, posting: %s", key,
-                    _error_text(exc))  # fmt: skip
+        log.warning(
+            "outbox %s: could not look for an earlier post, posting: %s", key, _error_text(exc)
+        )
         return None
 
 
@@ -352,8 +400,14 @@ def fail_orphaned_replies(session: Session) -> list[str]:
         session.flush()
 
 
-def _post(notifier: Notifier, channel: str, text: str, blocks: list[dict[str, Any]],
-          thread_ts: str | None, key: str) -> Posted:  # fmt: skip
+def _post(
+    notifier: Notifier,
+    channel: str,
+    text: str,
+    blocks: list[dict[str, Any]],
+    thread_ts: str | None,
+    key: str,
+) -> Posted:
     post_with_metadata = getattr(notifier, "post_with_metadata", None)
     if post_with_metadata is not None:
         metadata = {"event_type": METADATA_EVENT, "event_payload": {"key": key}}
@@ -402,14 +456,25 @@ def _claim(
             # has no SKIP LOCKED), only one wins the claim.
             claimed = session.execute(
                 update(OutboxMessage)
-                .where(OutboxMessage.id == row.id, OutboxMessage.status == row.status,
-                       OutboxMessage.attempts == row.attempts)
-                .values(status="sending", attempts=row.attempts + 1,
-                        next_attempt_at=now + lease)  # the lease: re-claimable if we die
+                .where(
+                    OutboxMessage.id == row.id,
+                    OutboxMessage.status == row.status,
+                    OutboxMessage.attempts == row.attempts,
+                )
+                .values(
+                    status="sending", attempts=row.attempts + 1, next_attempt_at=now + lease
+                )  # the lease: re-claimable if we die
                 .execution_options(synchronize_session=False)
-            )  # fmt: skip
+            )
             if getattr(claimed, "rowcount", 0) != 1:
                 continue
-            return (row.id, row.dedupe_key, row.channel, dict(row.payload), thread_ts,
-                    row.attempts + 1, row.created_at)  # fmt: skip
+            return (
+                row.id,
+                row.dedupe_key,
+                row.channel,
+                dict(row.payload),
+                thread_ts,
+                row.attempts + 1,
+                row.created_at,
+            )
     return None

@@ -23,9 +23,13 @@ class OwnershipChange:
 
 
 def set_model_owners(
-    *, session: Session, user_id: str, model_name: str, owners: list[str],
+    *,
+    session: Session,
+    user_id: str,
+    model_name: str,
+    owners: list[str],
     channel: str | None = None,
-) -> OwnershipChange:  # fmt: skip
+) -> OwnershipChange:
     """Replace a model's owners (and optionally its channel); admins and current owners only."""
     wanted = list(dict.fromkeys(owners))
     if not wanted:
@@ -34,8 +38,9 @@ def set_model_owners(
         raise UsageError(f"at most {MAX_OWNERS} owners per model")
     model = find_model(session, model_name)
     if not can_manage_model(session, user_id, model):
-        raise PermissionDenied(f"Only the current owners of `{model.name}` or an admin can change "
-                               "its owners.")  # fmt: skip
+        raise PermissionDenied(
+            f"Only the current owners of `{model.name}` or an admin can change its owners."
+        )
     before = sorted(o.user_id for o in model.owners)
     channel_before = model.channel
     keep = [o for o in model.owners if o.user_id in wanted]
@@ -43,10 +48,18 @@ def set_model_owners(
     model.owners[:] = keep + [Owner(user_id=u) for u in wanted if u not in have]
     if channel is not None:
         model.channel = channel
-    session.add(AuditLog(actor=user_id, action="model.owners.set", target=f"model:{model.name}",
-                         detail={"owners": {"before": before, "after": sorted(wanted)},
-                                 "channel": {"before": channel_before,
-                                             "after": model.channel}}))  # fmt: skip
+    session.add(
+        AuditLog(
+            actor=user_id,
+            action="model.owners.set",
+            target=f"model:{model.name}",
+            detail={
+                "owners": {"before": before, "after": sorted(wanted)},
+                "channel": {"before": channel_before, "after": model.channel},
+            },
+        )
+    )
     session.flush()
-    return OwnershipChange(model.name, before, sorted(model_owner_ids(model)), channel_before,
-                           model.effective_channel)  # fmt: skip
+    return OwnershipChange(
+        model.name, before, sorted(model_owner_ids(model)), channel_before, model.effective_channel
+    )

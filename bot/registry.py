@@ -350,9 +350,13 @@ KEPT_SLACK_CHANGES = "kept_slack_changes"
 
 
 def import_registry(
-    spec: RegistrySpec, *, session: Session, actor: str = "cli", kept: Sequence[str] = (),
+    spec: RegistrySpec,
+    *,
+    session: Session,
+    actor: str = "cli",
+    kept: Sequence[str] = (),
     default_currency: str = "USD",
-) -> dict[str, int]:  # fmt: skip
+) -> dict[str, int]:
     """Make the database match the spec exactly (idempotent); return counts of what changed.
 
     `kept` names entities whose Slack-side changes the spec kept; the audit record says so.

@@ -318,9 +318,13 @@ def keep_slack_values(
 
 
 def plan_import(
-    spec: RegistrySpec, *, session: Session, source: str, keep_slack_changes: bool = False,
+    spec: RegistrySpec,
+    *,
+    session: Session,
+    source: str,
+    keep_slack_changes: bool = False,
     default_currency: str = "USD",
-) -> ImportPlan:  # fmt: skip
+) -> ImportPlan:
     """Compare the file with the database: the diff, Slack changes it reverts, reasons to refuse.
 
     A budget without `currency:` is in `default_currency` (MLCOST_CURRENCY), as the import makes it.

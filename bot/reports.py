@@ -130,20 +130,28 @@ class SpendReport:
     def as_json(self) -> dict[str, Any]:
         """Return a machine-readable form: money as exact strings, each with its currency."""
         return {
-            "period": {"start": self.period.start.isoformat(), "end": self.period.end.isoformat(),
-                       "label": self.period.label},
+            "period": {
+                "start": self.period.start.isoformat(),
+                "end": self.period.end.isoformat(),
+                "label": self.period.label,
+            },
             "cost_basis": self.basis,
             "by": self.by,
             "rows": [
-                {**{k: (v.isoformat() if isinstance(v, dt.date) else v)
-                    for k, v in line.group.items()},
-                 "currency": line.currency, "cost": str(line.cost),
-                 "gpu_hours": str(line.gpu_hours)}
+                {
+                    **{
+                        k: (v.isoformat() if isinstance(v, dt.date) else v)
+                        for k, v in line.group.items()
+                    },
+                    "currency": line.currency,
+                    "cost": str(line.cost),
+                    "gpu_hours": str(line.gpu_hours),
+                }
                 for line in self.lines
             ],
             "totals": [t.as_json() for t in self.totals],
             "estimated_days": self.estimated_days,
-        }  # fmt: skip
+        }
 
 
 def parse_dimensions(text: str) -> list[str]:
@@ -159,9 +167,13 @@ def parse_dimensions(text: str) -> list[str]:
 
 
 def spend_report(
-    *, session: Session, period: Period, by: list[str], basis: str = "billed",
+    *,
+    session: Session,
+    period: Period,
+    by: list[str],
+    basis: str = "billed",
     where: dict[str, str | None] | None = None,
-) -> SpendReport:  # fmt: skip
+) -> SpendReport:
     """Aggregate spend in the period by the given dimensions, largest first."""
     cost = cost_column(basis)
     in_period = [DailySpend.day >= period.start, DailySpend.day < period.end]
@@ -172,11 +184,16 @@ def spend_report(
     columns = [DIMENSIONS[name].label(name) for name in by]
     currency = DailySpend.currency.label("currency")
     query = (
-        select(*columns, currency, func.sum(cost).label("cost"),
-               func.sum(DailySpend.gpu_hours).label("gpu"))
-        .where(*in_period).group_by(*columns, currency)
+        select(
+            *columns,
+            currency,
+            func.sum(cost).label("cost"),
+            func.sum(DailySpend.gpu_hours).label("gpu"),
+        )
+        .where(*in_period)
+        .group_by(*columns, currency)
         .order_by(currency, func.sum(cost).desc())
-    )  # fmt: skip
+    )
     report = SpendReport(period=period, by=by, basis=basis)
     for row in session.execute(query):
         group = {name: row._mapping[name] for name in by}
@@ -185,23 +202,35 @@ def spend_report(
         )
     for row in session.execute(
         select(
-            currency, func.sum(DailySpend.billed_cost), func.sum(DailySpend.effective_cost),
+            currency,
+            func.sum(DailySpend.billed_cost),
+            func.sum(DailySpend.effective_cost),
             func.sum(cost).filter(DailySpend.model.is_not(None)),
             func.sum(cost).filter(DailySpend.model.is_(None)),
-        ).where(*in_period).group_by(currency).order_by(currency)
-    ):  # fmt: skip
+        )
+        .where(*in_period)
+        .group_by(currency)
+        .order_by(currency)
+    ):
         billed, effective = Decimal(row[1] or 0), Decimal(row[2] or 0)
-        report.totals.append(SpendTotals(
-            currency=row.currency, billed=billed, effective=effective,
-            total=billed if basis == "billed" else effective,
-            attributed=Decimal(row[3] or 0), unallocated=Decimal(row[4] or 0),
-        ))  # fmt: skip
+        report.totals.append(
+            SpendTotals(
+                currency=row.currency,
+                billed=billed,
+                effective=effective,
+                total=billed if basis == "billed" else effective,
+                attributed=Decimal(row[3] or 0),
+                unallocated=Decimal(row[4] or 0),
+            )
+        )
     report.estimated_days = int(
         session.scalar(
-            select(func.count(func.distinct(DailySpend.day)))
-            .where(*in_period, DailySpend.estimated.is_(True))
-        ) or 0
-    )  # fmt: skip
+            select(func.count(func.distinct(DailySpend.day))).where(
+                *in_period, DailySpend.estimated.is_(True)
+            )
+        )
+        or 0
+    )
     return report
 
 

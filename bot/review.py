@@ -421,8 +421,11 @@ def _mark_unconfirmed(session_factory: sessionmaker[Session], item_id: int) -> N
 
 # chat.update errors no retry fixes, besides those of a post
 REFRESH_PERMANENT_ERRORS = PERMANENT_ERRORS | {
-    "message_not_found", "cant_update_message", "edit_window_closed", "is_inactive",
-}  # fmt: skip
+    "message_not_found",
+    "cant_update_message",
+    "edit_window_closed",
+    "is_inactive",
+}
 
 
 def _slack_error(exc: Exception) -> str | None:
@@ -466,14 +469,17 @@ def refresh_pending_messages(
     for index, item_id in enumerate(ids):
         try:
             shown = refresh_messages(
-                session_factory=session_factory, notifier=notifier, item_id=item_id,
+                session_factory=session_factory,
+                notifier=notifier,
+                item_id=item_id,
                 currency=currency,
-            )  # fmt: skip
+            )
         except REFRESH_FAILURES as exc:
             error = _slack_error(exc)
             if isinstance(exc, MessageTooLarge) or error in REFRESH_PERMANENT_ERRORS:
-                log.error("review item %d: Slack refused its thread update for good: %s",
-                          item_id, exc)  # fmt: skip
+                log.error(
+                    "review item %d: Slack refused its thread update for good: %s", item_id, exc
+                )
                 _give_up_refresh(session_factory, item_id, f"{type(exc).__name__}: {exc}")
                 report.given_up.append(item_id)
                 continue

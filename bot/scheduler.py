@@ -131,15 +131,27 @@ def review_job_specs(settings: Settings) -> list[JobSpec]:
 
     daily = {"timezone": settings.timezone}
     return [
-        JobSpec("monthly-review", run_monthly_review_job,
-                CronTrigger(hour=9, minute=0, **daily), run_at_start=True),
-        JobSpec("review-reminders", run_review_reminders_job,
-                CronTrigger(hour=10, minute=0, **daily)),
-        JobSpec("weekly-signoff", run_weekly_signoff_job,
-                CronTrigger(hour=9, minute=30, **daily), run_at_start=True),
-        JobSpec("review-refresh", run_review_refresh_job,
-                IntervalTrigger(seconds=settings.delivery_interval_seconds)),
-    ]  # fmt: skip
+        JobSpec(
+            "monthly-review",
+            run_monthly_review_job,
+            CronTrigger(hour=9, minute=0, **daily),
+            run_at_start=True,
+        ),
+        JobSpec(
+            "review-reminders", run_review_reminders_job, CronTrigger(hour=10, minute=0, **daily)
+        ),
+        JobSpec(
+            "weekly-signoff",
+            run_weekly_signoff_job,
+            CronTrigger(hour=9, minute=30, **daily),
+            run_at_start=True,
+        ),
+        JobSpec(
+            "review-refresh",
+            run_review_refresh_job,
+            IntervalTrigger(seconds=settings.delivery_interval_seconds),
+        ),
+    ]
 
 
 JOB_PROVIDERS: list[Callable[[Settings], list[JobSpec]]] = [alert_job_specs, review_job_specs]

@@ -53,8 +53,12 @@ class RecentSignatures:
     so refusing an exact (timestamp, signature) repeat never refuses a genuine retry.
     """
 
-    def __init__(self, window: float = REPLAY_WINDOW_SECONDS, limit: int = REMEMBERED_SIGNATURES,
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(
+        self,
+        window: float = REPLAY_WINDOW_SECONDS,
+        limit: int = REMEMBERED_SIGNATURES,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.window = window
         self.limit = limit
         self.clock = clock
@@ -84,8 +88,14 @@ class SlackEndpoint:
     unsigned 150 MB POST costs hundreds of MB and a malformed one a 500 with a traceback.
     """
 
-    def __init__(self, app: App, *, signing_secret: str, max_body_bytes: int,
-                 seen: RecentSignatures | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        app: App,
+        *,
+        signing_secret: str,
+        max_body_bytes: int,
+        seen: RecentSignatures | None = None,
+    ) -> None:
         self.app = app
         self.verifier = SignatureVerifier(signing_secret)
         self.max_body_bytes = max_body_bytes
@@ -97,14 +107,17 @@ class SlackEndpoint:
         except Refused as refusal:
             log.warning(
                 "refused a request to /slack/events from %s: %s (HTTP %d)",
-                environ.get("REMOTE_ADDR", "?"), refusal.reason, refusal.status,
-            )  # fmt: skip
+                environ.get("REMOTE_ADDR", "?"),
+                refusal.reason,
+                refusal.status,
+            )
             return _plain(start_response, refusal.status)
         try:
             answer = self.app.dispatch(request)
         except Exception:  # Bolt answers listener errors itself; this is Bolt failing
-            log.exception("Slack request failed outside any listener (reference %s)",
-                          new_reference())  # fmt: skip
+            log.exception(
+                "Slack request failed outside any listener (reference %s)", new_reference()
+            )
             return _plain(start_response, 500)
         response = WsgiHttpResponse(status=answer.status, headers=answer.headers, body=answer.body)
         start_response(response.status, response.get_headers())
@@ -131,8 +144,7 @@ class SlackEndpoint:
             raise Refused(409, "a replay of a request already received")
         headers = WsgiHttpRequest(environ).get_headers()
         try:
-            request = BoltRequest(body=body, query=environ.get("QUERY_STRING", ""),
-                                  headers=headers)  # fmt: skip
+            request = BoltRequest(body=body, query=environ.get("QUERY_STRING", ""), headers=headers)
         except Exception as exc:  # a malformed payload is the sender's fault: no traceback
             raise Refused(400, f"malformed payload ({type(exc).__name__})") from None
         if not isinstance(request.body, dict):
@@ -205,14 +217,16 @@ class QuietHandler(WSGIRequestHandler):
         log.debug("http %s", format % args)
 
 
-def build_wsgi_app(app: App, session_factory: sessionmaker[Session],
-                   settings: Settings) -> Callable[..., Any]:  # fmt: skip
+def build_wsgi_app(
+    app: App, session_factory: sessionmaker[Session], settings: Settings
+) -> Callable[..., Any]:
     """Route /slack/events (checked, then Bolt) and /healthz (database check, outbox backlog)."""
     secret = settings.slack_signing_secret
     if secret is None:
         raise ValueError("SLACK_SIGNING_SECRET is not set")
-    slack = SlackEndpoint(app, signing_secret=secret.get_secret_value(),
-                          max_body_bytes=settings.max_body_bytes)  # fmt: skip
+    slack = SlackEndpoint(
+        app, signing_secret=secret.get_secret_value(), max_body_bytes=settings.max_body_bytes
+    )
 
     def wsgi(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -240,16 +254,23 @@ def _health(factory: sessionmaker[Session], start_response: StartResponse) -> It
     return [json.dumps(body).encode()]
 
 
-def make_http_server(app: App, session_factory: sessionmaker[Session], host: str,
-                     port: int, *, settings: Settings) -> WSGIServer:  # fmt: skip
+def make_http_server(
+    app: App, session_factory: sessionmaker[Session], host: str, port: int, *, settings: Settings
+) -> WSGIServer:
     """Create (not start) the threaded HTTP server; port 0 picks a free port."""
-    return make_server(host, port, build_wsgi_app(app, session_factory, settings),
-                       server_class=ThreadingWSGIServer, handler_class=QuietHandler)  # fmt: skip
+    return make_server(
+        host,
+        port,
+        build_wsgi_app(app, session_factory, settings),
+        server_class=ThreadingWSGIServer,
+        handler_class=QuietHandler,
+    )
 
 
 def serve_in_thread(server: WSGIServer) -> threading.Thread:
     """Run a server in a daemon thread (tests, and serve's HTTP mode beside the scheduler)."""
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)  # fmt: skip
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     return thread

@@ -33,8 +33,14 @@ def acknowledge_budget(
     """Silence a budget for the rest of the month (except being exceeded); audited."""
     budget = find_budget(session, scope)
     check_budget_permission(session, user_id, scope)
-    silence = AlertSilence(budget_scope=scope, period=period, kind="ack", user_id=user_id, at=now,
-                           budget_revision=budget.amount_revision)  # fmt: skip
+    silence = AlertSilence(
+        budget_scope=scope,
+        period=period,
+        kind="ack",
+        user_id=user_id,
+        at=now,
+        budget_revision=budget.amount_revision,
+    )
     session.add(silence)
     session.add(
         AuditLog(
@@ -63,9 +69,14 @@ def snooze_budget(
     check_budget_permission(session, user_id, scope)
     until = now + dt.timedelta(days=days)
     silence = AlertSilence(
-        budget_scope=scope, period=period, kind="snooze", until=until, user_id=user_id, at=now,
+        budget_scope=scope,
+        period=period,
+        kind="snooze",
+        until=until,
+        user_id=user_id,
+        at=now,
         budget_revision=budget.amount_revision,
-    )  # fmt: skip
+    )
     session.add(silence)
     session.add(
         AuditLog(

@@ -42,8 +42,7 @@ class ModelLine:
         """Return the change in percent against the same days last month (None when new)."""
         if self.last_month_same_days <= 0:
             return None
-        return percent_of(self.month_to_date - self.last_month_same_days,
-                          self.last_month_same_days)  # fmt: skip
+        return percent_of(self.month_to_date - self.last_month_same_days, self.last_month_same_days)
 
     @property
     def budget_used(self) -> Decimal | None:
@@ -90,36 +89,49 @@ def daily_by_model(
     return series
 
 
-def model_line(name: str, daily: dict[dt.date, Decimal], span: ReportingWindow,
-          budget: Decimal | None) -> ModelLine:  # fmt: skip
+def model_line(
+    name: str, daily: dict[dt.date, Decimal], span: ReportingWindow, budget: Decimal | None
+) -> ModelLine:
     """Summarise one model's daily series for the window's month."""
     known = {d: v for d, v in daily.items() if d <= span.as_of}
     forecast = forecast_month(known, span.month, span.as_of)
-    return ModelLine(name, forecast.actual, in_period(daily, span.same_days_last_month()),
-                     forecast, budget)  # fmt: skip
+    return ModelLine(
+        name, forecast.actual, in_period(daily, span.same_days_last_month()), forecast, budget
+    )
 
 
 def model_budgets(session: Session, currency: str = "USD") -> dict[str, Decimal]:
     """Return every model's whole-model monthly budget in a currency."""
     rows = session.execute(
-        select(Budget.model_name, Budget.monthly_amount)
-        .where(Budget.model_name.is_not(None), Budget.stage.is_(None),
-               Budget.currency == currency)
-    )  # fmt: skip
+        select(Budget.model_name, Budget.monthly_amount).where(
+            Budget.model_name.is_not(None), Budget.stage.is_(None), Budget.currency == currency
+        )
+    )
     return {name: amount for name, amount in rows if name is not None}
 
 
-def team_report(*, session: Session, name: str, today: dt.date, window: str | None = None,
-                basis: str = "billed", currency: str = "USD") -> TeamReport:  # fmt: skip
+def team_report(
+    *,
+    session: Session,
+    name: str,
+    today: dt.date,
+    window: str | None = None,
+    basis: str = "billed",
+    currency: str = "USD",
+) -> TeamReport:
     """Rank a team's models by month-to-date spend, with the team's total and forecast.
 
     `currency` is the organisation's; the report is in the team's spend's one currency.
     """
     team = find_team(session, name)
     span = reporting_window(session, today, window)
-    currency = display_currency(session, setting=currency, period=span.query_period(),
-                                where=[DailySpend.team == team.name],
-                                what=f"team `{team.name}`'s spend")  # fmt: skip
+    currency = display_currency(
+        session,
+        setting=currency,
+        period=span.query_period(),
+        where=[DailySpend.team == team.name],
+        what=f"team `{team.name}`'s spend",
+    )
     series = daily_by_model(session, span, basis, [DailySpend.team == team.name])
     for model_name in session.scalars(select(MLModel.name).where(MLModel.team_id == team.id)):
         series.setdefault(model_name, {})
@@ -136,29 +148,44 @@ def team_report(*, session: Session, name: str, today: dt.date, window: str | No
         )
     )
     return TeamReport(
-        team=team.name, owners=sorted(o.user_id for o in team.owners), channel=team.channel,
-        basis=basis, span=span, models=lines,
+        team=team.name,
+        owners=sorted(o.user_id for o in team.owners),
+        channel=team.channel,
+        basis=basis,
+        span=span,
+        models=lines,
         total=model_line(f"team {team.name}", dict(team_daily), span, team_budget),
-        daily_by_model=dict(series), currency=currency,
-    )  # fmt: skip
+        daily_by_model=dict(series),
+        currency=currency,
+    )
 
 
-def top_models(*, session: Session, today: dt.date, count: int = 10,
-               basis: str = "billed", currency: str = "USD") -> TopModels:  # fmt: skip
+def top_models(
+    *,
+    session: Session,
+    today: dt.date,
+    count: int = 10,
+    basis: str = "billed",
+    currency: str = "USD",
+) -> TopModels:
     """Return the biggest models this month and the fastest-growing against last month.
 
     Models are ranked in one currency only: spend billed in several is refused.
     """
     span = reporting_window(session, today, None)
     owned = [DailySpend.model.is_not(None)]
-    currency = display_currency(session, setting=currency, period=span.query_period(),
-                                where=owned, what="Models' spend")  # fmt: skip
+    currency = display_currency(
+        session, setting=currency, period=span.query_period(), where=owned, what="Models' spend"
+    )
     series = daily_by_model(session, span, basis, owned)
     budgets = model_budgets(session, currency)
     lines = [model_line(model, daily, span, budgets.get(model)) for model, daily in series.items()]
     biggest = sorted(lines, key=lambda line: (-line.month_to_date, line.name))[:count]
-    candidates = [line for line in lines if line.month_to_date >= GROWTH_FLOOR
-                  and line.month_to_date > line.last_month_same_days]  # fmt: skip
+    candidates = [
+        line
+        for line in lines
+        if line.month_to_date >= GROWTH_FLOOR and line.month_to_date > line.last_month_same_days
+    ]
     growing = sorted(candidates, key=_growth_rank)[:count]
     total = sum((x.month_to_date for x in lines), ZERO)
     return TopModels(span, basis, biggest, growing, total, currency)
@@ -195,13 +222,20 @@ def team_chart(report: TeamReport, currency: str) -> SpendChart:
     forecast = report.total.forecast
     return SpendChart(
         title=f"team {report.team} — daily spend by model",
-        subtitle=(f"{basis_label(report.basis)} · data through {span.as_of:%d %b}"
-                  f" · forecast: {forecast.describe()}"),
-        currency=currency, stacks=stacks, month_start=span.month.start,
-        month_end=span.month.end, first_day=first, month_actual=dict(month_actual),
-        projected=forecast.projected, budget=report.total.budget,
+        subtitle=(
+            f"{basis_label(report.basis)} · data through {span.as_of:%d %b}"
+            f" · forecast: {forecast.describe()}"
+        ),
+        currency=currency,
+        stacks=stacks,
+        month_start=span.month.start,
+        month_end=span.month.end,
+        first_day=first,
+        month_actual=dict(month_actual),
+        projected=forecast.projected,
+        budget=report.total.budget,
         forecast_label=f"forecast {format_money(forecast.amount, currency)}",
-    )  # fmt: skip
+    )
 
 
 def basis_label(basis: str) -> str:

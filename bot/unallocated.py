@@ -18,11 +18,13 @@ class UnallocatedReport:
     currency: str = "USD"
 
 
-def unallocated_report(*, session: Session, period: Period, basis: str = "billed",
-                       currency: str = "USD") -> UnallocatedReport:  # fmt: skip
+def unallocated_report(
+    *, session: Session, period: Period, basis: str = "billed", currency: str = "USD"
+) -> UnallocatedReport:
     """Group the period's unallocated spend by model tag value and service, in one currency."""
     currency = display_currency(session, setting=currency, period=period, what="Spend")
-    lines = spend_report(session=session, period=period, by=["tag", "service"], basis=basis,
-                         where={"model": None})  # fmt: skip
+    lines = spend_report(
+        session=session, period=period, by=["tag", "service"], basis=basis, where={"model": None}
+    )
     everything = spend_report(session=session, period=period, by=["category"], basis=basis)
     return UnallocatedReport(lines, everything.total, currency)

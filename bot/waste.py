@@ -52,10 +52,15 @@ def _run_rate(week_cost: Decimal) -> Decimal:
 
 
 def find_waste(
-    *, session: Session, as_of: dt.date, cloudwatch: Any | None = None,
-    min_monthly: Decimal = MIN_MONTHLY, spot: SpotAdvisor | None = None,
-    spot_max_band: int = SPOT_MAX_BAND, currency: str = "USD",
-) -> list[WasteFinding]:  # fmt: skip
+    *,
+    session: Session,
+    as_of: dt.date,
+    cloudwatch: Any | None = None,
+    min_monthly: Decimal = MIN_MONTHLY,
+    spot: SpotAdvisor | None = None,
+    spot_max_band: int = SPOT_MAX_BAND,
+    currency: str = "USD",
+) -> list[WasteFinding]:
     """Return every waste finding as of a day, largest monthly cost first.
 
     Findings are in `currency` (the organisation's): spend billed in other currencies is never
@@ -74,14 +79,21 @@ def find_waste(
         findings += _idle_gpu_instances(session, week, cloudwatch, as_of, currency)
     if spot is not None:
         findings += _spot_candidates(session, week, spot, spot_max_band, currency)
-    return sorted((f for f in findings if f.monthly_cost >= min_monthly),
-                  key=lambda f: f.monthly_cost, reverse=True)  # fmt: skip
+    return sorted(
+        (f for f in findings if f.monthly_cost >= min_monthly),
+        key=lambda f: f.monthly_cost,
+        reverse=True,
+    )
 
 
 def find_configured_waste(
-    *, session: Session, settings: Settings, as_of: dt.date, cloudwatch: Any | None = None,
+    *,
+    session: Session,
+    settings: Settings,
+    as_of: dt.date,
+    cloudwatch: Any | None = None,
     strict: bool = True,
-) -> list[WasteFinding]:  # fmt: skip
+) -> list[WasteFinding]:
     """Return find_waste() with the configured Spot advisor feed and interruption band.
 
     An unreadable feed is an error, unless `strict` is off (scheduled jobs): then it is logged
@@ -95,9 +107,13 @@ def find_configured_waste(
         log.warning("waste: no Spot candidates this time: %s", exc)
         spot = None
     return find_waste(
-        session=session, as_of=as_of, cloudwatch=cloudwatch, spot=spot,
-        spot_max_band=settings.spot_max_interruption_band, currency=settings.currency,
-    )  # fmt: skip
+        session=session,
+        as_of=as_of,
+        cloudwatch=cloudwatch,
+        spot=spot,
+        spot_max_band=settings.spot_max_interruption_band,
+        currency=settings.currency,
+    )
 
 
 def findings_for(session: Session, findings: list[WasteFinding], name: str) -> list[WasteFinding]:
@@ -129,18 +145,26 @@ def _orphaned(
 ) -> Iterable[WasteFinding]:
     """Spend tagged with a model name nobody registered (a deleted or forgotten model)."""
     rows = session.execute(
-        select(DailySpend.model_tag_value, func.sum(DailySpend.billed_cost),
-               func.count(func.distinct(DailySpend.resource_id)))
-        .where(*_in(week, currency), DailySpend.model.is_(None),
-               DailySpend.model_tag_value.is_not(None))
+        select(
+            DailySpend.model_tag_value,
+            func.sum(DailySpend.billed_cost),
+            func.count(func.distinct(DailySpend.resource_id)),
+        )
+        .where(
+            *_in(week, currency),
+            DailySpend.model.is_(None),
+            DailySpend.model_tag_value.is_not(None),
+        )
         .group_by(DailySpend.model_tag_value)
-    )  # fmt: skip
+    )
     for tag_value, cost, resources in rows:
         yield WasteFinding(
-            "orphaned", f"`{tag_value}`", _run_rate(Decimal(cost or 0)),
+            "orphaned",
+            f"`{tag_value}`",
+            _run_rate(Decimal(cost or 0)),
             f"{resources} resource(s) tagged model={tag_value}, which is not a registered model",
             f"register `{tag_value}` with an owner, or delete its resources",
-        )  # fmt: skip
+        )
 
 
 def _stale_checkpoints(
@@ -148,26 +172,36 @@ def _stale_checkpoints(
 ) -> Iterable[WasteFinding]:
     """Storage of models that have not trained for 30 days: checkpoints nobody reads."""
     month_ago = as_of - dt.timedelta(days=30)
-    trained = set(session.scalars(
-        select(DailySpend.model).where(DailySpend.day > month_ago, DailySpend.day <= as_of,
-                                       DailySpend.stage == "training",
-                                       DailySpend.model.is_not(None)).distinct()
-    ))  # fmt: skip
+    trained = set(
+        session.scalars(
+            select(DailySpend.model)
+            .where(
+                DailySpend.day > month_ago,
+                DailySpend.day <= as_of,
+                DailySpend.stage == "training",
+                DailySpend.model.is_not(None),
+            )
+            .distinct()
+        )
+    )
     rows = session.execute(
         select(DailySpend.model, DailySpend.resource_id, func.sum(DailySpend.billed_cost))
         .where(*_in(week, currency), DailySpend.stage == "storage", DailySpend.model.is_not(None))
         .group_by(DailySpend.model, DailySpend.resource_id)
-    )  # fmt: skip
+    )
     for model, resource, cost in rows:
         if model in trained:
             continue
         yield WasteFinding(
-            "stale_checkpoints", f"{model} · {resource or 'storage'}",
-            _run_rate(Decimal(cost or 0)), f"`{model}` has not trained since {month_ago} or "
+            "stale_checkpoints",
+            f"{model} · {resource or 'storage'}",
+            _run_rate(Decimal(cost or 0)),
+            f"`{model}` has not trained since {month_ago} or "
             "earlier, but its storage keeps billing",
             "expire old checkpoints with an S3 lifecycle rule, or move them to a colder tier",
-            model=model, resource_id=resource,
-        )  # fmt: skip
+            model=model,
+            resource_id=resource,
+        )
 
 
 def _idle_endpoints(
@@ -178,24 +212,29 @@ def _idle_endpoints(
         select(DailySpend.model, func.sum(DailySpend.billed_cost))
         .where(*_in(week, currency), DailySpend.stage == "serving", DailySpend.model.is_not(None))
         .group_by(DailySpend.model)
-    ).all()  # fmt: skip
+    ).all()
     if not serving:
         return
-    with_value = set(session.scalars(
-        select(ValueMetric.model_name).where(ValueMetric.day >= week[0], ValueMetric.day < week[1],
-                                             ValueMetric.units > 0).distinct()
-    ))  # fmt: skip
+    with_value = set(
+        session.scalars(
+            select(ValueMetric.model_name)
+            .where(ValueMetric.day >= week[0], ValueMetric.day < week[1], ValueMetric.units > 0)
+            .distinct()
+        )
+    )
     if not with_value:
         return  # nobody records value yet, so silence says nothing about idleness
     for model, cost in serving:
         if model in with_value:
             continue
         yield WasteFinding(
-            "idle_endpoint", str(model), _run_rate(Decimal(cost or 0)),
+            "idle_endpoint",
+            str(model),
+            _run_rate(Decimal(cost or 0)),
             f"`{model}` paid for serving all week and recorded no predictions",
             "scale the endpoint to zero or delete it; or record its value with /mlcost value",
             model=model,
-        )  # fmt: skip
+        )
 
 
 def _killed_still_spending(
@@ -205,26 +244,32 @@ def _killed_still_spending(
     decided = session.execute(
         select(ReviewItem.model_name, func.max(ReviewItem.decided_at))
         .join(Review, Review.id == ReviewItem.review_id)
-        .where(ReviewItem.decision == "kill").group_by(ReviewItem.model_name)
-    ).all()  # fmt: skip
+        .where(ReviewItem.decision == "kill")
+        .group_by(ReviewItem.model_name)
+    ).all()
     for model, decided_at in decided:
         if decided_at is None:
             continue
         since = max(week[0], decided_at.date() + dt.timedelta(days=1))
         cost = session.scalar(
-            select(func.sum(DailySpend.billed_cost))
-            .where(DailySpend.model == model, DailySpend.day >= since, DailySpend.day < week[1],
-                   DailySpend.currency == currency)
-        )  # fmt: skip
+            select(func.sum(DailySpend.billed_cost)).where(
+                DailySpend.model == model,
+                DailySpend.day >= since,
+                DailySpend.day < week[1],
+                DailySpend.currency == currency,
+            )
+        )
         days = (week[1] - since).days
         if not cost or days <= 0:
             continue
         yield WasteFinding(
-            "killed_still_spending", str(model),
+            "killed_still_spending",
+            str(model),
             (Decimal(cost) * 30 / days).quantize(Decimal("0.01")),
             f"`{model}` was decided Kill on {decided_at.date()} and still costs money",
-            "tear down its endpoints, jobs and storage", model=model,
-        )  # fmt: skip
+            "tear down its endpoints, jobs and storage",
+            model=model,
+        )
 
 
 def _idle_gpu_instances(
@@ -236,32 +281,49 @@ def _idle_gpu_instances(
 ) -> Iterable[WasteFinding]:
     """GPU instances whose average CPU stayed under 5 % all week (CloudWatch)."""
     rows = session.execute(
-        select(DailySpend.resource_id, DailySpend.model, DailySpend.instance_type,
-               func.sum(DailySpend.billed_cost))
+        select(
+            DailySpend.resource_id,
+            DailySpend.model,
+            DailySpend.instance_type,
+            func.sum(DailySpend.billed_cost),
+        )
         .where(*_in(week, currency), DailySpend.gpu_hours > 0, DailySpend.resource_id.like("i-%"))
         .group_by(DailySpend.resource_id, DailySpend.model, DailySpend.instance_type)
-    ).all()  # fmt: skip
+    ).all()
     end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
     for resource, model, instance_type, cost in rows:
-        metric = {"Namespace": "AWS/EC2", "MetricName": "CPUUtilization",
-                  "Dimensions": [{"Name": "InstanceId", "Value": resource}]}  # fmt: skip
+        metric = {
+            "Namespace": "AWS/EC2",
+            "MetricName": "CPUUtilization",
+            "Dimensions": [{"Name": "InstanceId", "Value": resource}],
+        }
         response = cloudwatch.get_metric_data(
-            MetricDataQueries=[{
-                "Id": "cpu", "ReturnData": True,
-                "MetricStat": {"Metric": metric, "Period": 86400 * RUN_RATE_DAYS,
-                               "Stat": "Average"},
-            }],
-            StartTime=end - dt.timedelta(days=RUN_RATE_DAYS), EndTime=end,
-        )  # fmt: skip
+            MetricDataQueries=[
+                {
+                    "Id": "cpu",
+                    "ReturnData": True,
+                    "MetricStat": {
+                        "Metric": metric,
+                        "Period": 86400 * RUN_RATE_DAYS,
+                        "Stat": "Average",
+                    },
+                }
+            ],
+            StartTime=end - dt.timedelta(days=RUN_RATE_DAYS),
+            EndTime=end,
+        )
         values = response["MetricDataResults"][0].get("Values") or []
         if not values or max(values) >= 5:
             continue
         yield WasteFinding(
-            "idle_gpu", f"{resource} ({instance_type})", _run_rate(Decimal(cost or 0)),
+            "idle_gpu",
+            f"{resource} ({instance_type})",
+            _run_rate(Decimal(cost or 0)),
             f"average CPU {max(values):.1f} % over {RUN_RATE_DAYS} days on a GPU instance",
             "stop the instance, or move the job to spot/on-demand capacity when it runs",
-            model=model, resource_id=resource,
-        )  # fmt: skip
+            model=model,
+            resource_id=resource,
+        )
 
 
 def _spot_candidates(
@@ -278,15 +340,23 @@ def _spot_candidates(
     minus what the same hours cost on Spot (on-demand cost times the advisor's price ratio).
     """
     rows = session.execute(
-        select(DailySpend.model, DailySpend.region, DailySpend.instance_type,
-               func.sum(DailySpend.billed_cost), func.sum(DailySpend.effective_cost),
-               func.count(func.distinct(DailySpend.resource_id)))
-        .where(*_in(week, currency), DailySpend.stage == "training",
-               DailySpend.instance_type.is_not(None),
-               DailySpend.charge_category == "Usage",
-               or_(DailySpend.usage_type.is_(None), ~DailySpend.usage_type.ilike("%spot%")))
+        select(
+            DailySpend.model,
+            DailySpend.region,
+            DailySpend.instance_type,
+            func.sum(DailySpend.billed_cost),
+            func.sum(DailySpend.effective_cost),
+            func.count(func.distinct(DailySpend.resource_id)),
+        )
+        .where(
+            *_in(week, currency),
+            DailySpend.stage == "training",
+            DailySpend.instance_type.is_not(None),
+            DailySpend.charge_category == "Usage",
+            or_(DailySpend.usage_type.is_(None), ~DailySpend.usage_type.ilike("%spot%")),
+        )
         .group_by(DailySpend.model, DailySpend.region, DailySpend.instance_type)
-    ).all()  # fmt: skip
+    ).all()
     for model, region, instance_type, billed, effective, resources in rows:
         offer = advisor.offer(region, instance_type)
         if offer is None or offer.band > max_band:
@@ -299,7 +369,8 @@ def _spot_candidates(
             " (Savings Plans or RIs already discount part of it)" if paid < on_demand else ""
         )
         yield WasteFinding(
-            "spot_candidate", f"`{model or 'unowned'}` training on {instance_type} in {region}",
+            "spot_candidate",
+            f"`{model or 'unowned'}` training on {instance_type} in {region}",
             _run_rate(saving),
             f"{resources} on-demand instance(s) trained last week{discounted}; Spot is "
             f"{offer.savings_pct} % below on-demand there and interrupted {offer.band_label} "
@@ -307,7 +378,7 @@ def _spot_candidates(
             "checkpoint often and train on Spot: SageMaker managed spot training, an EC2 Spot "
             "fleet or a Karpenter spot node pool",
             model=model,
-        )  # fmt: skip
+        )
 
 
 def _mean(values: list[Decimal]) -> Decimal:
@@ -328,11 +399,15 @@ def _serving_without_autoscaling(
     window = trailing_days(SCALING_DAYS, as_of)
     rows = session.execute(
         select(DailySpend.model, DailySpend.day, func.sum(DailySpend.billed_cost))
-        .where(DailySpend.day >= window.start, DailySpend.day < window.end,
-               DailySpend.stage == "serving", DailySpend.model.is_not(None),
-               DailySpend.currency == currency)
+        .where(
+            DailySpend.day >= window.start,
+            DailySpend.day < window.end,
+            DailySpend.stage == "serving",
+            DailySpend.model.is_not(None),
+            DailySpend.currency == currency,
+        )
         .group_by(DailySpend.model, DailySpend.day)
-    ).all()  # fmt: skip
+    ).all()
     cost: dict[str, dict[dt.date, Decimal]] = {}
     for model, day, amount in rows:
         cost.setdefault(str(model), {})[day] = Decimal(amount or 0)
@@ -364,11 +439,13 @@ def _serving_without_autoscaling(
             (daily_cost[d] * max(Decimal(0), 1 - units[d] / peak) for d in days), Decimal(0)
         )
         yield WasteFinding(
-            "fixed_serving", str(model), (saving * 30 / len(days)).quantize(Decimal("0.01")),
+            "fixed_serving",
+            str(model),
+            (saving * 30 / len(days)).quantize(Decimal("0.01")),
             f"over the last {len(days)} days, the quietest days of `{model}` carried "
             f"{traffic_ratio:.0%} of the {primary} of its busiest, yet serving cost "
             f"{cost_ratio:.0%} as much",
             "scale serving with traffic: SageMaker target tracking on InvocationsPerInstance, "
             "a Kubernetes HPA or KEDA, or fewer replicas off-peak",
             model=str(model),
-        )  # fmt: skip
+        )

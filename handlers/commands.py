@@ -53,8 +53,13 @@ def register(app: App, services: AppServices) -> None:
     app.command("/mlcost")(ack=ack_command, lazy=[run_command])
 
 
-def handle_command(body: dict[str, Any], respond: Respond, client: WebClient,
-                   services: AppServices, router: CommandRouter) -> None:  # fmt: skip
+def handle_command(
+    body: dict[str, Any],
+    respond: Respond,
+    client: WebClient,
+    services: AppServices,
+    router: CommandRouter,
+) -> None:
     """Route one command and send its reply; errors become ephemeral messages."""
     text = body.get("text") or ""
     try:
@@ -63,11 +68,18 @@ def handle_command(body: dict[str, Any], respond: Respond, client: WebClient,
             reply = router.help_reply(unknown)
         else:
             with session_scope(services.session_factory) as session:
-                reply = sub.run(Invocation(
-                    user_id=body.get("user_id", ""), channel_id=body.get("channel_id", ""),
-                    args=args, session=session, settings=services.settings,
-                    now=services.clock(), team_id=body.get("team_id"), services=services,
-                ))  # fmt: skip
+                reply = sub.run(
+                    Invocation(
+                        user_id=body.get("user_id", ""),
+                        channel_id=body.get("channel_id", ""),
+                        args=args,
+                        session=session,
+                        settings=services.settings,
+                        now=services.clock(),
+                        team_id=body.get("team_id"),
+                        services=services,
+                    )
+                )
         send_reply(reply, body, respond, client)
     except MlcostError as exc:
         respond(
@@ -78,8 +90,11 @@ def handle_command(body: dict[str, Any], respond: Respond, client: WebClient,
     except Exception:
         ref = uuid.uuid4().hex[:8]
         log.exception("/mlcost failed (ref %s)", ref)
-        respond(response_type="ephemeral", replace_original=False,
-                text=f":x: Sorry, something went wrong on our side (ref `{ref}`).")  # fmt: skip
+        respond(
+            response_type="ephemeral",
+            replace_original=False,
+            text=f":x: Sorry, something went wrong on our side (ref `{ref}`).",
+        )
 
 
 def send_reply(reply: Reply, body: dict[str, Any], respond: Respond, client: WebClient) -> None:
@@ -88,16 +103,29 @@ def send_reply(reply: Reply, body: dict[str, Any], respond: Respond, client: Web
     channel = body.get("channel_id")
     for chart in reply.charts:
         try:
-            client.files_upload_v2(channel=channel, filename=chart.filename, content=chart.data,
-                                   title=chart.title)  # fmt: skip
+            client.files_upload_v2(
+                channel=channel, filename=chart.filename, content=chart.data, title=chart.title
+            )
         except SlackApiError as exc:
             # The numbers still go out; say why the chart did not (e.g. the bot is not invited).
             error = str(exc.response.get("error", "upload failed"))[:60]
             log.warning("chart upload to %s failed: %s", channel, error)
-            note = {"type": "context", "elements": [{"type": "mrkdwn", "text": (
-                f":warning: I could not post the chart here ({code(error)}); invite me with "
-                "`/invite @mlcost` and try again.")}]}  # fmt: skip
+            note = {
+                "type": "context",
+                "elements": [
+                    {
+                        "type": "mrkdwn",
+                        "text": (
+                            f":warning: I could not post the chart here ({code(error)}); "
+                            "invite me with `/invite @mlcost` and try again."
+                        ),
+                    }
+                ],
+            }
             if message.get("blocks") and len(message["blocks"]) < 50:
                 message = {**message, "blocks": [*message["blocks"], note]}
-    respond(response_type="in_channel" if reply.in_channel else "ephemeral",
-            replace_original=False, **message)  # fmt: skip
+    respond(
+        response_type="in_channel" if reply.in_channel else "ephemeral",
+        replace_original=False,
+        **message,
+    )

@@ -25,8 +25,11 @@ def register(app: App, services: AppServices) -> None:
             return
         user_id = event.get("user", "")
         with session_scope(services.session_factory) as session:
-            board = home_dashboard(session=session, user_id=user_id,
-                                   today=services.clock().date(),
-                                   currency=services.settings.currency)  # fmt: skip
+            board = home_dashboard(
+                session=session,
+                user_id=user_id,
+                today=services.clock().date(),
+                currency=services.settings.currency,
+            )
         view = checked_view(build_home_view(board, board.currency))
         client.views_publish(user_id=user_id, view=view)

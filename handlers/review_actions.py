@@ -137,8 +137,9 @@ def register(app: App, services: AppServices) -> None:
                 currency=services.settings.currency,
             )
         except REFRESH_FAILURES as exc:  # the decision is kept; the refresh job retries
-            log.warning("review item %s: decision recorded, thread not updated yet: %s",
-                        meta["item"], exc)  # fmt: skip
+            log.warning(
+                "review item %s: decision recorded, thread not updated yet: %s", meta["item"], exc
+            )
 
     @app.action(SIGNOFF_ACTION)
     def sign_off(

@@ -22,8 +22,14 @@ PG_ENV = "MLCOST_TEST_DATABASE_URL"
 @pytest.fixture(autouse=True)
 def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep tests off real AWS and Slack, whatever the developer's shell holds."""
-    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
-                "SLACK_APP_TOKEN", "MLCOST_DATABASE_URL"):  # fmt: skip
+    for key in (
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "SLACK_BOT_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "SLACK_APP_TOKEN",
+        "MLCOST_DATABASE_URL",
+    ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
@@ -71,8 +77,7 @@ def session(engine: Engine) -> Iterator[Session]:
     """A session inside a transaction that is rolled back after the test."""
     connection = engine.connect()
     outer = connection.begin()
-    db = Session(bind=connection, join_transaction_mode="create_savepoint",
-                 expire_on_commit=False)  # fmt: skip
+    db = Session(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
     try:
         yield db
     finally:

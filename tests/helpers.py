@@ -40,9 +40,8 @@ def load_registry(session: Session, text: str = REGISTRY) -> None:
 def ledger_totals(session: Session) -> tuple[Decimal, Decimal, int]:
     """Return (billed, effective, rows) over the whole ledger."""
     billed, effective, rows = session.execute(
-        select(func.sum(DailySpend.billed_cost), func.sum(DailySpend.effective_cost),
-               func.count())
-    ).one()  # fmt: skip
+        select(func.sum(DailySpend.billed_cost), func.sum(DailySpend.effective_cost), func.count())
+    ).one()
     return Decimal(billed or 0), Decimal(effective or 0), int(rows)
 
 
@@ -50,21 +49,35 @@ def assert_rollup_matches_ledger(session: Session) -> int:
     """Check spend_rollup row by row against the ledger grouped in Python; return its rows."""
     expected: dict[tuple[object, ...], list[Decimal]] = {}
     for row in session.execute(
-        select(DailySpend.day, DailySpend.model, DailySpend.team, DailySpend.stage,
-               DailySpend.currency, DailySpend.billed_cost, DailySpend.effective_cost,
-               DailySpend.gpu_hours)
-    ):  # fmt: skip
+        select(
+            DailySpend.day,
+            DailySpend.model,
+            DailySpend.team,
+            DailySpend.stage,
+            DailySpend.currency,
+            DailySpend.billed_cost,
+            DailySpend.effective_cost,
+            DailySpend.gpu_hours,
+        )
+    ):
         sums = expected.setdefault(tuple(row[:5]), [Decimal(0)] * 3)
         for i, value in enumerate(row[5:]):
             sums[i] += value
     rolled = {
         tuple(row[:5]): list(row[5:])
         for row in session.execute(
-            select(SpendRollup.day, SpendRollup.model, SpendRollup.team, SpendRollup.stage,
-                   SpendRollup.currency, SpendRollup.billed_cost, SpendRollup.effective_cost,
-                   SpendRollup.gpu_hours)
+            select(
+                SpendRollup.day,
+                SpendRollup.model,
+                SpendRollup.team,
+                SpendRollup.stage,
+                SpendRollup.currency,
+                SpendRollup.billed_cost,
+                SpendRollup.effective_cost,
+                SpendRollup.gpu_hours,
+            )
         )
-    }  # fmt: skip
+    }
     assert session.scalar(select(func.count()).select_from(SpendRollup)) == len(rolled)
     assert rolled == expected
     return len(rolled)

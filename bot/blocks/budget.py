@@ -20,11 +20,13 @@ def _status_line(status: BudgetStatus, currency: str) -> str:
         flag = " :red_circle:"
     elif status.forecast_used is not None and status.forecast_used >= 100:
         flag = " :large_orange_circle:"
-    return (f"• {code(clip(status.scope, 100))} {format_money(status.spent, currency)} of "
-            f"{format_money(status.amount, currency)} · *{format_percent(status.used)}* · "
-            f"forecast {format_money(status.forecast.amount, currency)} "
-            f"({format_percent(status.forecast_used)}){flag}"
-            f"{_not_counted(status, ' · ')}")  # fmt: skip
+    return (
+        f"• {code(clip(status.scope, 100))} {format_money(status.spent, currency)} of "
+        f"{format_money(status.amount, currency)} · *{format_percent(status.used)}* · "
+        f"forecast {format_money(status.forecast.amount, currency)} "
+        f"({format_percent(status.forecast_used)}){flag}"
+        f"{_not_counted(status, ' · ')}"
+    )
 
 
 def _not_counted(status: BudgetStatus, prefix: str) -> str:
@@ -42,8 +44,10 @@ def build_budget_list_blocks(board: BudgetBoard, currency: str) -> tuple[str, li
     if len(board.statuses) > MAX_LINES:
         lines.append(f"…and {len(board.statuses) - MAX_LINES} more")
     over = sum(1 for s in board.statuses if s.used is not None and s.used >= 100)
-    text = (f"{len(board.statuses)} budgets for {span.month.start:%B %Y} "
-            f"({month_words(span)}); {over} already over.")  # fmt: skip
+    text = (
+        f"{len(board.statuses)} budgets for {span.month.start:%B %Y} "
+        f"({month_words(span)}); {over} already over."
+    )
     body = (
         fit_lines(lines, MAX_SECTION_TEXT)
         or "No budgets yet. Set one: `/mlcost budget set model:recsys 12000`"
@@ -59,8 +63,9 @@ def build_budget_list_blocks(board: BudgetBoard, currency: str) -> tuple[str, li
     return text, blocks
 
 
-def build_budget_show_blocks(status: BudgetStatus, board: BudgetBoard,
-                             currency: str) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
+def build_budget_show_blocks(
+    status: BudgetStatus, board: BudgetBoard, currency: str
+) -> tuple[str, list[dict[str, Any]]]:
     """Return one budget in detail, in the budget's own currency."""
     currency = status.currency
     span = board.span
@@ -68,31 +73,40 @@ def build_budget_show_blocks(status: BudgetStatus, board: BudgetBoard,
     when = f"{status.updated_at:%d %b %Y %H:%M} UTC" if status.updated_at else "unknown"
     pairs = [
         ("Monthly budget", f"*{format_money(status.amount, currency)}*"),
-        (f"Spent ({month_words(span)})", f"{format_money(status.spent, currency)} · "
-                                         f"*{format_percent(status.used)}*"),
-        ("Month-end forecast", f"{format_money(status.forecast.amount, currency)} · "
-                               f"{format_percent(status.forecast_used)}\n"
-                               f"_{status.forecast.describe()}_"),
+        (
+            f"Spent ({month_words(span)})",
+            f"{format_money(status.spent, currency)} · *{format_percent(status.used)}*",
+        ),
+        (
+            "Month-end forecast",
+            f"{format_money(status.forecast.amount, currency)} · "
+            f"{format_percent(status.forecast_used)}\n"
+            f"_{status.forecast.describe()}_",
+        ),
         ("Alerts at", ", ".join(f"{t} %" for t in status.thresholds) or "none"),
         ("Forecast alerts", "on" if status.forecast_alerts else "off"),
         ("Last changed", f"{who}, {when}"),
-    ]  # fmt: skip
+    ]
     if status.not_counted:
         pairs.insert(2, ("Other currencies", _not_counted(status, "")))
-    text = (f"Budget {code(clip(status.scope, 250))}: {format_money(status.spent, currency)} of "
-            f"{format_money(status.amount, currency)} ({format_percent(status.used)}); forecast "
-            f"{format_money(status.forecast.amount, currency)}.")  # fmt: skip
-    blocks = [header(f"Budget {status.scope}"), fields(pairs),
-              context(basis_words(board.basis))]  # fmt: skip
+    text = (
+        f"Budget {code(clip(status.scope, 250))}: {format_money(status.spent, currency)} of "
+        f"{format_money(status.amount, currency)} ({format_percent(status.used)}); forecast "
+        f"{format_money(status.forecast.amount, currency)}."
+    )
+    blocks = [header(f"Budget {status.scope}"), fields(pairs), context(basis_words(board.basis))]
     return text, blocks
 
 
-def build_budget_set_blocks(budget: Budget, before: str | None, user_id: str,
-                            currency: str) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
+def build_budget_set_blocks(
+    budget: Budget, before: str | None, user_id: str, currency: str
+) -> tuple[str, list[dict[str, Any]]]:
     """Confirm a budget change, saying who changed it and what it was."""
     amount = format_money(budget.monthly_amount, currency)
     was = f" (was {escape(before)})" if before else " (new)"
     alerts = ", ".join(f"{t} %" for t in budget.thresholds)
-    text = (f"{user(user_id)} set the monthly budget of {code(budget.scope)} to {amount}{was}; "
-            f"alerts at {alerts}.")  # fmt: skip
+    text = (
+        f"{user(user_id)} set the monthly budget of {code(budget.scope)} to {amount}{was}; "
+        f"alerts at {alerts}."
+    )
     return text, [section(f":white_check_mark: {text}")]

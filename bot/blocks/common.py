@@ -37,10 +37,13 @@ def section(markdown: str) -> dict[str, Any]:
 
 def fields(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """Return a section of up to ten `*label*\\nvalue` fields (labels are ours, values mrkdwn)."""
-    return {"type": "section", "fields": [
-        {"type": "mrkdwn", "text": mrkdwn.clip(f"*{label}*\n{value}", MAX_FIELD_TEXT)}
-        for label, value in pairs[:MAX_FIELDS]
-    ]}  # fmt: skip
+    return {
+        "type": "section",
+        "fields": [
+            {"type": "mrkdwn", "text": mrkdwn.clip(f"*{label}*\n{value}", MAX_FIELD_TEXT)}
+            for label, value in pairs[:MAX_FIELDS]
+        ],
+    }
 
 
 def context(markdown: str) -> dict[str, Any]:

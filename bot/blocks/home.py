@@ -18,28 +18,39 @@ def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
     span = board.span
     blocks: list[dict[str, Any]] = [
         header(f"Your models · {span.month.start:%B %Y}"),
-        context(f"{basis_words('billed')} · {month_words(span)} · data through "
-                f"{span.as_of:%d %b %Y}"),
-    ]  # fmt: skip
+        context(
+            f"{basis_words('billed')} · {month_words(span)} · data through {span.as_of:%d %b %Y}"
+        ),
+    ]
     for line in board.models[:MAX_MODELS]:
         budget = "no budget"
         if line.budget:
-            budget = (f"*{format_percent(line.budget_used)}* of "
-                      f"{format_money(line.budget, currency)}")  # fmt: skip
+            budget = (
+                f"*{format_percent(line.budget_used)}* of {format_money(line.budget, currency)}"
+            )
         forecast = format_money(line.forecast.amount, currency)
         if line.budget:
             forecast += f" ({format_percent(line.forecast.amount * 100 / line.budget)})"
-        alarm = " :large_orange_circle:" if (
-            line.budget and line.forecast.amount > line.budget) else ""  # fmt: skip
+        alarm = (
+            " :large_orange_circle:" if (line.budget and line.forecast.amount > line.budget) else ""
+        )
         to_date = format_money(line.month_to_date, currency)
-        blocks.append(section(f"*{escape(clip(line.name, 80))}*"
-                              f"{alarm}\nMonth to date *{to_date}* · "
-                              f"budget {budget} · forecast {forecast}"))  # fmt: skip
+        blocks.append(
+            section(
+                f"*{escape(clip(line.name, 80))}*"
+                f"{alarm}\nMonth to date *{to_date}* · "
+                f"budget {budget} · forecast {forecast}"
+            )
+        )
     if len(board.models) > MAX_MODELS:
         blocks.append(section(f"…and {len(board.models) - MAX_MODELS} more models"))
     if not board.models:
-        blocks.append(section("You don't own any models yet. An owner or admin can add you: "
-                              "`/mlcost owner set &lt;model&gt; @you`."))  # fmt: skip
+        blocks.append(
+            section(
+                "You don't own any models yet. An owner or admin can add you: "
+                "`/mlcost owner set &lt;model&gt; @you`."
+            )
+        )
     blocks += [
         divider(),
         context(

@@ -41,8 +41,9 @@ def build_model_report_blocks(
     change_line = (
         f"{signed_percent(change)} vs {money(report.last_month_same_days)} "
         f"({span.same_days_last_month().label})"
-        if change is not None else "no spend in the same days last month"
-    )  # fmt: skip
+        if change is not None
+        else "no spend in the same days last month"
+    )
     change_line += f"\nlast month total {money(report.last_month_total)}"
     summary = [
         (f"Month {to_date} ({month_words(span)})", f"*{money(report.month_to_date)}*"),
@@ -71,20 +72,33 @@ def build_model_report_blocks(
     text = (
         f"{escape(report.model)}: {money(report.month_to_date)} month {to_date} "
         f"({month_words(span)}); "
-        + (f"{format_percent(report.budget_used)} of its {money(report.budget)} budget; "
-           if report.budget else "no budget; ")
+        + (
+            f"{format_percent(report.budget_used)} of its {money(report.budget)} budget; "
+            if report.budget
+            else "no budget; "
+        )
         + f"forecast {money(report.forecast.amount)} ({report.forecast.describe()}); "
         f"{basis_words(report.basis)}."
-    )  # fmt: skip
+    )
     blocks = [
         header(title),
         fields(summary),
-        section("*Cost by stage, month " + to_date + "*\n"
-                + (fit_lines(stage_lines, MAX_SECTION_TEXT - 60) or "No spend this month.")),
-        section("*Top resources, month " + to_date + "*\n"
-                + (fit_lines(resource_lines, MAX_SECTION_TEXT - 60) or "None.")),
-        context(f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
-                f"chart window {span.window.label} · "
-                f"{code(f'/mlcost model {clip(report.model, 100)} 90d')} for a longer view"),
-    ]  # fmt: skip
+        section(
+            "*Cost by stage, month "
+            + to_date
+            + "*\n"
+            + (fit_lines(stage_lines, MAX_SECTION_TEXT - 60) or "No spend this month.")
+        ),
+        section(
+            "*Top resources, month "
+            + to_date
+            + "*\n"
+            + (fit_lines(resource_lines, MAX_SECTION_TEXT - 60) or "None.")
+        ),
+        context(
+            f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
+            f"chart window {span.window.label} · "
+            f"{code(f'/mlcost model {clip(report.model, 100)} 90d')} for a longer view"
+        ),
+    ]
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks

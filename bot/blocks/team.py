@@ -41,24 +41,31 @@ def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, li
     """Return the fallback text and blocks for a team's ranked models."""
     span, total = report.span, report.total
     money = lambda v: format_money(v, currency)  # noqa: E731
-    budget = (f"{money(total.budget)} · *{format_percent(total.budget_used)}* used"
-              if total.budget else "no team budget")  # fmt: skip
+    budget = (
+        f"{money(total.budget)} · *{format_percent(total.budget_used)}* used"
+        if total.budget
+        else "no team budget"
+    )
     summary = [
         (f"Month to date ({month_words(span)})", f"*{money(total.month_to_date)}*"),
         ("Budget", budget),
         ("Month-end forecast", f"{money(total.forecast.amount)}\n_{total.forecast.describe()}_"),
-        ("Change vs last month", f"{signed_percent(total.change)} vs "
-                                 f"{money(total.last_month_same_days)}"),
+        (
+            "Change vs last month",
+            f"{signed_percent(total.change)} vs {money(total.last_month_same_days)}",
+        ),
         ("Owners", mention_users(report.owners) or "none"),
         ("Channel", mention_channel(report.channel) if report.channel else "none"),
-    ]  # fmt: skip
+    ]
     ranked = [_model_line(i, line, currency) for i, line in enumerate(report.models[:MAX_LINES], 1)]
     if len(report.models) > MAX_LINES:
         ranked.append(f"…and {len(report.models) - MAX_LINES} more")
-    text = (f"Team {escape(clip(report.team, 100))}: {money(total.month_to_date)} month to date "
-            f"across "
-            f"{len(report.models)} models; forecast {money(total.forecast.amount)}; "
-            f"{basis_words(report.basis)}.")  # fmt: skip
+    text = (
+        f"Team {escape(clip(report.team, 100))}: {money(total.month_to_date)} month to date "
+        f"across "
+        f"{len(report.models)} models; forecast {money(total.forecast.amount)}; "
+        f"{basis_words(report.basis)}."
+    )
     blocks = [
         header(f"team {report.team} · {span.month.start:%B %Y}"),
         fields(summary),
@@ -79,19 +86,26 @@ def build_top_blocks(top: TopModels, currency: str) -> tuple[str, list[dict[str,
     span = top.span
     biggest = [_model_line(i, line, currency) for i, line in enumerate(top.biggest, 1)]
     growing = [_model_line(i, line, currency) for i, line in enumerate(top.growing, 1)]
-    text = (f"Top {len(top.biggest)} models {month_words(span)}: "
-            + ", ".join(f"{escape(clip(line.name, 60))} "
-                        f"{format_money(line.month_to_date, currency)}"
-                        for line in top.biggest[:5])
-            + f"; {basis_words(top.basis)}.")  # fmt: skip
+    text = (
+        f"Top {len(top.biggest)} models {month_words(span)}: "
+        + ", ".join(
+            f"{escape(clip(line.name, 60))} {format_money(line.month_to_date, currency)}"
+            for line in top.biggest[:5]
+        )
+        + f"; {basis_words(top.basis)}."
+    )
     blocks = [
         header(f"Biggest and fastest-growing models · {span.month.start:%B %Y}"),
-        section(f"*Biggest, month to date ({month_words(span)})* — all models "
-                f"{format_money(top.total, currency)}\n"
-                + (fit_lines(biggest, MAX_SECTION_TEXT - 200) or "No spend yet.")),
-        section(f"*Fastest-growing vs the same days last month* (at least "
-                f"{format_money(GROWTH_FLOOR, currency)} this month)\n"
-                + (fit_lines(growing, MAX_SECTION_TEXT - 200) or "No model is growing.")),
+        section(
+            f"*Biggest, month to date ({month_words(span)})* — all models "
+            f"{format_money(top.total, currency)}\n"
+            + (fit_lines(biggest, MAX_SECTION_TEXT - 200) or "No spend yet.")
+        ),
+        section(
+            f"*Fastest-growing vs the same days last month* (at least "
+            f"{format_money(GROWTH_FLOOR, currency)} this month)\n"
+            + (fit_lines(growing, MAX_SECTION_TEXT - 200) or "No model is growing.")
+        ),
         context(f"{basis_words(top.basis)} · data through {span.as_of:%d %b %Y}"),
-    ]  # fmt: skip
+    ]
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks

@@ -23,8 +23,16 @@ STAGE_COLOURS = {
     "data": "#e9c46a",
     "other": "#b0b0b0",
 }
-SERIES_COLOURS = ["#1d3557", "#457b9d", "#2a9d8f", "#e9c46a", "#f4a261", "#e76f51", "#a8dadc",
-                  "#8d99ae"]  # fmt: skip
+SERIES_COLOURS = [
+    "#1d3557",
+    "#457b9d",
+    "#2a9d8f",
+    "#e9c46a",
+    "#f4a261",
+    "#e76f51",
+    "#a8dadc",
+    "#8d99ae",
+]
 # matplotlib's font cache and text layout are not documented as thread-safe; charts are rendered
 # in worker threads, so one at a time (they are CPU-bound under the GIL anyway).
 _RENDER_LOCK = threading.Lock()
@@ -59,8 +67,11 @@ def start_render_processes(processes: int = 1) -> None:
     """
     global _pool
     if _pool is None:
-        _pool = ProcessPoolExecutor(max_workers=processes, initializer=warm_up,
-                                    mp_context=multiprocessing.get_context("spawn"))  # fmt: skip
+        _pool = ProcessPoolExecutor(
+            max_workers=processes,
+            initializer=warm_up,
+            mp_context=multiprocessing.get_context("spawn"),
+        )
 
 
 def stop_render_processes() -> None:
@@ -97,8 +108,9 @@ def _render(chart: SpendChart) -> bytes:
     from matplotlib.ticker import FuncFormatter
 
     last_day = chart.month_end - dt.timedelta(days=1)
-    days = [chart.first_day + dt.timedelta(days=i)
-            for i in range((last_day - chart.first_day).days + 1)]  # fmt: skip
+    days = [
+        chart.first_day + dt.timedelta(days=i) for i in range((last_day - chart.first_day).days + 1)
+    ]
     fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -114,19 +126,27 @@ def _render(chart: SpendChart) -> bytes:
         if not any(values):
             continue
         colour = STAGE_COLOURS.get(label, SERIES_COLOURS[i % len(SERIES_COLOURS)])
-        ax.add_collection(PolyCollection(_bars(xs, bottom, values), facecolors=colour,
-                                         linewidths=0))  # fmt: skip
+        ax.add_collection(
+            PolyCollection(_bars(xs, bottom, values), facecolors=colour, linewidths=0)
+        )
         handles.append(Patch(facecolor=colour, label=label))
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
         top = max(top, *bottom)
     if chart.projected:
         proj = sorted(chart.projected)
         values = [float(chart.projected[d]) for d in proj]
-        ax.add_collection(PolyCollection(
-            _bars([date2num(d) for d in proj], [0.0] * len(proj), values), facecolors="none",
-            edgecolors="#8d99ae", hatch="///", linewidths=0.6))  # fmt: skip
-        handles.append(Patch(facecolor="none", edgecolor="#8d99ae", hatch="///",
-                             label="forecast (daily)"))  # fmt: skip
+        ax.add_collection(
+            PolyCollection(
+                _bars([date2num(d) for d in proj], [0.0] * len(proj), values),
+                facecolors="none",
+                edgecolors="#8d99ae",
+                hatch="///",
+                linewidths=0.6,
+            )
+        )
+        handles.append(
+            Patch(facecolor="none", edgecolor="#8d99ae", hatch="///", label="forecast (daily)")
+        )
         top = max(top, *values)
     ax.xaxis_date()
     ax.set_ylim(0, top * 1.25 if top > 0 else 1)
@@ -159,26 +179,48 @@ def _render(chart: SpendChart) -> bytes:
             total += float(chart.projected[day])
             xs.append(date2num(day))
             ys.append(total)
-        burn.plot(xs, ys, color="#111111", linewidth=1.6, linestyle="--",
-                  label=chart.forecast_label or "forecast")  # fmt: skip
-        burn.annotate(_short_money(total, chart.currency), (xs[-1], total),
-                      textcoords="offset points", xytext=(-4, 6), ha="right",
-                      fontsize=9)  # fmt: skip
+        burn.plot(
+            xs,
+            ys,
+            color="#111111",
+            linewidth=1.6,
+            linestyle="--",
+            label=chart.forecast_label or "forecast",
+        )
+        burn.annotate(
+            _short_money(total, chart.currency),
+            (xs[-1], total),
+            textcoords="offset points",
+            xytext=(-4, 6),
+            ha="right",
+            fontsize=9,
+        )
     if chart.budget is not None and chart.budget > 0:
         budget = float(chart.budget)
-        burn.axhline(budget, color="#c1121f", linestyle=":", linewidth=1.5,
-                     label=f"budget {format_money(chart.budget, chart.currency)}")  # fmt: skip
-        burn.plot([date2num(chart.month_start) - 0.5, date2num(last_day)], [0, budget],
-                  color="#c1121f", alpha=0.35, linewidth=1,
-                  label="even burn to budget")  # fmt: skip
+        burn.axhline(
+            budget,
+            color="#c1121f",
+            linestyle=":",
+            linewidth=1.5,
+            label=f"budget {format_money(chart.budget, chart.currency)}",
+        )
+        burn.plot(
+            [date2num(chart.month_start) - 0.5, date2num(last_day)],
+            [0, budget],
+            color="#c1121f",
+            alpha=0.35,
+            linewidth=1,
+            label="even burn to budget",
+        )
     burn.set_ylim(bottom=0)
 
     fig.suptitle(chart.title, x=0.01, ha="left", fontsize=13, fontweight="bold")
     ax.set_title(chart.subtitle, loc="left", fontsize=9, color="#555555")
     handles += burn.get_legend_handles_labels()[0]
     if handles:
-        ax.legend(handles=handles, loc="upper left", fontsize=8, ncols=min(4, len(handles)),
-                  frameon=False)  # fmt: skip
+        ax.legend(
+            handles=handles, loc="upper left", fontsize=8, ncols=min(4, len(handles)), frameon=False
+        )
     fig.subplots_adjust(left=0.07, right=0.92, top=0.86, bottom=0.1)
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=DPI)
@@ -187,8 +229,11 @@ def _render(chart: SpendChart) -> bytes:
 
 def _bars(xs: list[float], bottom: list[float], heights: list[float]) -> list[Any]:
     half = 0.85 / 2
-    return [[(x - half, b), (x - half, b + h), (x + half, b + h), (x + half, b)]
-            for x, b, h in zip(xs, bottom, heights, strict=True) if h]  # fmt: skip
+    return [
+        [(x - half, b), (x - half, b + h), (x + half, b + h), (x + half, b)]
+        for x, b, h in zip(xs, bottom, heights, strict=True)
+        if h
+    ]
 
 
 def _short_money(value: float, currency: str) -> str:
@@ -208,9 +253,17 @@ def _short_money(value: float, currency: str) -> str:
 def warm_up() -> None:
     """Import matplotlib and draw once, so the first user's chart does not pay for it."""
     day = dt.date(2026, 1, 1)
-    render_in_this_process(SpendChart(title="warm-up", subtitle="", currency="USD",
-                                  stacks={"training": {day: Decimal(1)}}, month_start=day,
-                                  month_end=day + dt.timedelta(days=31), first_day=day,
-                                  month_actual={day: Decimal(1)},
-                                  projected={day + dt.timedelta(days=1): Decimal(1)},
-                                  budget=Decimal(10)))  # fmt: skip
+    render_in_this_process(
+        SpendChart(
+            title="warm-up",
+            subtitle="",
+            currency="USD",
+            stacks={"training": {day: Decimal(1)}},
+            month_start=day,
+            month_end=day + dt.timedelta(days=31),
+            first_day=day,
+            month_actual={day: Decimal(1)},
+            projected={day + dt.timedelta(days=1): Decimal(1)},
+            budget=Decimal(10),
+        )
+    )

@@ -62,12 +62,14 @@ def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
     end = args.end or dt.datetime.now(dt.UTC).date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
     source = CostExplorerSource(
-        make_ce_client(), start, end,
+        make_ce_client(),
+        start,
+        end,
         model_tag_key=tag_key,
         second_group=args.group_by or ctx.settings.cost_explorer_group_key,
         billing_account=args.account or ctx.settings.aws_billing_account or "aws",
         default_currency=ctx.settings.currency,
-    )  # fmt: skip
+    )
     return _run(source, ctx)
 
 
@@ -80,9 +82,14 @@ def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
     if not args.output and not args.workgroup:
         raise UsageError("athena needs --output s3://... or a --workgroup with an output location")
     source = AthenaSource(
-        boto3.client("athena"), database=args.database, table=args.table, month=args.month,
-        output=args.output, workgroup=args.workgroup, default_currency=ctx.settings.currency,
-    )  # fmt: skip
+        boto3.client("athena"),
+        database=args.database,
+        table=args.table,
+        month=args.month,
+        output=args.output,
+        workgroup=args.workgroup,
+        default_currency=ctx.settings.currency,
+    )
     return _run(source, ctx)
 
 
@@ -103,11 +110,14 @@ def print_report(report: IngestReport) -> None:
         + (f", {report.api_requests} API requests" if report.api_requests else "")
     )
     for scope in report.scopes:
-        print(f"  {scope.provider} {scope.billing_account} {scope.column} "
-              f"{scope.start}..{scope.end}")  # fmt: skip
+        print(
+            f"  {scope.provider} {scope.billing_account} {scope.column} {scope.start}..{scope.end}"
+        )
     for totals in report.totals:
-        print(f"  billed {totals.billed:.2f} {totals.currency}, effective (amortised) "
-              f"{totals.effective:.2f} {totals.currency}")  # fmt: skip
+        print(
+            f"  billed {totals.billed:.2f} {totals.currency}, effective (amortised) "
+            f"{totals.effective:.2f} {totals.currency}"
+        )
     for note in report.notes:
         print(f"  note: {note}")
     print(report.reconciliation_line())

@@ -69,9 +69,12 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
     source = str(args.file)
     with ctx.session() as session:
         plan = plan_import(
-            spec, session=session, source=source, keep_slack_changes=args.keep_slack_changes,
+            spec,
+            session=session,
+            source=source,
+            keep_slack_changes=args.keep_slack_changes,
             default_currency=ctx.settings.currency,
-        )  # fmt: skip
+        )
         _show_slack_changes(plan)
         if plan.refusals and not args.yes and not args.dry_run:
             raise RegistryError(_refusal(plan))
@@ -90,9 +93,12 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
                 print(f"without --yes the import would be refused: {'; '.join(plan.refusals)}")
             return 0
         import_registry(
-            plan.spec, session=session, actor="cli", kept=kept_entities(plan.kept),
+            plan.spec,
+            session=session,
+            actor="cli",
+            kept=kept_entities(plan.kept),
             default_currency=ctx.settings.currency,
-        )  # fmt: skip
+        )
     print(
         f"registry {source}: {summary}; {counts['created']} created, "
         f"{counts['updated']} updated, {counts['removed']} removed"

@@ -42,9 +42,11 @@ def register(commands: Any) -> None:
         help="also confirm idle GPU instances from CloudWatch CPU",
     )
     waste.add_argument(
-        "--format", choices=["text", "json"], default="text",
+        "--format",
+        choices=["text", "json"],
+        default="text",
         help="json: one object per finding, money as exact strings (for tickets and scripts)",
-    )  # fmt: skip
+    )
     waste.set_defaults(handler=run_waste)
 
 
@@ -91,8 +93,14 @@ def render(report: SpendReport, fmt: str) -> str:
         writer = csv.writer(out)
         writer.writerow([*report.by, "currency", "cost", "gpu_hours"])
         for line in report.lines:
-            writer.writerow([*(_cell(line.group[k]) for k in report.by), line.currency,
-                             line.cost, line.gpu_hours])  # fmt: skip
+            writer.writerow(
+                [
+                    *(_cell(line.group[k]) for k in report.by),
+                    line.currency,
+                    line.cost,
+                    line.gpu_hours,
+                ]
+            )
         writer.writerow([])
         for totals in report.totals:
             for name in ("billed", "effective", "attributed", "unallocated"):

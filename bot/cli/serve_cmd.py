@@ -37,8 +37,11 @@ def build_services(ctx: CliContext) -> AppServices:
     """Wire settings, sessions and the Slack client."""
     if ctx.settings.slack_bot_token is None:
         raise ConfigurationError("SLACK_BOT_TOKEN is not set")
-    return AppServices(settings=ctx.settings, session_factory=ctx.session_factory,
-                       client=make_web_client(ctx.settings))  # fmt: skip
+    return AppServices(
+        settings=ctx.settings,
+        session_factory=ctx.session_factory,
+        client=make_web_client(ctx.settings),
+    )
 
 
 class Terminated(Exception):

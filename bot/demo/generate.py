@@ -21,12 +21,29 @@ START = dt.date(2026, 9, 1)
 END = dt.date(2026, 12, 1)  # exclusive
 ACCOUNT = "210987654321"
 COLUMNS = [
-    "BilledCost", "EffectiveCost", "BillingAccountId", "BillingCurrency", "BillingPeriodStart",
-    "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory",
-    "ChargeDescription", "ConsumedQuantity", "ConsumedUnit", "ProviderName", "RegionId",
-    "ResourceId", "ServiceCategory", "ServiceName", "SkuId", "SubAccountId", "Tags",
-    "x_UsageType", "x_InstanceType",
-]  # fmt: skip
+    "BilledCost",
+    "EffectiveCost",
+    "BillingAccountId",
+    "BillingCurrency",
+    "BillingPeriodStart",
+    "BillingPeriodEnd",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+    "ChargeCategory",
+    "ChargeDescription",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "ProviderName",
+    "RegionId",
+    "ResourceId",
+    "ServiceCategory",
+    "ServiceName",
+    "SkuId",
+    "SubAccountId",
+    "Tags",
+    "x_UsageType",
+    "x_InstanceType",
+]
 
 
 @dataclass(frozen=True)
@@ -51,10 +68,19 @@ def _model_resources(model: str, team: str, scale: float, gpu: str, host: str) -
     def tags(stage: str) -> dict[str, str]:
         return {"ml:model": model, "ml:stage": stage, "team": team}
 
-    rate = {"p4d.24xlarge": "32.7726", "g5.12xlarge": "5.672", "g5.2xlarge": "1.212",
-            "p5.48xlarge": "98.32", "g6.xlarge": "0.805"}  # fmt: skip
-    host_rate = {"ml.g5.2xlarge": "1.515", "ml.g4dn.xlarge": "0.7364", "ml.inf2.xlarge": "0.99",
-                 "ml.c6i.2xlarge": "0.408"}  # fmt: skip
+    rate = {
+        "p4d.24xlarge": "32.7726",
+        "g5.12xlarge": "5.672",
+        "g5.2xlarge": "1.212",
+        "p5.48xlarge": "98.32",
+        "g6.xlarge": "0.805",
+    }
+    host_rate = {
+        "ml.g5.2xlarge": "1.515",
+        "ml.g4dn.xlarge": "0.7364",
+        "ml.inf2.xlarge": "0.99",
+        "ml.c6i.2xlarge": "0.408",
+    }
     return [
         Resource(
             f"i-{model[:6]}train01",
@@ -219,30 +245,32 @@ def generate_rows() -> list[dict[str, str]]:
             billed = (quantity * res.rate).quantize(Decimal("0.000001"))
             # Savings Plans cover GPU training at about 28 % off in effective cost.
             effective = billed * Decimal("0.72") if "BoxUsage:p" in res.usage_type else billed
-            rows.append({
-                "BilledCost": str(billed),
-                "EffectiveCost": str(effective.quantize(Decimal("0.000001"))),
-                "BillingAccountId": ACCOUNT,
-                "BillingCurrency": "USD",
-                "BillingPeriodStart": f"{period} 00:00:00",
-                "BillingPeriodEnd": f"{period_end} 00:00:00",
-                "ChargePeriodStart": f"{day} 00:00:00",
-                "ChargePeriodEnd": f"{day + dt.timedelta(days=1)} 00:00:00",
-                "ChargeCategory": "Usage",
-                "ChargeDescription": f"${res.rate} per {res.unit} {res.usage_type}",
-                "ConsumedQuantity": str(quantity),
-                "ConsumedUnit": res.unit,
-                "ProviderName": "AWS",
-                "RegionId": "us-east-1",
-                "ResourceId": res.resource_id,
-                "ServiceCategory": res.category,
-                "ServiceName": res.service,
-                "SkuId": res.usage_type,
-                "SubAccountId": res.sub_account,
-                "Tags": json.dumps(res.tags) if res.tags else "NULL",
-                "x_UsageType": res.usage_type,
-                "x_InstanceType": res.instance_type or "NULL",
-            })  # fmt: skip
+            rows.append(
+                {
+                    "BilledCost": str(billed),
+                    "EffectiveCost": str(effective.quantize(Decimal("0.000001"))),
+                    "BillingAccountId": ACCOUNT,
+                    "BillingCurrency": "USD",
+                    "BillingPeriodStart": f"{period} 00:00:00",
+                    "BillingPeriodEnd": f"{period_end} 00:00:00",
+                    "ChargePeriodStart": f"{day} 00:00:00",
+                    "ChargePeriodEnd": f"{day + dt.timedelta(days=1)} 00:00:00",
+                    "ChargeCategory": "Usage",
+                    "ChargeDescription": f"${res.rate} per {res.unit} {res.usage_type}",
+                    "ConsumedQuantity": str(quantity),
+                    "ConsumedUnit": res.unit,
+                    "ProviderName": "AWS",
+                    "RegionId": "us-east-1",
+                    "ResourceId": res.resource_id,
+                    "ServiceCategory": res.category,
+                    "ServiceName": res.service,
+                    "SkuId": res.usage_type,
+                    "SubAccountId": res.sub_account,
+                    "Tags": json.dumps(res.tags) if res.tags else "NULL",
+                    "x_UsageType": res.usage_type,
+                    "x_InstanceType": res.instance_type or "NULL",
+                }
+            )
         day += dt.timedelta(days=1)
         index += 1
     return rows
@@ -251,10 +279,20 @@ def generate_rows() -> list[dict[str, str]]:
 def value_rows() -> list[dict[str, str]]:
     """Return daily predictions served per model (the value side of unit economics)."""
     rng = random.Random(7)
-    base = {"recsys": 2_400_000, "search-ranker": 1_500_000, "ads-ctr": 3_100_000,
-            "img-classifier": 400_000, "moderation": 900_000, "chat-assistant": 260_000,
-            "summarizer": 120_000, "embeddings": 2_000_000, "fraud-detector": 700_000,
-            "churn-predictor": 0, "forecasting": 15_000, "ocr": 80_000}  # fmt: skip
+    base = {
+        "recsys": 2_400_000,
+        "search-ranker": 1_500_000,
+        "ads-ctr": 3_100_000,
+        "img-classifier": 400_000,
+        "moderation": 900_000,
+        "chat-assistant": 260_000,
+        "summarizer": 120_000,
+        "embeddings": 2_000_000,
+        "fraud-detector": 700_000,
+        "churn-predictor": 0,
+        "forecasting": 15_000,
+        "ocr": 80_000,
+    }
     rows = []
     day = START
     while day < END:
@@ -265,9 +303,15 @@ def value_rows() -> list[dict[str, str]]:
             # chat-assistant serves office hours: busy on weekdays, quiet at weekends (and its
             # endpoint does not scale, which the waste report notices)
             week = (1.3 if day.weekday() < 5 else 0.45) if model == "chat-assistant" else 1.0
-            rows.append({"date": day.isoformat(), "model": model, "metric": "predictions",
-                         "units": str(int(daily * growth * week * rng.uniform(0.9, 1.1))),
-                         "revenue": ""})  # fmt: skip
+            rows.append(
+                {
+                    "date": day.isoformat(),
+                    "model": model,
+                    "metric": "predictions",
+                    "units": str(int(daily * growth * week * rng.uniform(0.9, 1.1))),
+                    "revenue": "",
+                }
+            )
         day += dt.timedelta(days=1)
     return rows
 
@@ -283,8 +327,9 @@ def write(directory: Path = DATA_DIR) -> Path:
     with gzip.GzipFile(target, "wb", mtime=0) as handle:
         handle.write(buffer.getvalue().encode("utf-8"))
     values = io.StringIO()
-    value_writer = csv.DictWriter(values, fieldnames=["date", "model", "metric", "units",
-                                                      "revenue"])  # fmt: skip
+    value_writer = csv.DictWriter(
+        values, fieldnames=["date", "model", "metric", "units", "revenue"]
+    )
     value_writer.writeheader()
     value_writer.writerows(value_rows())
     (directory / "value-metrics.csv").write_text(values.getvalue(), encoding="utf-8")

@@ -42,8 +42,10 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
         changes = import_registry(
             spec, session=session, actor="demo", default_currency=ctx.settings.currency
         )
-    print(f"{len(spec.teams)} teams, {len(spec.models)} models, {len(spec.budgets)} budgets "
-          f"({changes['created']} created, {changes['updated']} updated)")  # fmt: skip
+    print(
+        f"{len(spec.teams)} teams, {len(spec.models)} models, {len(spec.budgets)} budgets "
+        f"({changes['created']} created, {changes['updated']} updated)"
+    )
 
     section("2. Ingest three months of FOCUS billing (re-ingest replaces, never doubles)")
     with ctx.session() as session:
@@ -52,14 +54,19 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
 
     section(f"3. Spend for {DEMO_MONTH} by model and stage")
     with ctx.session() as session:
-        spend = spend_report(session=session, period=month_period(DEMO_MONTH),
-                             by=["model", "stage"])  # fmt: skip
+        spend = spend_report(
+            session=session, period=month_period(DEMO_MONTH), by=["model", "stage"]
+        )
     print(render(spend, "table"), end="")
 
     section(f"4. Unallocated spend in {DEMO_MONTH}: what tags would fix it")
     with ctx.session() as session:
-        unowned = spend_report(session=session, period=month_period(DEMO_MONTH),
-                               by=["service", "resource"], where={"model": None})  # fmt: skip
+        unowned = spend_report(
+            session=session,
+            period=month_period(DEMO_MONTH),
+            by=["service", "resource"],
+            where={"model": None},
+        )
     print(render(unowned, "table"), end="")
 
     show_slack_model_report(ctx, folder)
@@ -99,13 +106,15 @@ def show_trust(ctx: CliContext) -> None:
     registry = (DATA / "registry.yaml").read_text()
     raised = registry.replace('"model:recsys", monthly: 22000', '"model:recsys", monthly: 26000')
     with ctx.session() as session:
-        plan = plan_import(parse_registry(raised), session=session, source="registry.yaml",
-                           default_currency=money)  # fmt: skip
+        plan = plan_import(
+            parse_registry(raised), session=session, source="registry.yaml", default_currency=money
+        )
         print("`mlcost registry import registry.yaml --dry-run` after raising recsys's budget:")
         for change in plan.diff.lines():
             print(f"  {change}")
-        empty = plan_import(parse_registry(""), session=session, source="empty.yaml",
-                            default_currency=money)  # fmt: skip
+        empty = plan_import(
+            parse_registry(""), session=session, source="empty.yaml", default_currency=money
+        )
         session.rollback()  # a plan changes nothing; make sure of it
     print("an empty (truncated) registry file is refused without --yes:")
     for reason in empty.refusals:
@@ -138,8 +147,10 @@ def show_export_poll(ctx: CliContext, folder: Path) -> None:
     section(f"11. The scheduled poll of an export, on {today} (a folder laid out like S3)")
     root = folder / "focus-export"
     files = write_export_folders(root)
-    print(f"{len(files)} billing-period folders under {root}/data/ "
-          "(MLCOST_POLL_SOURCES=focus:s3://bucket/prefix/ reads this layout in S3)")  # fmt: skip
+    print(
+        f"{len(files)} billing-period folders under {root}/data/ "
+        "(MLCOST_POLL_SOURCES=focus:s3://bucket/prefix/ reads this layout in S3)"
+    )
     with ctx.session() as session:
         before = spend_report(session=session, period=month_period(DEMO_MONTH), by=["model"])
     source = RecentExportSource("focus", str(root), recent_periods(today))
@@ -147,11 +158,13 @@ def show_export_poll(ctx: CliContext, folder: Path) -> None:
         report = ingest(source, session=session)
     with ctx.session() as session:
         after = spend_report(session=session, period=month_period(DEMO_MONTH), by=["model"])
-    print(f"re-read {source.location}: {report.rows_read:,} rows, replaced "
-          f"{report.replaced_rows:,} ledger rows; {DEMO_MONTH} billed "
-          f"{format_money(before.billed, ctx.settings.currency)} before, "
-          f"{format_money(after.billed, ctx.settings.currency)} after (replaced, "
-          "not doubled)")  # fmt: skip
+    print(
+        f"re-read {source.location}: {report.rows_read:,} rows, replaced "
+        f"{report.replaced_rows:,} ledger rows; {DEMO_MONTH} billed "
+        f"{format_money(before.billed, ctx.settings.currency)} before, "
+        f"{format_money(after.billed, ctx.settings.currency)} after (replaced, "
+        "not doubled)"
+    )
 
 
 GATE_MODELS = ("search-ranker", "recsys", "embeddings")
@@ -213,12 +226,17 @@ def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
         f"budget          {money(report.budget or 0)} · {format_percent(report.budget_used)} used"
     )
     print(f"forecast        {money(report.forecast.amount)} ({report.forecast.describe()})")
-    print(f"vs last month   {signed_percent(report.change_vs_last_month)} against "
-          f"{money(report.last_month_same_days)} in the same days")  # fmt: skip
+    print(
+        f"vs last month   {signed_percent(report.change_vs_last_month)} against "
+        f"{money(report.last_month_same_days)} in the same days"
+    )
     print(f"GPU-hours       {report.gpu_hours:,.0f}")
     print("by stage        " + ", ".join(f"{s} {money(c)}" for s, c in report.by_stage))
-    print(f"top resource    {report.top_resources[0].resource} "
-          f"{money(report.top_resources[0].cost)}" if report.top_resources else "")  # fmt: skip
+    print(
+        f"top resource    {report.top_resources[0].resource} {money(report.top_resources[0].cost)}"
+        if report.top_resources
+        else ""
+    )
     print(f"cost basis      {report.basis}")
     path = folder / "recsys-2026-11.png"
     path.write_bytes(render_spend_chart(model_chart(report, currency)))

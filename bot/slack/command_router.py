@@ -71,8 +71,9 @@ def split_command_text(text: str) -> list[str]:
     # Control characters (NUL above all: PostgreSQL rejects it in text) are never meaningful.
     cleaned = _CONTROL.sub(" ", cleaned.replace("\u00a0", " ")).strip()
     if len(cleaned) > MAX_COMMAND_TEXT:
-        raise UsageError(f"that command is {len(cleaned)} characters long; the limit is "
-                         f"{MAX_COMMAND_TEXT}")  # fmt: skip
+        raise UsageError(
+            f"that command is {len(cleaned)} characters long; the limit is {MAX_COMMAND_TEXT}"
+        )
     try:
         return shlex.split(cleaned)
     except ValueError:
@@ -111,8 +112,10 @@ class CommandRouter:
             hint = f" Did you mean `{close[0]}`?" if close else ""
             intro = f"I don't know `{_safe(unknown)}`.{hint} Here is what I can do:"
         for sub in self.subcommands:
-            lines.append(f"• `/mlcost {escape(sub.usage)}` — {escape(sub.summary)}\n"
-                         f"    e.g. `{escape(sub.example)}`")  # fmt: skip
+            lines.append(
+                f"• `/mlcost {escape(sub.usage)}` — {escape(sub.summary)}\n"
+                f"    e.g. `{escape(sub.example)}`"
+            )
         lines.append("• `/mlcost help` — this list")
         body = "\n".join(lines)
         blocks = [

@@ -70,11 +70,20 @@ class AthenaSource:
     kind = "athena"
 
     def __init__(
-        self, client: Any, *, database: str, table: str, month: str, output: str | None,
-        workgroup: str | None = None, tag_columns: dict[str, str] | None = None,
-        poll_seconds: float = 1.0, sleep: Callable[[float], None] = time.sleep,
-        timeout_seconds: float = 1800, default_currency: str = DEFAULT_CURRENCY,
-    ) -> None:  # fmt: skip
+        self,
+        client: Any,
+        *,
+        database: str,
+        table: str,
+        month: str,
+        output: str | None,
+        workgroup: str | None = None,
+        tag_columns: dict[str, str] | None = None,
+        poll_seconds: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+        timeout_seconds: float = 1800,
+        default_currency: str = DEFAULT_CURRENCY,
+    ) -> None:
         self.client = client
         self.database, self.table, self.month = database, table, month
         self.output, self.workgroup = output, workgroup
@@ -144,10 +153,14 @@ class AthenaSource:
             ) from None
         charges = grouped.result()
         return SourceData(
-            charges=charges, rows_read=grouped.rows, billed_total=grouped.billed,
-            effective_total=grouped.effective, scopes=period_scopes(charges),
-            api_requests=requests, notes=grouped.notes(),
-        )  # fmt: skip
+            charges=charges,
+            rows_read=grouped.rows,
+            billed_total=grouped.billed,
+            effective_total=grouped.effective,
+            scopes=period_scopes(charges),
+            api_requests=requests,
+            notes=grouped.notes(),
+        )
 
 
 def _to_table(header: list[str], rows: list[list[Any]]) -> pa.Table:
@@ -158,8 +171,10 @@ def _to_table(header: list[str], rows: list[list[Any]]) -> pa.Table:
         return pa.array([v or "" for v in cols.get(name, [""] * n)], pa.string())
 
     item_type = cols.get("line_item_type", [""] * n)
-    category = ["Tax" if t == "Tax" else "Credit" if t in ("Credit", "Refund") else "Usage"
-                for t in item_type]  # fmt: skip
+    category = [
+        "Tax" if t == "Tax" else "Credit" if t in ("Credit", "Refund") else "Usage"
+        for t in item_type
+    ]
     table: dict[str, Any] = {
         "day": as_date(text("day"), "day"),
         "billing_period": as_date(text("billing_period"), "billing_period"),

@@ -18,10 +18,22 @@ from bot.errors import IngestError
 
 COST_TYPE = pa.decimal128(30, 10)  # headroom: sums widen to 38 digits
 KEY_COLUMNS = (
-    "day", "billing_period", "provider", "billing_account", "sub_account", "service",
-    "service_category", "usage_type", "region", "resource_id", "instance_type",
-    "charge_category", "currency", "unit", "estimated",
-)  # fmt: skip
+    "day",
+    "billing_period",
+    "provider",
+    "billing_account",
+    "sub_account",
+    "service",
+    "service_category",
+    "usage_type",
+    "region",
+    "resource_id",
+    "instance_type",
+    "charge_category",
+    "currency",
+    "unit",
+    "estimated",
+)
 VALUE_COLUMNS = ("billed", "effective", "quantity")
 TAG_PREFIX = "tag."
 TAGS_JSON = "tags_json"
@@ -43,9 +55,12 @@ class ReplaceScope:
 
     def as_dict(self) -> dict[str, str]:
         return {
-            "provider": self.provider, "billing_account": self.billing_account,
-            "column": self.column, "start": self.start.isoformat(), "end": self.end.isoformat(),
-        }  # fmt: skip
+            "provider": self.provider,
+            "billing_account": self.billing_account,
+            "column": self.column,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+        }
 
 
 @dataclass
@@ -83,9 +98,13 @@ class GroupedCharges:
     """
 
     def __init__(
-        self, compact_every: int = 16, *, default_currency: str = DEFAULT_CURRENCY,
-        currency_field: str = "currency", default_reason: str = "MLCOST_CURRENCY",
-    ) -> None:  # fmt: skip
+        self,
+        compact_every: int = 16,
+        *,
+        default_currency: str = DEFAULT_CURRENCY,
+        currency_field: str = "currency",
+        default_reason: str = "MLCOST_CURRENCY",
+    ) -> None:
         self._periods: dict[Any, list[pa.Table]] = {}
         self._compact_every = compact_every
         self.rows = 0

@@ -24,8 +24,13 @@ from bot.sources.base import (
 )
 
 METRICS = ["UnblendedCost", "AmortizedCost", "UsageQuantity"]
-_DIMENSIONS = {"SERVICE": "service", "USAGE_TYPE": "usage_type", "REGION": "region",
-               "LINKED_ACCOUNT": "sub_account", "INSTANCE_TYPE": "instance_type"}  # fmt: skip
+_DIMENSIONS = {
+    "SERVICE": "service",
+    "USAGE_TYPE": "usage_type",
+    "REGION": "region",
+    "LINKED_ACCOUNT": "sub_account",
+    "INSTANCE_TYPE": "instance_type",
+}
 
 
 def make_ce_client() -> Any:
@@ -34,9 +39,10 @@ def make_ce_client() -> Any:
     from botocore.config import Config
 
     return boto3.client(
-        "ce", region_name="us-east-1",
+        "ce",
+        region_name="us-east-1",
         config=Config(retries={"mode": "standard", "max_attempts": 8}),
-    )  # fmt: skip
+    )
 
 
 def parse_group_by(spec: str) -> dict[str, str]:
@@ -57,10 +63,16 @@ class CostExplorerSource:
     kind = "cost-explorer"
 
     def __init__(
-        self, client: Any, start: dt.date, end: dt.date, *, model_tag_key: str,
-        second_group: str = "SERVICE", billing_account: str = "aws",
+        self,
+        client: Any,
+        start: dt.date,
+        end: dt.date,
+        *,
+        model_tag_key: str,
+        second_group: str = "SERVICE",
+        billing_account: str = "aws",
         default_currency: str = DEFAULT_CURRENCY,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if end <= start:
             raise IngestError(f"cost-explorer: end {end} must be after start {start}")
         self.client = client
@@ -109,20 +121,42 @@ class CostExplorerSource:
             start, end = min(start, min(days)), max(end, max(days) + dt.timedelta(days=1))
         scope = ReplaceScope("AWS", self.billing_account, "day", start, end)
         return SourceData(
-            charges=charges, rows_read=grouped.rows, billed_total=grouped.billed,
-            effective_total=grouped.effective, scopes=[scope], api_requests=requests,
+            charges=charges,
+            rows_read=grouped.rows,
+            billed_total=grouped.billed,
+            effective_total=grouped.effective,
+            scopes=[scope],
+            api_requests=requests,
             notes=grouped.notes(),
-        )  # fmt: skip
+        )
 
 
 def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
     """Turn one GetCostAndUsage response into canonical charge rows."""
     definitions = page.get("GroupDefinitions") or []
-    rows: dict[str, list[Any]] = {name: [] for name in (
-        "day", "billing_period", "provider", "billing_account", "sub_account", "service",
-        "service_category", "usage_type", "region", "resource_id", "instance_type",
-        "charge_category", "currency", "unit", "estimated", "billed", "effective",
-        "quantity")}  # fmt: skip
+    rows: dict[str, list[Any]] = {
+        name: []
+        for name in (
+            "day",
+            "billing_period",
+            "provider",
+            "billing_account",
+            "sub_account",
+            "service",
+            "service_category",
+            "usage_type",
+            "region",
+            "resource_id",
+            "instance_type",
+            "charge_category",
+            "currency",
+            "unit",
+            "estimated",
+            "billed",
+            "effective",
+            "quantity",
+        )
+    }
     tag_rows: dict[str, list[str]] = {}
     for result in page.get("ResultsByTime", []):
         day = dt.date.fromisoformat(result["TimePeriod"]["Start"])
@@ -130,8 +164,13 @@ def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
         if not groups and result.get("Total"):
             groups = [{"Keys": [], "Metrics": result["Total"]}]
         for group in groups:
-            values = {"service": "", "usage_type": "", "region": "", "sub_account": "",
-                      "instance_type": ""}  # fmt: skip
+            values = {
+                "service": "",
+                "usage_type": "",
+                "region": "",
+                "sub_account": "",
+                "instance_type": "",
+            }
             tags: dict[str, str] = {}
             for definition, key in zip(definitions, group.get("Keys", []), strict=False):
                 if definition["Type"] == "TAG":
@@ -153,8 +192,9 @@ def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
             rows["service_category"].append("")
             rows["resource_id"].append("")
             rows["charge_category"].append("Usage")
-            rows["currency"].append(_unit(metrics, "UnblendedCost", "BlendedCost",
-                                          "NetUnblendedCost"))  # fmt: skip
+            rows["currency"].append(
+                _unit(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost")
+            )
             rows["unit"].append(metrics.get("UsageQuantity", {}).get("Unit", "") or "")
             rows["estimated"].append(bool(result.get("Estimated", False)))
             for name, value in values.items():

@@ -46,34 +46,51 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "amount": ("line_item_usage_amount", "lineItem/UsageAmount"),
     "ri_effective": ("reservation_effective_cost", "reservation/EffectiveCost"),
     "sp_effective": (
-        "savings_plan_savings_plan_effective_cost", "savingsPlan/SavingsPlanEffectiveCost"),
-    "sp_commitment": (
-        "savings_plan_total_commitment_to_date", "savingsPlan/TotalCommitmentToDate"),
+        "savings_plan_savings_plan_effective_cost",
+        "savingsPlan/SavingsPlanEffectiveCost",
+    ),
+    "sp_commitment": ("savings_plan_total_commitment_to_date", "savingsPlan/TotalCommitmentToDate"),
     "sp_used": ("savings_plan_used_commitment", "savingsPlan/UsedCommitment"),
     "ri_unused_upfront": (
         "reservation_unused_amortized_upfront_fee_for_billing_period",
-        "reservation/UnusedAmortizedUpfrontFeeForBillingPeriod"),
-    "ri_unused_recurring": (
-        "reservation_unused_recurring_fee", "reservation/UnusedRecurringFee"),
+        "reservation/UnusedAmortizedUpfrontFeeForBillingPeriod",
+    ),
+    "ri_unused_recurring": ("reservation_unused_recurring_fee", "reservation/UnusedRecurringFee"),
     "tags_map": ("resource_tags",),
     # CUR 2.0 keeps product attributes outside its fixed schema (the product name among them)
     # in a `product` map column
     "product_map": ("product",),
-}  # fmt: skip
+}
 REQUIRED = ("start", "payer", "unblended")
 # Fields grouped on as read; the canonical columns are derived from them per group.
 _GROUP_FIELDS = (
-    "payer", "account", "product_name", "product_code", "usage_type", "region", "resource_id",
-    "instance_type", "item_type", "unit", "currency",
-)  # fmt: skip
+    "payer",
+    "account",
+    "product_name",
+    "product_code",
+    "usage_type",
+    "region",
+    "resource_id",
+    "instance_type",
+    "item_type",
+    "unit",
+    "currency",
+)
 TAG_PREFIXES = ("resource_tags_user_", "resourceTags/user:", "resource_tags_")
 
 _CATEGORY = {
-    "Tax": "Tax", "Credit": "Credit", "Refund": "Credit", "BundledDiscount": "Credit",
-    "EdpDiscount": "Credit", "PrivateRateDiscount": "Credit", "SavingsPlanNegation": "Credit",
-    "RIFee": "Purchase", "Fee": "Purchase", "SavingsPlanUpfrontFee": "Purchase",
+    "Tax": "Tax",
+    "Credit": "Credit",
+    "Refund": "Credit",
+    "BundledDiscount": "Credit",
+    "EdpDiscount": "Credit",
+    "PrivateRateDiscount": "Credit",
+    "SavingsPlanNegation": "Credit",
+    "RIFee": "Purchase",
+    "Fee": "Purchase",
+    "SavingsPlanUpfrontFee": "Purchase",
     "SavingsPlanRecurringFee": "Purchase",
-}  # fmt: skip
+}
 
 
 class CurSource:
@@ -85,9 +102,12 @@ class CurSource:
     kind = "cur"
 
     def __init__(
-        self, locations: list[str], s3_client: Any | None = None, *,
+        self,
+        locations: list[str],
+        s3_client: Any | None = None,
+        *,
         default_currency: str = DEFAULT_CURRENCY,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.locations = locations
         self.location = " ".join(locations)
         self._s3 = s3_client
@@ -271,16 +291,21 @@ def value_from_map(column: Any, key: str, n: int) -> pa.Array:
     if len(column) == 0:
         return as_string(None, n)
     if pa.types.is_map(column.type):
-        entry = pa.struct([pa.field("key", column.type.key_type, nullable=False),
-                           pa.field("value", column.type.item_type)])  # fmt: skip
+        entry = pa.struct(
+            [
+                pa.field("key", column.type.key_type, nullable=False),
+                pa.field("value", column.type.item_type),
+            ]
+        )
         column = column.cast(pa.list_(entry))
     entries = pc.list_flatten(column)
     parents = pc.list_parent_indices(column)
     raw_keys = entries.field("key")
     wanted = [
-        k for k in pc.unique(raw_keys).to_pylist()
+        k
+        for k in pc.unique(raw_keys).to_pylist()
         if k is not None and normalize_tag_key(k.removeprefix("user_").removeprefix("user:")) == key
-    ]  # fmt: skip
+    ]
     if not wanted:
         return pa.array([""] * len(column), pa.string())
     match = pc.is_in(raw_keys, value_set=pa.array(wanted, raw_keys.type))

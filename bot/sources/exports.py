@@ -39,9 +39,15 @@ def recent_periods(today: dt.date) -> list[dt.date]:
 class RecentExportSource:
     """Re-read the recent billing periods of an export; files without one in their path too."""
 
-    def __init__(self, kind: str, location: str, periods: list[dt.date],
-                 s3_client: Any | None = None, *,
-                 default_currency: str = DEFAULT_CURRENCY) -> None:  # fmt: skip
+    def __init__(
+        self,
+        kind: str,
+        location: str,
+        periods: list[dt.date],
+        s3_client: Any | None = None,
+        *,
+        default_currency: str = DEFAULT_CURRENCY,
+    ) -> None:
         if kind not in EXPORT_KINDS:
             raise IngestError(f"{kind!r} is not an export kind; use {', '.join(EXPORT_KINDS)}")
         self.kind = kind
@@ -57,8 +63,11 @@ class RecentExportSource:
         found = {f: export_period(f) for f in expand_locations([self._root], self._s3)}
         unmarked = [f for f, period in found.items() if period is None]
         if unmarked:
-            log.warning("%s: %d file(s) name no billing period in their path; every poll "
-                        "re-reads them", self._root, len(unmarked))  # fmt: skip
+            log.warning(
+                "%s: %d file(s) name no billing period in their path; every poll re-reads them",
+                self._root,
+                len(unmarked),
+            )
         chosen = [f for f, period in found.items() if period in self.periods] + unmarked
         if not chosen:
             raise IngestError(f"{self.location}: no export files for these billing periods yet")
@@ -68,7 +77,8 @@ class RecentExportSource:
         files = self.files()
         currency = self.default_currency
         source: SpendSource = (
-            CurSource(files, self._s3, default_currency=currency) if self.kind == "cur"
+            CurSource(files, self._s3, default_currency=currency)
+            if self.kind == "cur"
             else FocusSource(files, self._s3, default_currency=currency)
-        )  # fmt: skip
+        )
         return source.read(tag_keys, progress)

@@ -105,8 +105,11 @@ def latest_versions(files: list[tuple[str, float]]) -> list[str]:
     for period, versions in periods.items():
         newest = max(versions.values(), key=lambda group: max(m for _, m in group))
         if len(versions) > 1:
-            log.warning("%s holds %d versions of its billing period; reading the newest only",
-                        period, len(versions))  # fmt: skip
+            log.warning(
+                "%s holds %d versions of its billing period; reading the newest only",
+                period,
+                len(versions),
+            )
         kept.extend(location for location, _ in newest)
     return sorted(kept)
 

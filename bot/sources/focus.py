@@ -24,11 +24,23 @@ from bot.sources.files import expand_locations, iter_batches, local_copy
 
 REQUIRED = ("ChargePeriodStart", "BilledCost", "EffectiveCost", "BillingAccountId", "ServiceName")
 OPTIONAL = (
-    "BillingPeriodStart", "ProviderName", "ServiceProviderName", "SubAccountId",
-    "ServiceCategory", "SkuId", "x_UsageType", "RegionId", "ResourceId", "ChargeCategory",
-    "ChargeDescription", "ConsumedQuantity", "ConsumedUnit", "Tags", "x_InstanceType",
+    "BillingPeriodStart",
+    "ProviderName",
+    "ServiceProviderName",
+    "SubAccountId",
+    "ServiceCategory",
+    "SkuId",
+    "x_UsageType",
+    "RegionId",
+    "ResourceId",
+    "ChargeCategory",
+    "ChargeDescription",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "Tags",
+    "x_InstanceType",
     "BillingCurrency",
-)  # fmt: skip
+)
 _INSTANCE_IN_TEXT = (
     r"(?P<it>(?:ml\.)?(?:p|g|trn|inf|gr)[0-9][a-z0-9-]*\.[0-9]*x?large"
     r"|Standard_N[CDV][A-Za-z0-9_]*)"
@@ -44,9 +56,12 @@ class FocusSource:
     kind = "focus"
 
     def __init__(
-        self, locations: list[str], s3_client: Any | None = None, *,
+        self,
+        locations: list[str],
+        s3_client: Any | None = None,
+        *,
         default_currency: str = DEFAULT_CURRENCY,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.locations = locations
         self.location = " ".join(locations)
         self._s3 = s3_client
@@ -122,26 +137,30 @@ def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
         if tags is not None
         else as_string(None, n)
     )
-    return pa.table({
-        "day": day,
-        "billing_period": period,
-        "provider": as_string(provider, n),
-        "billing_account": as_string(cols["BillingAccountId"], n),
-        "sub_account": as_string(get("SubAccountId"), n),
-        "service": as_string(cols["ServiceName"], n),
-        "service_category": as_string(get("ServiceCategory"), n),
-        "usage_type": usage_type,
-        "region": as_string(get("RegionId"), n),
-        "resource_id": as_string(get("ResourceId"), n),
-        "instance_type": instance,
-        "charge_category": pc.if_else(
-            pc.equal(as_string(get("ChargeCategory"), n), ""), "Usage",
-            as_string(get("ChargeCategory"), n)),
-        "currency": as_string(get("BillingCurrency"), n),
-        "unit": as_string(get("ConsumedUnit"), n),
-        "estimated": pa.array([False] * n),
-        TAGS_JSON: tags_json,
-        "billed": as_decimal(cols["BilledCost"], n, "BilledCost"),
-        "effective": as_decimal(cols["EffectiveCost"], n, "EffectiveCost"),
-        "quantity": as_decimal(get("ConsumedQuantity"), n, "ConsumedQuantity"),
-    })  # fmt: skip
+    return pa.table(
+        {
+            "day": day,
+            "billing_period": period,
+            "provider": as_string(provider, n),
+            "billing_account": as_string(cols["BillingAccountId"], n),
+            "sub_account": as_string(get("SubAccountId"), n),
+            "service": as_string(cols["ServiceName"], n),
+            "service_category": as_string(get("ServiceCategory"), n),
+            "usage_type": usage_type,
+            "region": as_string(get("RegionId"), n),
+            "resource_id": as_string(get("ResourceId"), n),
+            "instance_type": instance,
+            "charge_category": pc.if_else(
+                pc.equal(as_string(get("ChargeCategory"), n), ""),
+                "Usage",
+                as_string(get("ChargeCategory"), n),
+            ),
+            "currency": as_string(get("BillingCurrency"), n),
+            "unit": as_string(get("ConsumedUnit"), n),
+            "estimated": pa.array([False] * n),
+            TAGS_JSON: tags_json,
+            "billed": as_decimal(cols["BilledCost"], n, "BilledCost"),
+            "effective": as_decimal(cols["EffectiveCost"], n, "EffectiveCost"),
+            "quantity": as_decimal(get("ConsumedQuantity"), n, "ConsumedQuantity"),
+        }
+    )

@@ -27,8 +27,7 @@ def parse_thresholds(text: str) -> list[int]:
     """Parse `50,80,100` (a `%` is allowed) into whole percentages."""
     parts = [p.strip().rstrip("%").strip() for p in text.split(",") if p.strip()]
     if not parts or not all(re.fullmatch(r"[0-9]{1,4}", p) for p in parts):
-        raise UsageError(f"`--alert` takes percentages like `50,80,100`, not "
-                         f"`{clip_word(text)}`")  # fmt: skip
+        raise UsageError(f"`--alert` takes percentages like `50,80,100`, not `{clip_word(text)}`")
     values = sorted({int(p) for p in parts})
     if values[0] < 1 or values[-1] > 1000:
         raise UsageError("alert thresholds are percentages between 1 and 1000")
@@ -54,8 +53,7 @@ def handle_budget_command(inv: Invocation) -> Reply:
     if action == "show":
         if len(rest) != 1:
             raise UsageError(f"Usage: `/mlcost budget show <scope>`, scope like {SCOPES}")
-        board = budget_board(session=inv.session, today=inv.now.date(), scope=rest[0],
-                             basis=basis)  # fmt: skip
+        board = budget_board(session=inv.session, today=inv.now.date(), scope=rest[0], basis=basis)
         text, blocks = build_budget_show_blocks(board.statuses[0], board, inv.settings.currency)
         return Reply(text=text, blocks=blocks)
     raise UsageError(
@@ -67,18 +65,27 @@ def _set(inv: Invocation, rest: list[str], options: dict[str, str]) -> Reply:
     if "--cost" in options:
         raise UsageError("`--cost` does not apply to `budget set`")
     if len(rest) != 2:
-        raise UsageError(f"Usage: `/mlcost {SET_USAGE}`, e.g. "
-                         "`/mlcost budget set model:recsys 15000 --alert 50,80,100`")  # fmt: skip
+        raise UsageError(
+            f"Usage: `/mlcost {SET_USAGE}`, e.g. "
+            "`/mlcost budget set model:recsys 15000 --alert 50,80,100`"
+        )
     scope = normalise_scope(rest[0])
     amount = parse_amount(rest[1])
     thresholds = parse_thresholds(options["--alert"]) if "--alert" in options else None
     existing = current_amount(inv.session, scope)
     try:
-        budget = set_budget(session=inv.session, user_id=inv.user_id, scope=scope, amount=amount,
-                            thresholds=thresholds, currency=inv.settings.currency)  # fmt: skip
+        budget = set_budget(
+            session=inv.session,
+            user_id=inv.user_id,
+            scope=scope,
+            amount=amount,
+            thresholds=thresholds,
+            currency=inv.settings.currency,
+        )
     except ValidationError as exc:
-        problems = "; ".join(str(e.get("msg", "invalid")).removeprefix("Value error, ")
-                             for e in exc.errors())  # fmt: skip
+        problems = "; ".join(
+            str(e.get("msg", "invalid")).removeprefix("Value error, ") for e in exc.errors()
+        )
         raise UsageError(f"{clip_word(problems, 300)}. Scopes look like {SCOPES}") from None
     # a budget keeps its currency when changed; a new one is in the organisation's
     before = format_money(existing, budget.currency) if existing is not None else None
@@ -87,7 +94,12 @@ def _set(inv: Invocation, rest: list[str], options: dict[str, str]) -> Reply:
 
 
 SUBCOMMANDS = [
-    Subcommand("budget", USAGE, "/mlcost budget set model:recsys 15000 --alert 50,80,100",
-               "list, show or set monthly budgets (owners and admins set)",
-               handle_budget_command, aliases=("budgets",)),
-]  # fmt: skip
+    Subcommand(
+        "budget",
+        USAGE,
+        "/mlcost budget set model:recsys 15000 --alert 50,80,100",
+        "list, show or set monthly budgets (owners and admins set)",
+        handle_budget_command,
+        aliases=("budgets",),
+    ),
+]

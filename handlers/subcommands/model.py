@@ -20,21 +20,30 @@ def handle_model_command(inv: Invocation) -> Reply:
     if len(words) > 2:
         extra = " ".join(clip_word(w) for w in words[2:])
         raise UsageError(f"unexpected `{clip_word(extra)}`. Usage: `/mlcost {USAGE}`")
-    report = model_report(session=inv.session, name=words[0], today=inv.now.date(),
-                          window=words[1] if len(words) > 1 else None,
-                          basis=cost_basis(options),
-                          currency=inv.settings.currency)  # fmt: skip
+    report = model_report(
+        session=inv.session,
+        name=words[0],
+        today=inv.now.date(),
+        window=words[1] if len(words) > 1 else None,
+        basis=cost_basis(options),
+        currency=inv.settings.currency,
+    )
     currency = report.currency
     text, blocks = build_model_report_blocks(report, currency)
     png = render_spend_chart(model_chart(report, currency))
     label = report.span.window.label
-    chart = ChartFile(f"mlcost-{report.model}-{label}.png", png,
-                      f"{report.model}: daily spend by stage ({label})")  # fmt: skip
+    chart = ChartFile(
+        f"mlcost-{report.model}-{label}.png", png, f"{report.model}: daily spend by stage ({label})"
+    )
     return Reply(text=text, blocks=blocks, in_channel=True, charts=[chart])
 
 
 SUBCOMMANDS = [
-    Subcommand("model", USAGE, "/mlcost model recsys 30d",
-               "a model's spend: chart by stage, budget, forecast, top resources",
-               handle_model_command),
-]  # fmt: skip
+    Subcommand(
+        "model",
+        USAGE,
+        "/mlcost model recsys 30d",
+        "a model's spend: chart by stage, budget, forecast, top resources",
+        handle_model_command,
+    ),
+]

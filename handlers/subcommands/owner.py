@@ -16,8 +16,9 @@ def handle_owner_command(inv: Invocation) -> Reply:
     """Replace a model's owners, and optionally its channel."""
     words, _options = split_options(inv.args, [])
     if len(words) < 3 or words[0].lower() != "set":
-        raise UsageError(f"Usage: `/mlcost {USAGE}`, e.g. `/mlcost owner set recsys @alice "
-                         "@bob #recsys-costs`")  # fmt: skip
+        raise UsageError(
+            f"Usage: `/mlcost {USAGE}`, e.g. `/mlcost owner set recsys @alice @bob #recsys-costs`"
+        )
     model, targets = words[1], words[2:]
     users: list[str] = []
     channel: str | None = None
@@ -28,24 +29,38 @@ def handle_owner_command(inv: Invocation) -> Reply:
             continue
         found = parse_channel(word)
         if found is None:
-            raise UsageError(f"`{clip_word(word)}` is not a Slack user or channel; pick "
-                             "people and the channel from Slack's autocomplete "
-                             "(`@name`, `#channel`)")  # fmt: skip
+            raise UsageError(
+                f"`{clip_word(word)}` is not a Slack user or channel; pick "
+                "people and the channel from Slack's autocomplete "
+                "(`@name`, `#channel`)"
+            )
         if channel is not None:
             raise UsageError("give at most one channel")
         channel = found
-    change = set_model_owners(session=inv.session, user_id=inv.user_id, model_name=model,
-                              owners=users, channel=channel)  # fmt: skip
-    text = (f"{mention_users([inv.user_id])} set the owners of {code(change.model)} to "
-            f"{mention_users(change.owners_after)}"
-            + (f" (were {mention_users(change.owners_before)})" if change.owners_before else "")
-            + (f"; its channel is {mention_channel(change.channel_after)}"
-               if change.channel_after else "") + ".")  # fmt: skip
+    change = set_model_owners(
+        session=inv.session, user_id=inv.user_id, model_name=model, owners=users, channel=channel
+    )
+    text = (
+        f"{mention_users([inv.user_id])} set the owners of {code(change.model)} to "
+        f"{mention_users(change.owners_after)}"
+        + (f" (were {mention_users(change.owners_before)})" if change.owners_before else "")
+        + (
+            f"; its channel is {mention_channel(change.channel_after)}"
+            if change.channel_after
+            else ""
+        )
+        + "."
+    )
     return Reply(text=text, blocks=[section(f":white_check_mark: {text}")], in_channel=True)
 
 
 SUBCOMMANDS = [
-    Subcommand("owner", USAGE, "/mlcost owner set recsys @alice @bob #recsys-costs",
-               "change who owns a model and where its alerts go (owners and admins)",
-               handle_owner_command, aliases=("owners",)),
-]  # fmt: skip
+    Subcommand(
+        "owner",
+        USAGE,
+        "/mlcost owner set recsys @alice @bob #recsys-costs",
+        "change who owns a model and where its alerts go (owners and admins)",
+        handle_owner_command,
+        aliases=("owners",),
+    ),
+]

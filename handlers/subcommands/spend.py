@@ -14,13 +14,17 @@ def handle_unallocated(inv: Invocation) -> Reply:
     if len(inv.args) > 1:
         raise UsageError("Usage: `/mlcost unallocated [YYYY-MM]`")
     period = month_period(inv.args[0]) if inv.args else month_of(inv.now.date())
-    report = unallocated_report(session=inv.session, period=period,
-                                currency=inv.settings.currency)  # fmt: skip
+    report = unallocated_report(session=inv.session, period=period, currency=inv.settings.currency)
     text, blocks = build_unallocated_blocks(report, report.currency)
     return Reply(text=text, blocks=blocks)
 
 
 SUBCOMMANDS = [
-    Subcommand("unallocated", "unallocated [YYYY-MM]", "/mlcost unallocated",
-               "spend no model owns, and what would fix it", handle_unallocated),
-]  # fmt: skip
+    Subcommand(
+        "unallocated",
+        "unallocated [YYYY-MM]",
+        "/mlcost unallocated",
+        "spend no model owns, and what would fix it",
+        handle_unallocated,
+    ),
+]

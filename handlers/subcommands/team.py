@@ -21,14 +21,20 @@ def handle_team_command(inv: Invocation) -> Reply:
     words, options = split_options(inv.args, ["--cost"])
     if not words or len(words) > 2:
         raise UsageError(f"Usage: `/mlcost {TEAM_USAGE}`, e.g. `/mlcost team ranking`")
-    report = team_report(session=inv.session, name=words[0], today=inv.now.date(),
-                         window=words[1] if len(words) > 1 else None,
-                         basis=cost_basis(options), currency=inv.settings.currency)  # fmt: skip
+    report = team_report(
+        session=inv.session,
+        name=words[0],
+        today=inv.now.date(),
+        window=words[1] if len(words) > 1 else None,
+        basis=cost_basis(options),
+        currency=inv.settings.currency,
+    )
     currency = report.currency
     text, blocks = build_team_report_blocks(report, currency)
     png = render_spend_chart(team_chart(report, currency))
-    chart = ChartFile(f"mlcost-team-{report.team}.png", png,
-                      f"team {report.team}: daily spend by model")  # fmt: skip
+    chart = ChartFile(
+        f"mlcost-team-{report.team}.png", png, f"team {report.team}: daily spend by model"
+    )
     return Reply(text=text, blocks=blocks, in_channel=True, charts=[chart])
 
 
@@ -37,21 +43,38 @@ def handle_top_command(inv: Invocation) -> Reply:
     words, options = split_options(inv.args, ["--cost"])
     count = 10
     if len(words) > 1 or (words and not re.fullmatch(r"[0-9]{1,3}", words[0])):
-        raise UsageError(f"Usage: `/mlcost {TOP_USAGE}`; `{clip_word(' '.join(words))}` is not "
-                         "a number of models")  # fmt: skip
+        raise UsageError(
+            f"Usage: `/mlcost {TOP_USAGE}`; `{clip_word(' '.join(words))}` is not "
+            "a number of models"
+        )
     if words:
         count = int(words[0])
         if not 1 <= count <= MAX_TOP:
             raise UsageError(f"`top` shows 1 to {MAX_TOP} models")
-    top = top_models(session=inv.session, today=inv.now.date(), count=count,
-                     basis=cost_basis(options), currency=inv.settings.currency)  # fmt: skip
+    top = top_models(
+        session=inv.session,
+        today=inv.now.date(),
+        count=count,
+        basis=cost_basis(options),
+        currency=inv.settings.currency,
+    )
     text, blocks = build_top_blocks(top, top.currency)
     return Reply(text=text, blocks=blocks)
 
 
 SUBCOMMANDS = [
-    Subcommand("team", TEAM_USAGE, "/mlcost team ranking",
-               "a team's models ranked by spend, with a chart", handle_team_command),
-    Subcommand("top", TOP_USAGE, "/mlcost top 10",
-               "the biggest and the fastest-growing models this month", handle_top_command),
-]  # fmt: skip
+    Subcommand(
+        "team",
+        TEAM_USAGE,
+        "/mlcost team ranking",
+        "a team's models ranked by spend, with a chart",
+        handle_team_command,
+    ),
+    Subcommand(
+        "top",
+        TOP_USAGE,
+        "/mlcost top 10",
+        "the biggest and the fastest-growing models this month",
+        handle_top_command,
+    ),
+]

@@ -28,7 +28,12 @@ def handle_waste(inv: Invocation) -> Reply:
 
 
 SUBCOMMANDS = [
-    Subcommand("waste", USAGE, "/mlcost waste ranking",
-               "idle endpoints, orphaned resources, stale checkpoints, killed models still "
-               "spending, Spot candidates, serving that does not scale", handle_waste),
-]  # fmt: skip
+    Subcommand(
+        "waste",
+        USAGE,
+        "/mlcost waste ranking",
+        "idle endpoints, orphaned resources, stale checkpoints, killed models still "
+        "spending, Spot candidates, serving that does not scale",
+        handle_waste,
+    ),
+]

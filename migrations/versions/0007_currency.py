@@ -25,8 +25,16 @@ depends_on: str | Sequence[str] | None = None
 
 JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 OLD_SCAN = ["model", "team", "stage", "day", "billed_cost", "effective_cost", "gpu_hours"]
-NEW_SCAN = ["model", "team", "stage", "currency", "day", "billed_cost", "effective_cost",
-            "gpu_hours"]  # fmt: skip
+NEW_SCAN = [
+    "model",
+    "team",
+    "stage",
+    "currency",
+    "day",
+    "billed_cost",
+    "effective_cost",
+    "gpu_hours",
+]
 
 
 def _currency() -> sa.Column:

@@ -20,8 +20,10 @@ def test_benchmark_runs_and_reconciles(tmp_path: Path) -> None:
     pq.write_table(month, small / "Dec2018-WorkshopCUR-00001.snappy.parquet")
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--data", str(small), "--scale", "2", "--repeat", "1"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert "10,000 rows" in done.stdout  # twice over
     assert "mlcost ingest (DB writes)" in done.stdout

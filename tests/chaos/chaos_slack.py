@@ -164,12 +164,17 @@ class ChaosSlack:
     def _forward(
         self, request: BaseHTTPRequestHandler, method: str, body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
-        headers = {k: v for k, v in request.headers.items()
-                   if k.lower() in ("content-type", "authorization")}  # fmt: skip
+        headers = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower() in ("content-type", "authorization")
+        }
         upstream = urllib.request.Request(
-            self.upstream + request.path.lstrip("/"), data=body or None, headers=headers,
+            self.upstream + request.path.lstrip("/"),
+            data=body or None,
+            headers=headers,
             method=request.command,
-        )  # fmt: skip
+        )
         try:
             with urllib.request.urlopen(upstream, timeout=30) as response:
                 return response.status, dict(response.headers.items()), response.read()
@@ -192,15 +197,21 @@ class ChaosSlack:
         with self._lock:
             self.posted.append(message)
 
-    def _send(self, request: BaseHTTPRequestHandler, status: int, payload: dict[str, Any],
-              headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    def _send(
+        self,
+        request: BaseHTTPRequestHandler,
+        status: int,
+        payload: dict[str, Any],
+        headers: dict[str, str] | None = None,
+    ) -> None:
         all_headers = {"Content-Type": "application/json", **(headers or {})}
         with contextlib.suppress(OSError):
             self._send_raw(request, status, all_headers, json.dumps(payload).encode())
 
     @staticmethod
-    def _send_raw(request: BaseHTTPRequestHandler, status: int, headers: dict[str, str],
-                  data: bytes) -> None:  # fmt: skip
+    def _send_raw(
+        request: BaseHTTPRequestHandler, status: int, headers: dict[str, str], data: bytes
+    ) -> None:
         request.send_response(status)
         for key, value in headers.items():
             if key.lower() in ("content-type", "retry-after"):

@@ -35,8 +35,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(check: Callable[[], object], timeout: float, what: str, *,
-               every: float = 0.05) -> None:  # fmt: skip
+def wait_until(
+    check: Callable[[], object], timeout: float, what: str, *, every: float = 0.05
+) -> None:
     """Poll `check` until it returns something true; fail naming `what` after `timeout` s."""
     deadline = time.monotonic() + timeout
     while True:
@@ -50,8 +51,14 @@ def wait_until(check: Callable[[], object], timeout: float, what: str, *,
 def serve_env(settings: dict[str, str]) -> dict[str, str]:
     """The environment of a serve process: this one without Slack/mlcost settings, plus these."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "MLCOST_", "AWS_"))}
-    env.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                "AWS_DEFAULT_REGION": "us-east-1", "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    env.update(
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     env.update(settings)
     return env
 
@@ -73,11 +80,21 @@ class ServeProcess:
         log_path = workdir / f"{name}.log"
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                [*mlcost_executable(), "serve", "--http", "--host", "127.0.0.1",
-                 "--port", str(port)],
-                cwd=workdir, env=serve_env(settings), stdout=log, stderr=subprocess.STDOUT,
+                [
+                    *mlcost_executable(),
+                    "serve",
+                    "--http",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                ],
+                cwd=workdir,
+                env=serve_env(settings),
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,  # its chart workers share its group, for cleanup
-            )  # fmt: skip
+            )
         return cls(name, port, log_path, process)
 
     @property
@@ -98,8 +115,9 @@ class ServeProcess:
     def healthy(self) -> bool:
         """Whether GET /healthz answers 200."""
         if not self.alive():
-            raise AssertionError(f"{self.name} exited with {self.process.returncode}:\n"
-                                 f"{self.log()[-3000:]}")  # fmt: skip
+            raise AssertionError(
+                f"{self.name} exited with {self.process.returncode}:\n{self.log()[-3000:]}"
+            )
         try:
             with urllib.request.urlopen(self.url + "healthz", timeout=2) as response:
                 return bool(response.status == 200)

@@ -120,13 +120,19 @@ def signed_post(url: str, payload: dict[str, Any]) -> tuple[int, str]:
     """POST an interactivity payload to a replica's /slack/events, signed as Slack signs."""
     body = urllib.parse.urlencode({"payload": json.dumps(payload)})
     ts = str(int(time.time()))
-    signature = "v0=" + hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(),
-                                 hashlib.sha256).hexdigest()  # fmt: skip
+    signature = (
+        "v0=" + hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    )
     request = urllib.request.Request(
-        url + "slack/events", data=body.encode(), method="POST",
-        headers={"Content-Type": "application/x-www-form-urlencoded",
-                 "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature},
-    )  # fmt: skip
+        url + "slack/events",
+        data=body.encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": ts,
+            "X-Slack-Signature": signature,
+        },
+    )
     try:
         with urllib.request.urlopen(request, timeout=20) as response:
             return response.status, response.read().decode()
@@ -147,9 +153,16 @@ def click(item: ReviewTarget, user: str, decision: str, fake_url: str) -> dict[s
         "container": {"type": "message", "message_ts": item.ts, "channel_id": item.channel},
         "channel": {"id": item.channel, "name": "x"},
         "message": {"ts": item.ts, "text": item.model},
-        "actions": [{"type": "button", "action_id": f"review_decide_{decision}", "block_id": "b",
-                     "value": str(item.id), "action_ts": str(time.time())}],
-    }  # fmt: skip
+        "actions": [
+            {
+                "type": "button",
+                "action_id": f"review_decide_{decision}",
+                "block_id": "b",
+                "value": str(item.id),
+                "action_ts": str(time.time()),
+            }
+        ],
+    }
 
 
 def submission(view: dict[str, Any], user: str, reason: str) -> dict[str, Any]:
@@ -161,11 +174,16 @@ def submission(view: dict[str, Any], user: str, reason: str) -> dict[str, Any]:
         "api_app_id": "A1",
         "token": "legacy",
         "trigger_id": f"trig-view-{time.time_ns()}",
-        "view": {"id": "V1", "type": "modal", "callback_id": view["callback_id"],
-                 "private_metadata": view["private_metadata"],
-                 "state": {"values": {"reason": {"reason": {"type": "plain_text_input",
-                                                            "value": reason}}}}},
-    }  # fmt: skip
+        "view": {
+            "id": "V1",
+            "type": "modal",
+            "callback_id": view["callback_id"],
+            "private_metadata": view["private_metadata"],
+            "state": {
+                "values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}
+            },
+        },
+    }
 
 
 def all_at_once(calls: list[Callable[[], Any]]) -> list[Any]:
@@ -275,21 +293,32 @@ class Chaos:
         replicas = self.live()
         urls = [replicas[i % len(replicas)].url for i in range(len(round_))]
         opened = len(self.fake.calls_to("views.open"))
-        clicks = all_at_once([
-            lambda m=m, u=u, d=d, url=url: signed_post(url, click(targets[m], u, d, self.fake.url))
-            for (m, u, d), url in zip(round_, urls, strict=True)
-        ])  # fmt: skip
+        clicks = all_at_once(
+            [
+                lambda m=m, u=u, d=d, url=url: signed_post(
+                    url, click(targets[m], u, d, self.fake.url)
+                )
+                for (m, u, d), url in zip(round_, urls, strict=True)
+            ]
+        )
         assert [status for status, _ in clicks] == [200] * len(round_), clicks
         views = [c.params["view"] for c in self.fake.wait_for("views.open", opened + len(round_))]
         chosen = []
         for model, _user, decision in round_:
             wanted = {"item": targets[model].id, "decision": decision}
-            chosen.append(next(v for v in views[opened:] if json.loads(v["private_metadata"])
-                               .items() >= wanted.items()))  # fmt: skip
-        answers = all_at_once([
-            lambda v=v, u=u, d=d, url=url: signed_post(url, submission(v, u, f"{u} says {d}"))
-            for v, (_, u, d), url in zip(chosen, round_, urls, strict=True)
-        ])  # fmt: skip
+            chosen.append(
+                next(
+                    v
+                    for v in views[opened:]
+                    if json.loads(v["private_metadata"]).items() >= wanted.items()
+                )
+            )
+        answers = all_at_once(
+            [
+                lambda v=v, u=u, d=d, url=url: signed_post(url, submission(v, u, f"{u} says {d}"))
+                for v, (_, u, d), url in zip(chosen, round_, urls, strict=True)
+            ]
+        )
         # each submission is accepted (the modal closes): no 500, no validation error
         assert answers == [(200, "")] * len(round_), answers
         self.submitted += round_
@@ -297,12 +326,18 @@ class Chaos:
     def unsettled(self) -> list[str]:
         """Outbox rows still waiting and review items whose messages are not refreshed yet."""
         with session_scope(self.factory) as session:
-            rows = [f"{r.dedupe_key}: {r.status} (attempt {r.attempts}, {r.last_error})"
-                    for r in session.scalars(select(OutboxMessage).where(
-                        OutboxMessage.status.in_(("pending", "sending"))))]  # fmt: skip
-            rows += [f"review item {i.model_name}: thread not refreshed"
-                     for i in session.scalars(select(ReviewItem).where(
-                         ReviewItem.refresh_pending.is_(True)))]  # fmt: skip
+            rows = [
+                f"{r.dedupe_key}: {r.status} (attempt {r.attempts}, {r.last_error})"
+                for r in session.scalars(
+                    select(OutboxMessage).where(OutboxMessage.status.in_(("pending", "sending")))
+                )
+            ]
+            rows += [
+                f"review item {i.model_name}: thread not refreshed"
+                for i in session.scalars(
+                    select(ReviewItem).where(ReviewItem.refresh_pending.is_(True))
+                )
+            ]
         return rows
 
 
@@ -389,8 +424,9 @@ def check_transcript(chaos: Chaos) -> list[str]:
     if not any(m.answer_lost for m in chaos.proxy.posted):
         problems.append("no post whose answer was lost")
     # a review chart is uploaded at most once per review
-    uploads = Counter(c.params.get("channel_id")
-                      for c in chaos.fake.calls_to("files.completeUploadExternal"))  # fmt: skip
+    uploads = Counter(
+        c.params.get("channel_id") for c in chaos.fake.calls_to("files.completeUploadExternal")
+    )
     if any(n > 1 for n in uploads.values()):
         problems.append(f"a review chart uploaded more than once: {uploads}")
     return problems
@@ -401,11 +437,16 @@ def check_decisions(chaos: Chaos) -> list[str]:
     problems = []
     label = {"keep": "Keep", "kill": "Kill", "discuss": "Needs discussion"}
     with session_scope(chaos.factory) as session:
-        audits = list(session.scalars(select(AuditLog).where(AuditLog.action == "review.decide")
-                                      .order_by(AuditLog.id)))  # fmt: skip
+        audits = list(
+            session.scalars(
+                select(AuditLog).where(AuditLog.action == "review.decide").order_by(AuditLog.id)
+            )
+        )
         if len(audits) != len(chaos.submitted):
-            problems.append(f"{len(chaos.submitted)} decisions, {len(audits)} audited: "
-                            f"{[(a.target, a.detail) for a in audits]}")  # fmt: skip
+            problems.append(
+                f"{len(chaos.submitted)} decisions, {len(audits)} audited: "
+                f"{[(a.target, a.detail) for a in audits]}"
+            )
         by_target: dict[str, list[AuditLog]] = {}
         for audit in audits:
             by_target.setdefault(audit.target, []).append(audit)
@@ -428,8 +469,10 @@ def check_decisions(chaos: Chaos) -> list[str]:
                     updates = update_texts(
                         chaos.fake, review.channel, outbox_row(session, key).slack_ts
                     )
-                    problems.append(f"{item.model_name} message does not show {expected!r}; "
-                                    f"its updates: {updates}")  # fmt: skip
+                    problems.append(
+                        f"{item.model_name} message does not show {expected!r}; "
+                        f"its updates: {updates}"
+                    )
             if review.status != "decided":
                 problems.append(f"{review.team_name} review still {review.status}")
             parent_ts = outbox_row(session, parent_key(review.month, review.team_name)).slack_ts
@@ -445,16 +488,22 @@ def outbox_row(session: Session, key: str) -> OutboxMessage:
 
 def update_texts(fake: FakeSlack, channel: str, ts: str | None) -> list[str]:
     """The text of every chat.update of a message that reached Slack, in order."""
-    return [str(c.params.get("text")) for c in fake.calls_to("chat.update")
-            if c.params.get("channel") == channel and c.params.get("ts") == ts]  # fmt: skip
+    return [
+        str(c.params.get("text"))
+        for c in fake.calls_to("chat.update")
+        if c.params.get("channel") == channel and c.params.get("ts") == ts
+    ]
 
 
 def last_text(fake: FakeSlack, channel: str, ts: str | None) -> str:
     """What Slack shows for a message: its last update that reached Slack (or the post)."""
     if not ts:
         return "(never posted)"
-    updates = [c for c in fake.calls_to("chat.update")
-               if c.params.get("channel") == channel and c.params.get("ts") == ts]  # fmt: skip
+    updates = [
+        c
+        for c in fake.calls_to("chat.update")
+        if c.params.get("channel") == channel and c.params.get("ts") == ts
+    ]
     if updates:
         params = updates[-1].params
         return json.dumps([params.get("text"), params.get("blocks")], ensure_ascii=False)

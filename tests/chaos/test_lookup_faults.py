@@ -26,8 +26,11 @@ from tests.slack.fake_slack import FakeSlack
 def test_a_rate_limited_lookup_after_a_lost_answer_does_not_post_again(
     fake_slack: FakeSlack, database_url: str
 ) -> None:
-    settings = Settings(slack_bot_token=SecretStr("xoxb-test"), slack_api_url=fake_slack.url,
-                        MLCOST_SLACK_TIMEOUT_SECONDS="0.3")  # fmt: skip
+    settings = Settings(
+        slack_bot_token=SecretStr("xoxb-test"),
+        slack_api_url=fake_slack.url,
+        MLCOST_SLACK_TIMEOUT_SECONDS="0.3",
+    )
     client = make_web_client(settings)
     engine = make_engine(database_url)
     upgrade(engine)
@@ -37,9 +40,12 @@ def test_a_rate_limited_lookup_after_a_lost_answer_does_not_post_again(
         enqueue_many(session, [PlannedPost("k1", "test", "C1", "alert", blocks)])
 
     def deliver(after: dt.timedelta) -> None:
-        deliver_pending(session_factory=factory, notifier=SlackNotifier(client),
-                        now=dt.datetime.now(dt.UTC) + after,
-                        find_posted=HistoryLookup(client))  # fmt: skip
+        deliver_pending(
+            session_factory=factory,
+            notifier=SlackNotifier(client),
+            now=dt.datetime.now(dt.UTC) + after,
+            find_posted=HistoryLookup(client),
+        )
 
     # Slack posts, then answers after the client gave up
     fake_slack.delays["chat.postMessage"] = 1.0

@@ -156,8 +156,17 @@ def test_report_waste_on_the_demo_org(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "Spot candidate: `recsys` training on p4d.24xlarge in us-east-1" in out
     assert "67 % below on-demand" in out
     assert out.rstrip().splitlines()[-1].startswith("total: about $")
-    code, out, _ = run(capsys, "--database-url", url, "report", "waste", "--as-of", "2026-11-30",
-                       "--format", "json")  # fmt: skip
+    code, out, _ = run(
+        capsys,
+        "--database-url",
+        url,
+        "report",
+        "waste",
+        "--as-of",
+        "2026-11-30",
+        "--format",
+        "json",
+    )
     data = json.loads(out)
     costs = [Decimal(f["monthly_cost"]) for f in data["findings"]]
     assert code == 0 and data["as_of"] == "2026-11-30"
@@ -316,8 +325,12 @@ def test_reverting_budgets_and_owners_changed_in_slack_needs_a_choice(
     engine = make_engine(database_url)
     with session_scope(make_session_factory(engine)) as session:
         set_budget(session=session, user_id="U0AAA111", scope="model:recsys", amount=Decimal(15000))
-        set_model_owners(session=session, user_id="U0ADMIN01", model_name="recsys",
-                         owners=["U0AAA111", "U0BBB222"])  # fmt: skip
+        set_model_owners(
+            session=session,
+            user_id="U0ADMIN01",
+            model_name="recsys",
+            owners=["U0AAA111", "U0BBB222"],
+        )
     engine.dispose()
     slack_state = _export(capsys, database_url)
     assert "monthly: 15000" in slack_state

@@ -141,12 +141,25 @@ def test_verbose_output_never_shows_aws_credentials_or_tokens(tmp_path: Path) ->
         "SLACK_SIGNING_SECRET": "signing-sekrit",
     }
     db = f"sqlite:///{tmp_path / 'x.db'}"
-    args = ["-v", "--database-url", db, "ingest", "cost-explorer",
-            "--start", "2026-11-01", "--end", "2026-11-03"]  # fmt: skip
+    args = [
+        "-v",
+        "--database-url",
+        db,
+        "ingest",
+        "cost-explorer",
+        "--start",
+        "2026-11-01",
+        "--end",
+        "2026-11-03",
+    ]
     done = subprocess.run(
         [sys.executable, "-c", UNDER_MOTO, *args],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
     assert "DEBUG" in done.stderr  # -v is on: debug detail is shown

@@ -14,8 +14,13 @@ from tests.helpers import load_registry
 
 def test_owner_sets_a_budget_and_it_is_audited(session: Session) -> None:
     load_registry(session)
-    budget = set_budget(session=session, user_id="U0AAA111", scope="model:recsys",
-                        amount=Decimal(15000), thresholds=[80, 100])  # fmt: skip
+    budget = set_budget(
+        session=session,
+        user_id="U0AAA111",
+        scope="model:recsys",
+        amount=Decimal(15000),
+        thresholds=[80, 100],
+    )
     assert budget.monthly_amount == Decimal(15000)
     audit = session.scalars(select(AuditLog).where(AuditLog.action == "budget.set")).one()
     assert (audit.actor, audit.target) == ("U0AAA111", "model:recsys")
@@ -25,14 +30,14 @@ def test_owner_sets_a_budget_and_it_is_audited(session: Session) -> None:
 def test_non_owner_is_refused_and_nothing_changes(session: Session) -> None:
     load_registry(session)
     with pytest.raises(PermissionDenied):
-        set_budget(session=session, user_id="U0STRANGER", scope="model:recsys",
-                   amount=Decimal(1))  # fmt: skip
+        set_budget(session=session, user_id="U0STRANGER", scope="model:recsys", amount=Decimal(1))
     with pytest.raises(PermissionDenied):
         set_budget(session=session, user_id="U0AAA111", scope="stage:storage", amount=Decimal(1))
     budget = session.scalars(select(Budget).where(Budget.scope == "model:recsys")).one()
     assert budget.monthly_amount == Decimal(12000)
-    admin = set_budget(session=session, user_id="U0ADMIN01", scope="stage:storage",
-                       amount=Decimal(9000))  # fmt: skip
+    admin = set_budget(
+        session=session, user_id="U0ADMIN01", scope="stage:storage", amount=Decimal(9000)
+    )
     assert admin.stage == "storage"
 
 

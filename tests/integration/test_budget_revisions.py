@@ -81,8 +81,13 @@ def test_changing_thresholds_only_keeps_the_keys(database_url: str) -> None:
         spend(factory, 5, "850")
         assert cycle(factory, settings, 5) == ["budget:model:alpha:2026-11:actual:80"]
         with session_scope(factory) as session:
-            set_budget(session=session, user_id="U0AAA111", scope="model:alpha",
-                       amount=Decimal(1000), thresholds=[80, 90, 100])  # fmt: skip
+            set_budget(
+                session=session,
+                user_id="U0AAA111",
+                scope="model:alpha",
+                amount=Decimal(1000),
+                thresholds=[80, 90, 100],
+            )
         assert cycle(factory, settings, 6) == []
 
 
@@ -118,18 +123,26 @@ def test_silences_of_the_old_amount_do_not_silence_the_new_one(database_url: str
         assert cycle(factory, settings, 5) == ["budget:model:alpha:2026-11:actual:80"]
         with session_scope(factory) as session:
             now = dt.datetime(2026, 11, 6, 8, tzinfo=dt.UTC)
-            acknowledge_budget(session=session, user_id="U0AAA111", scope="model:alpha",
-                               period="2026-11", now=now)  # fmt: skip
-            snooze_budget(session=session, user_id="U0AAA111", scope="model:alpha",
-                          period="2026-11", now=now, days=30)  # fmt: skip
+            acknowledge_budget(
+                session=session, user_id="U0AAA111", scope="model:alpha", period="2026-11", now=now
+            )
+            snooze_budget(
+                session=session,
+                user_id="U0AAA111",
+                scope="model:alpha",
+                period="2026-11",
+                now=now,
+                days=30,
+            )
         raise_to(factory, 2000)
         spend(factory, 7, "850")
         assert cycle(factory, settings, 7) == ["budget:model:alpha:2026-11:actual:80:r1"]
         raise_to(factory, 3000)
         with session_scope(factory) as session:
             now = dt.datetime(2026, 11, 8, 8, tzinfo=dt.UTC)
-            snooze_budget(session=session, user_id="U0AAA111", scope="model:alpha",
-                          period="2026-11", now=now)  # fmt: skip
+            snooze_budget(
+                session=session, user_id="U0AAA111", scope="model:alpha", period="2026-11", now=now
+            )
         spend(factory, 8, "800")  # 2500 of 3000: 83 %, snoozed until Nov 15
         assert cycle(factory, settings, 8) == []
         assert cycle(factory, settings, 15) == ["budget:model:alpha:2026-11:actual:80:r2"]

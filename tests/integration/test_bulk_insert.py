@@ -36,9 +36,13 @@ def test_arrow_rows_round_trip_exactly(session: Session) -> None:
         "currency": pa.array(["USD", "EUR", "JPY", "USD", "GBP", "CHF"]),
     }
     money = [
-        Decimal("1E-10"), Decimal("-5E-7"), Decimal("123456789.0123456789"), Decimal(0),
-        Decimal("-0.01"), Decimal("0.0000015"),
-    ]  # fmt: skip
+        Decimal("1E-10"),
+        Decimal("-5E-7"),
+        Decimal("123456789.0123456789"),
+        Decimal(0),
+        Decimal("-0.01"),
+        Decimal("0.0000015"),
+    ]
     for column in DailySpend.__table__.columns:
         if isinstance(column.type, ExactDecimal):
             columns[column.name] = pa.array(money, pa.decimal128(38, 10))
@@ -69,9 +73,15 @@ def test_arrow_rows_round_trip_exactly(session: Session) -> None:
 @pytest.mark.parametrize("column_type", [Money, Quantity])
 def test_sqlite_values_match_the_column_types_bind_processor(column_type: Any) -> None:
     values = [
-        Decimal("0.0000000001"), Decimal("-0.0000005"), Decimal("0.0000015"), Decimal("0.0000025"),
-        Decimal("-12345.6789012345"), Decimal("922337203.6854775807"), Decimal(0), None,
-    ]  # fmt: skip
+        Decimal("0.0000000001"),
+        Decimal("-0.0000005"),
+        Decimal("0.0000015"),
+        Decimal("0.0000025"),
+        Decimal("-12345.6789012345"),
+        Decimal("922337203.6854775807"),
+        Decimal(0),
+        None,
+    ]
     if column_type is Quantity:
         values[5] = Decimal("9223372036854.775807")
     dialect = sqlite.dialect()

@@ -21,30 +21,38 @@ from tests.helpers import load_registry
 
 def write_cur2(path: Path) -> None:
     start = dt.datetime(2026, 11, 3, 5, tzinfo=dt.UTC)
-    table = pa.table({
-        "bill_billing_period_start_date": pa.array([dt.datetime(2026, 11, 1, tzinfo=dt.UTC)] * 3,
-                                                   pa.timestamp("ms", "UTC")),
-        "bill_payer_account_id": ["111122223333"] * 3,
-        "line_item_usage_account_id": ["444455556666"] * 3,
-        "line_item_usage_start_date": pa.array([start] * 3, pa.timestamp("ms", "UTC")),
-        "line_item_product_code": ["AmazonSageMaker", "AmazonEC2", "AmazonS3"],
-        "product_product_name": ["Amazon SageMaker", None, "Amazon Simple Storage Service"],
-        "line_item_usage_type": ["USE1-Train:ml.p4d.24xlarge", "USE1-BoxUsage:g5.xlarge",
-                                 "USE1-TimedStorage-ByteHrs"],
-        "line_item_resource_id": ["arn:train-1", "i-abc", "arn:aws:s3:::ckpt"],
-        "product_instance_type": ["ml.p4d.24xlarge", "g5.xlarge", None],
-        "line_item_line_item_type": ["Usage", "SavingsPlanCoveredUsage", "Usage"],
-        "pricing_unit": ["Hrs", "Hrs", "GB-Mo"],
-        "line_item_unblended_cost": [65.5452, 1.006, 0.023],
-        "savings_plan_savings_plan_effective_cost": [0.0, 0.7, 0.0],
-        "line_item_usage_amount": [2.0, 1.0, 1.0],
-        "resource_tags": pa.array(
-            [[("user_ml_model", "recsys"), ("user_ml_stage", "training")],
-             [("user_ml_model", "recsys")],
-             []],
-            pa.map_(pa.string(), pa.string()),
-        ),
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "bill_billing_period_start_date": pa.array(
+                [dt.datetime(2026, 11, 1, tzinfo=dt.UTC)] * 3, pa.timestamp("ms", "UTC")
+            ),
+            "bill_payer_account_id": ["111122223333"] * 3,
+            "line_item_usage_account_id": ["444455556666"] * 3,
+            "line_item_usage_start_date": pa.array([start] * 3, pa.timestamp("ms", "UTC")),
+            "line_item_product_code": ["AmazonSageMaker", "AmazonEC2", "AmazonS3"],
+            "product_product_name": ["Amazon SageMaker", None, "Amazon Simple Storage Service"],
+            "line_item_usage_type": [
+                "USE1-Train:ml.p4d.24xlarge",
+                "USE1-BoxUsage:g5.xlarge",
+                "USE1-TimedStorage-ByteHrs",
+            ],
+            "line_item_resource_id": ["arn:train-1", "i-abc", "arn:aws:s3:::ckpt"],
+            "product_instance_type": ["ml.p4d.24xlarge", "g5.xlarge", None],
+            "line_item_line_item_type": ["Usage", "SavingsPlanCoveredUsage", "Usage"],
+            "pricing_unit": ["Hrs", "Hrs", "GB-Mo"],
+            "line_item_unblended_cost": [65.5452, 1.006, 0.023],
+            "savings_plan_savings_plan_effective_cost": [0.0, 0.7, 0.0],
+            "line_item_usage_amount": [2.0, 1.0, 1.0],
+            "resource_tags": pa.array(
+                [
+                    [("user_ml_model", "recsys"), ("user_ml_stage", "training")],
+                    [("user_ml_model", "recsys")],
+                    [],
+                ],
+                pa.map_(pa.string(), pa.string()),
+            ),
+        }
+    )
     pq.write_table(table, path)
 
 
@@ -81,10 +89,12 @@ def test_map_tags_are_picked_like_a_row_by_row_reading() -> None:
             key = rng.choice(keys[:-1])
             entries.append((key, rng.choice([None, "recsys", "search", "Ads CTR"])))
         rows.append(entries)
-    column = pa.chunked_array([
-        pa.array(rows[:700], pa.map_(pa.string(), pa.string())),
-        pa.array(rows[700:], pa.map_(pa.string(), pa.string())).slice(0),
-    ])  # fmt: skip
+    column = pa.chunked_array(
+        [
+            pa.array(rows[:700], pa.map_(pa.string(), pa.string())),
+            pa.array(rows[700:], pa.map_(pa.string(), pa.string())).slice(0),
+        ]
+    )
 
     def reference(key: str) -> list[str]:
         found = []
@@ -109,14 +119,18 @@ def test_cur2_product_name_from_the_product_map(session: Session, tmp_path: Path
     write_cur2(path)
     table = pq.read_table(path).drop(["product_product_name"])
     product = pa.array(
-        [[("product_name", "Amazon SageMaker"), ("region", "us-east-1")],
-         [("region", "us-east-1")],  # no name: the product code stands in
-         None],
+        [
+            [("product_name", "Amazon SageMaker"), ("region", "us-east-1")],
+            [("region", "us-east-1")],  # no name: the product code stands in
+            None,
+        ],
         pa.map_(pa.string(), pa.string()),
-    )  # fmt: skip
+    )
     pq.write_table(table.append_column("product", product), path)
     ingest(CurSource([str(path)]), session=session)
     services = {r.resource_id: r.service for r in session.scalars(select(DailySpend))}
     assert services == {
-        "arn:train-1": "Amazon SageMaker", "i-abc": "AmazonEC2", "arn:aws:s3:::ckpt": "AmazonS3",
-    }  # fmt: skip
+        "arn:train-1": "Amazon SageMaker",
+        "i-abc": "AmazonEC2",
+        "arn:aws:s3:::ckpt": "AmazonS3",
+    }

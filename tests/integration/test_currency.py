@@ -82,9 +82,11 @@ def test_ledger_rows_keep_their_billing_currency(session: Session, mixed: Path) 
         select(DailySpend.billing_account, DailySpend.currency, DailySpend.billed_cost)
     ).all()
     assert sorted((a, c, Decimal(v)) for a, c, v in rows) == [
-        ("111", "USD", Decimal("10.00")), ("111", "USD", Decimal("100.00")),
-        ("222", "EUR", Decimal("5.00")), ("222", "EUR", Decimal("120.00")),
-    ]  # fmt: skip
+        ("111", "USD", Decimal("10.00")),
+        ("111", "USD", Decimal("100.00")),
+        ("222", "EUR", Decimal("5.00")),
+        ("222", "EUR", Decimal("120.00")),
+    ]
     assert_rollup_matches_ledger(session)
 
 
@@ -92,10 +94,12 @@ def test_reconciliation_is_one_line_per_currency(tmp_path: Path, session: Sessio
     load_registry(session)
     path = focus_file(
         tmp_path,
-        [("111", "2026-11-02", "100.00", "USD", "recsys"),
-         ("222", "2026-11-02", "120.00", "EUR", "nobody")],
+        [
+            ("111", "2026-11-02", "100.00", "USD", "recsys"),
+            ("222", "2026-11-02", "120.00", "EUR", "nobody"),
+        ],
         "mixed.csv",
-    )  # fmt: skip
+    )
     report = ingest(FocusSource([str(path)]), session=session)
     assert report.reconciled
     assert report.reconciliation_lines() == [
@@ -143,9 +147,11 @@ def test_spend_report_groups_by_currency_and_never_adds_them(session: Session, m
     report = spend_report(session=session, period=month_period("2026-11"), by=["model"])
     lines = {(line.group["model"], line.currency): line.cost for line in report.lines}
     assert lines == {
-        ("recsys", "USD"): Decimal("100.00"), ("recsys", "EUR"): Decimal("120.00"),
-        (None, "USD"): Decimal("10.00"), (None, "EUR"): Decimal("5.00"),
-    }  # fmt: skip
+        ("recsys", "USD"): Decimal("100.00"),
+        ("recsys", "EUR"): Decimal("120.00"),
+        (None, "USD"): Decimal("10.00"),
+        (None, "EUR"): Decimal("5.00"),
+    }
     totals = {t.currency: t for t in report.totals}
     assert totals["USD"].billed == Decimal("110.00") and totals["EUR"].billed == Decimal("125.00")
     for total in report.totals:
@@ -153,12 +159,15 @@ def test_spend_report_groups_by_currency_and_never_adds_them(session: Session, m
 
     data = json.loads(render(report, "json"))
     assert {(r["model"], r["currency"], r["cost"]) for r in data["rows"]} == {
-        ("recsys", "USD", "100.0000000000"), ("recsys", "EUR", "120.0000000000"),
-        (None, "USD", "10.0000000000"), (None, "EUR", "5.0000000000"),
-    }  # fmt: skip
+        ("recsys", "USD", "100.0000000000"),
+        ("recsys", "EUR", "120.0000000000"),
+        (None, "USD", "10.0000000000"),
+        (None, "EUR", "5.0000000000"),
+    }
     assert {t["currency"]: t["billed"] for t in data["totals"]} == {
-        "USD": "110.0000000000", "EUR": "125.0000000000",
-    }  # fmt: skip
+        "USD": "110.0000000000",
+        "EUR": "125.0000000000",
+    }
 
     table = render(report, "table")
     assert "$110" in table and "€125" in table
@@ -216,8 +225,9 @@ def test_the_gate_compares_a_budget_with_spend_in_its_currency(
     assert over.passed, over.detail  # 100 USD of 150 USD; the 120 EUR are not dollars
     # the gate as a whole cannot judge recsys's unit cost in two currencies: it says so
     with pytest.raises(CurrencyError, match="unit economics need one currency"):
-        evaluate_gate(session=session, settings=Settings(), model_name="recsys",
-                      as_of=dt.date(2026, 11, 3))  # fmt: skip
+        evaluate_gate(
+            session=session, settings=Settings(), model_name="recsys", as_of=dt.date(2026, 11, 3)
+        )
 
 
 def test_report_refuses_a_currency_setting_the_ledger_contradicts(
@@ -241,11 +251,19 @@ def test_the_poll_refuses_a_currency_setting_the_ledger_contradicts(
 ) -> None:
     now = dt.datetime(2026, 11, 4, 12, tzinfo=dt.UTC)
     with pytest.raises(CurrencyError, match=r"MLCOST_CURRENCY is GBP.*EUR and USD"):
-        plan_alerts(session=session, settings=Settings(MLCOST_CURRENCY="GBP"),
-                    as_of=dt.date(2026, 11, 3), now=now)  # fmt: skip
+        plan_alerts(
+            session=session,
+            settings=Settings(MLCOST_CURRENCY="GBP"),
+            as_of=dt.date(2026, 11, 3),
+            now=now,
+        )
     # one of the ledger's currencies is a valid organisation currency
-    plan_alerts(session=session, settings=Settings(MLCOST_CURRENCY="EUR"),
-                as_of=dt.date(2026, 11, 3), now=now)  # fmt: skip
+    plan_alerts(
+        session=session,
+        settings=Settings(MLCOST_CURRENCY="EUR"),
+        as_of=dt.date(2026, 11, 3),
+        now=now,
+    )
 
 
 def test_one_currency_views_show_the_ledgers_currency_or_refuse_a_mix(
@@ -255,14 +273,21 @@ def test_one_currency_views_show_the_ledgers_currency_or_refuse_a_mix(
 
     window = month_period("2026-11")
     usd_only = [DailySpend.billing_account == "111"]
-    assert display_currency(session, setting="EUR", period=window, where=usd_only,
-                            what="x") == "USD"  # fmt: skip
+    assert (
+        display_currency(session, setting="EUR", period=window, where=usd_only, what="x") == "USD"
+    )
     mix = r"`recsys`'s spend in 2026-11 is billed in EUR and USD"
     with pytest.raises(CurrencyError, match=mix):
-        display_currency(session, setting="USD", period=window,
-                         where=[DailySpend.model == "recsys"], what="`recsys`'s spend")  # fmt: skip
-    assert display_currency(session, setting="EUR", period=month_period("2026-09"),
-                            what="x") == "EUR"  # fmt: skip
+        display_currency(
+            session,
+            setting="USD",
+            period=window,
+            where=[DailySpend.model == "recsys"],
+            what="`recsys`'s spend",
+        )
+    assert (
+        display_currency(session, setting="EUR", period=month_period("2026-09"), what="x") == "EUR"
+    )
 
 
 def test_cost_explorer_rows_take_the_currency_of_their_cost_metric(session: Session) -> None:
@@ -276,10 +301,11 @@ def test_cost_explorer_rows_take_the_currency_of_their_cost_metric(session: Sess
     with Stubber(client) as stub:
         stub.add_response("get_cost_and_usage", response)
         report = ingest(
-            CostExplorerSource(client, dt.date(2017, 9, 1), dt.date(2017, 10, 1),
-                               model_tag_key="Environment"),
+            CostExplorerSource(
+                client, dt.date(2017, 9, 1), dt.date(2017, 10, 1), model_tag_key="Environment"
+            ),
             session=session,
-        )  # fmt: skip
+        )
     assert report.currencies == ["EUR", "USD"]
     euros = Decimal(groups[0]["Metrics"]["UnblendedCost"]["Amount"])
     assert {t.currency: t.billed for t in report.totals}["EUR"] == euros
@@ -331,9 +357,11 @@ def test_the_weekly_unallocated_alert_is_one_post_per_currency(session: Session)
     headlines = sorted((p.dedupe_key, p.text) for p in posts)
     assert headlines == [
         ("unallocated:2026-11-02", ":mag: $210 of spend had no owner in the week of Nov 2–Nov 8"),
-        ("unallocated:2026-11-02:EUR",
-         ":mag: €140 of spend had no owner in the week of Nov 2–Nov 8"),
-    ]  # fmt: skip
+        (
+            "unallocated:2026-11-02:EUR",
+            ":mag: €140 of spend had no owner in the week of Nov 2–Nov 8",
+        ),
+    ]
 
 
 def test_unit_economics_refuse_a_model_billed_in_two_currencies(
@@ -363,8 +391,9 @@ def test_one_model_in_two_currencies_leaves_the_others_economics_and_review(
 def test_waste_findings_never_add_currencies(session: Session) -> None:
     load_registry(session)
     week = [dt.date(2026, 11, 2) + dt.timedelta(days=i) for i in range(7)]
-    ghost = [{**spend_row(day, None, "other", None, "100"), "model_tag_value": "ghost"}
-             for day in week]  # fmt: skip
+    ghost = [
+        {**spend_row(day, None, "other", None, "100"), "model_tag_value": "ghost"} for day in week
+    ]
     add_spend(session, ghost + [{**row, "currency": "EUR"} for row in ghost])
     findings = find_configured_waste(session=session, settings=Settings(), as_of=week[-1])
     [orphaned] = [f for f in findings if f.kind == "orphaned"]
@@ -378,8 +407,13 @@ def test_anomalies_compare_spend_in_the_organisations_currency_only(session: Ses
     for back in range(29):
         when = day - dt.timedelta(days=back)
         rows.append(spend_row(when, "recsys", "serving", "ranking", "1000" if back == 0 else "100"))
-        rows.append({**spend_row(when, "recsys", "serving", "ranking", "500"), "currency": "EUR",
-                     "resource_id": "eu-endpoint"})  # fmt: skip
+        rows.append(
+            {
+                **spend_row(when, "recsys", "serving", "ranking", "500"),
+                "currency": "EUR",
+                "resource_id": "eu-endpoint",
+            }
+        )
     add_spend(session, rows)
     found = find_anomalies(session=session, day=day, min_excess=Decimal(100), currency="USD")
     [spike] = [a for a in found if a.scope == "model:recsys"]

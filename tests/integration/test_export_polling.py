@@ -27,24 +27,28 @@ from tests.helpers import assert_rollup_matches_ledger, load_registry
 def cur2_month(period: dt.date, cost: float) -> bytes:
     """One CUR 2.0 Parquet file: a day of recsys training in the given billing period."""
     start = dt.datetime.combine(period + dt.timedelta(days=1), dt.time(5), dt.UTC)
-    table = pa.table({
-        "bill_billing_period_start_date": pa.array(
-            [dt.datetime.combine(period, dt.time(), dt.UTC)], pa.timestamp("ms", "UTC")),
-        "bill_payer_account_id": ["111122223333"],
-        "line_item_usage_account_id": ["444455556666"],
-        "line_item_usage_start_date": pa.array([start], pa.timestamp("ms", "UTC")),
-        "line_item_product_code": ["AmazonEC2"],
-        "product_product_name": ["Amazon Elastic Compute Cloud"],
-        "line_item_usage_type": ["USE1-BoxUsage:g5.xlarge"],
-        "line_item_resource_id": ["i-abc"],
-        "product_instance_type": ["g5.xlarge"],
-        "line_item_line_item_type": ["Usage"],
-        "pricing_unit": ["Hrs"],
-        "line_item_unblended_cost": [cost],
-        "line_item_usage_amount": [1.0],
-        "resource_tags": pa.array([[("user_ml_model", "recsys")]],
-                                  pa.map_(pa.string(), pa.string())),
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "bill_billing_period_start_date": pa.array(
+                [dt.datetime.combine(period, dt.time(), dt.UTC)], pa.timestamp("ms", "UTC")
+            ),
+            "bill_payer_account_id": ["111122223333"],
+            "line_item_usage_account_id": ["444455556666"],
+            "line_item_usage_start_date": pa.array([start], pa.timestamp("ms", "UTC")),
+            "line_item_product_code": ["AmazonEC2"],
+            "product_product_name": ["Amazon Elastic Compute Cloud"],
+            "line_item_usage_type": ["USE1-BoxUsage:g5.xlarge"],
+            "line_item_resource_id": ["i-abc"],
+            "product_instance_type": ["g5.xlarge"],
+            "line_item_line_item_type": ["Usage"],
+            "pricing_unit": ["Hrs"],
+            "line_item_unblended_cost": [cost],
+            "line_item_usage_amount": [1.0],
+            "resource_tags": pa.array(
+                [[("user_ml_model", "recsys")]], pa.map_(pa.string(), pa.string())
+            ),
+        }
+    )
     sink = io.BytesIO()
     pq.write_table(table, sink)
     return sink.getvalue()
@@ -71,8 +75,11 @@ def test_a_poll_rereads_the_previous_and_current_billing_periods(
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket="billing")
     root = "exports/mlcost-cur2/"
-    for period, cost in ((dt.date(2026, 10, 1), 10.0), (dt.date(2026, 11, 1), 20.0),
-                         (dt.date(2026, 12, 1), 30.0)):  # fmt: skip
+    for period, cost in (
+        (dt.date(2026, 10, 1), 10.0),
+        (dt.date(2026, 11, 1), 20.0),
+        (dt.date(2026, 12, 1), 30.0),
+    ):
         key = f"{root}data/BILLING_PERIOD={period:%Y-%m}/mlcost-cur2-00001.snappy.parquet"
         s3.put_object(Bucket="billing", Key=key, Body=cur2_month(period, cost))
         manifest = f"{root}metadata/BILLING_PERIOD={period:%Y-%m}/m-Manifest.json"
@@ -90,23 +97,39 @@ def test_a_poll_rereads_the_previous_and_current_billing_periods(
     assert_rollup_matches_ledger(session)
 
     # a file that names no billing period is read by every poll, and the log says so
-    s3.put_object(Bucket="billing", Key=f"{root}loose.parquet",
-                  Body=cur2_month(dt.date(2026, 9, 1), 5.0))  # fmt: skip
+    s3.put_object(
+        Bucket="billing", Key=f"{root}loose.parquet", Body=cur2_month(dt.date(2026, 9, 1), 5.0)
+    )
     with caplog.at_level(logging.WARNING, logger="bot.sources.exports"):
-        assert len(RecentExportSource("cur", f"s3://billing/{root}", recent_periods(
-            dt.date(2026, 12, 2)), s3_client=s3).files()) == 3  # fmt: skip
+        assert (
+            len(
+                RecentExportSource(
+                    "cur",
+                    f"s3://billing/{root}",
+                    recent_periods(dt.date(2026, 12, 2)),
+                    s3_client=s3,
+                ).files()
+            )
+            == 3
+        )
     assert "1 file(s) name no billing period" in caplog.text
 
-    early = RecentExportSource("cur", f"s3://billing/{root}data/BILLING_PERIOD=2026-10/",
-                               recent_periods(dt.date(2027, 3, 1)), s3_client=s3)  # fmt: skip
+    early = RecentExportSource(
+        "cur",
+        f"s3://billing/{root}data/BILLING_PERIOD=2026-10/",
+        recent_periods(dt.date(2027, 3, 1)),
+        s3_client=s3,
+    )
     with pytest.raises(IngestError, match="no export files for these billing periods yet"):
         early.read(set())
 
 
 def test_poll_source_specs_keep_the_location_and_refuse_what_cannot_be_polled() -> None:
     settings = Settings(MLCOST_POLL_SOURCES=" cost-explorer , focus:s3://Bucket/Focus/ ,")
-    assert settings.poll_source_specs() == [("cost-explorer", None),
-                                            ("focus", "s3://Bucket/Focus/")]  # fmt: skip
+    assert settings.poll_source_specs() == [
+        ("cost-explorer", None),
+        ("focus", "s3://Bucket/Focus/"),
+    ]
     for bad in ("athena", "cur", "cost-explorer:s3://x/"):
         with pytest.raises(MlcostError, match="MLCOST_POLL_SOURCES: cannot poll"):
             configured_sources(Settings(MLCOST_POLL_SOURCES=bad), dt.date(2026, 12, 2))
@@ -118,12 +141,19 @@ def test_s3_versions_of_a_month_are_read_newest_only(session: Session) -> None:
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket="billing")
     month = "cur/report/20261101-20261201"
-    s3.put_object(Bucket="billing", Key=f"{month}/asm-old/report-1.snappy.parquet",
-                  Body=cur2_month(dt.date(2026, 11, 1), 20.0))  # fmt: skip
+    s3.put_object(
+        Bucket="billing",
+        Key=f"{month}/asm-old/report-1.snappy.parquet",
+        Body=cur2_month(dt.date(2026, 11, 1), 20.0),
+    )
     time.sleep(1.1)  # S3 times objects to the second
-    s3.put_object(Bucket="billing", Key=f"{month}/asm-new/report-1.snappy.parquet",
-                  Body=cur2_month(dt.date(2026, 11, 1), 25.0))  # fmt: skip
-    source = RecentExportSource("cur", "s3://billing/cur/", recent_periods(dt.date(2026, 12, 2)),
-                                s3_client=s3)  # fmt: skip
+    s3.put_object(
+        Bucket="billing",
+        Key=f"{month}/asm-new/report-1.snappy.parquet",
+        Body=cur2_month(dt.date(2026, 11, 1), 25.0),
+    )
+    source = RecentExportSource(
+        "cur", "s3://billing/cur/", recent_periods(dt.date(2026, 12, 2)), s3_client=s3
+    )
     assert source.files() == [f"s3://billing/{month}/asm-new/report-1.snappy.parquet"]
     assert ingest(source, session=session).billed_total == 25

@@ -49,8 +49,13 @@ def pages(response: dict, size: int) -> list[dict]:
 
 def expected_total(response: dict) -> Decimal:
     return sum(
-        (Decimal(g["Metrics"]["UnblendedCost"]["Amount"]) for r in response["ResultsByTime"]
-         for g in r["Groups"]), Decimal(0))  # fmt: skip
+        (
+            Decimal(g["Metrics"]["UnblendedCost"]["Amount"])
+            for r in response["ResultsByTime"]
+            for g in r["Groups"]
+        ),
+        Decimal(0),
+    )
 
 
 def test_cost_explorer_paginates_counts_requests_and_keeps_untagged(session: Session) -> None:
@@ -82,12 +87,24 @@ def test_cost_explorer_paginates_counts_requests_and_keeps_untagged(session: Ses
     assert report.reconciled
     assert report.billed_total == expected_total(HUBS)
     untagged = sum(
-        (Decimal(g["Metrics"]["UnblendedCost"]["Amount"]) for r in HUBS["ResultsByTime"]
-         for g in r["Groups"] if g["Keys"] == ["2i2c:hub-name$"]), Decimal(0))  # fmt: skip
+        (
+            Decimal(g["Metrics"]["UnblendedCost"]["Amount"])
+            for r in HUBS["ResultsByTime"]
+            for g in r["Groups"]
+            if g["Keys"] == ["2i2c:hub-name$"]
+        ),
+        Decimal(0),
+    )
     assert untagged > 0
     assert report.unallocated_total == untagged + sum(
-        (Decimal(g["Metrics"]["UnblendedCost"]["Amount"]) for r in HUBS["ResultsByTime"]
-         for g in r["Groups"] if g["Keys"] == ["2i2c:hub-name$binder"]), Decimal(0))  # fmt: skip
+        (
+            Decimal(g["Metrics"]["UnblendedCost"]["Amount"])
+            for r in HUBS["ResultsByTime"]
+            for g in r["Groups"]
+            if g["Keys"] == ["2i2c:hub-name$binder"]
+        ),
+        Decimal(0),
+    )
     prod = session.scalar(
         select(func.sum(DailySpend.billed_cost)).where(DailySpend.model == "prod")
     )
@@ -190,25 +207,73 @@ def test_athena_query_pushes_grouping_down() -> None:
 @mock_aws
 def test_athena_results_are_ingested(session: Session) -> None:
     load_registry(session)
-    header = ["day", "billing_period", "billing_account", "sub_account", "service",
-              "usage_type", "region", "resource_id", "instance_type", "line_item_type", "unit",
-              "tag_ml_model", "billed", "effective", "quantity"]  # fmt: skip
+    header = [
+        "day",
+        "billing_period",
+        "billing_account",
+        "sub_account",
+        "service",
+        "usage_type",
+        "region",
+        "resource_id",
+        "instance_type",
+        "line_item_type",
+        "unit",
+        "tag_ml_model",
+        "billed",
+        "effective",
+        "quantity",
+    ]
     rows = [
-        ["2026-11-01", "2026-11-01", "111", "222", "Amazon SageMaker", "USE1-Train:ml.p4d.24xlarge",
-         "us-east-1", "arn:train/1", "ml.p4d.24xlarge", "Usage", "Hrs", "recsys", "812.5",
-         "700.25", "2"],
-        ["2026-11-02", "2026-11-01", "111", "222", "Amazon EC2", "USE1-BoxUsage:m5.large",
-         "us-east-1", "i-1", "m5.large", "Usage", "Hrs", "", "10.125", "10.125", "24"],
-    ]  # fmt: skip
+        [
+            "2026-11-01",
+            "2026-11-01",
+            "111",
+            "222",
+            "Amazon SageMaker",
+            "USE1-Train:ml.p4d.24xlarge",
+            "us-east-1",
+            "arn:train/1",
+            "ml.p4d.24xlarge",
+            "Usage",
+            "Hrs",
+            "recsys",
+            "812.5",
+            "700.25",
+            "2",
+        ],
+        [
+            "2026-11-02",
+            "2026-11-01",
+            "111",
+            "222",
+            "Amazon EC2",
+            "USE1-BoxUsage:m5.large",
+            "us-east-1",
+            "i-1",
+            "m5.large",
+            "Usage",
+            "Hrs",
+            "",
+            "10.125",
+            "10.125",
+            "24",
+        ],
+    ]
 
     def cell(v: str) -> dict:
         return {"VarCharValue": v}
 
-    results = {"results": [{
-        "rows": [{"Data": [cell(h) for h in header]}] + [{"Data": [cell(v) for v in r]}
-                                                          for r in rows],
-        "column_info": [{"Name": h, "Type": "varchar"} for h in header],
-    }], "region": "us-east-1"}  # fmt: skip
+    results = {
+        "results": [
+            {
+                "rows": [{"Data": [cell(h) for h in header]}]
+                + [{"Data": [cell(v) for v in r]} for r in rows],
+                "column_info": [{"Name": h, "Type": "varchar"} for h in header],
+            }
+        ],
+        "region": "us-east-1",
+    }
     resp = requests.post(
         "http://motoapi.amazonaws.com/moto-api/static/athena/query-results", json=results, timeout=5
     )

@@ -64,11 +64,13 @@ def test_focus_quirks_tags_with_spaces_and_gpu_hours(session: Session) -> None:
     load_registry(session)
     ingest(FocusSource([str(FOCUS)]), session=session)
     # The BrightPathMatrix application tag is claimed by a registry match rule.
-    claimed = session.scalar(select(func.sum(DailySpend.billed_cost))
-                             .where(DailySpend.model == "brightpath"))  # fmt: skip
+    claimed = session.scalar(
+        select(func.sum(DailySpend.billed_cost)).where(DailySpend.model == "brightpath")
+    )
     assert claimed and claimed > 0
-    gpu = session.scalar(select(func.sum(DailySpend.gpu_hours))
-                         .where(DailySpend.instance_type.like("g5.%")))  # fmt: skip
+    gpu = session.scalar(
+        select(func.sum(DailySpend.gpu_hours)).where(DailySpend.instance_type.like("g5.%"))
+    )
     assert gpu and gpu > 0
     providers = set(session.scalars(select(DailySpend.provider).distinct()))
     assert providers == {"AWS", "Microsoft", "Oracle"}
@@ -77,8 +79,9 @@ def test_focus_quirks_tags_with_spaces_and_gpu_hours(session: Session) -> None:
 def test_three_real_cur_months_reconcile_and_reingest_is_idempotent(session: Session) -> None:
     load_registry(session)
     frames = [pd.read_parquet(p, columns=["line_item_unblended_cost"]) for p in CUR_MONTHS]
-    expected = sum(Decimal(repr(float(v))) for f in frames
-                   for v in f["line_item_unblended_cost"].dropna())  # fmt: skip
+    expected = sum(
+        Decimal(repr(float(v))) for f in frames for v in f["line_item_unblended_cost"].dropna()
+    )
     report = ingest(CurSource([str(p) for p in CUR_MONTHS]), session=session)
     assert report.rows_read == 334_911
     assert report.reconciled
@@ -188,8 +191,9 @@ def test_only_the_newest_version_of_a_cur_month_is_read(
     (month / "report-Manifest.json").write_text("{}")
     os.utime(older / "report-1.csv", (1_700_000_000, 1_700_000_000))
     os.utime(newer / "report-1.csv", (1_700_090_000, 1_700_090_000))
-    expected = pandas_total(pd.read_csv(source, dtype={"lineItem/UnblendedCost": str}),
-                            "lineItem/UnblendedCost")  # fmt: skip
+    expected = pandas_total(
+        pd.read_csv(source, dtype={"lineItem/UnblendedCost": str}), "lineItem/UnblendedCost"
+    )
     with caplog.at_level(logging.WARNING, logger="bot.sources.files"):
         report = ingest(CurSource([str(tmp_path / "cur")]), session=session)
     assert report.billed_total == expected  # one copy of the month, not two

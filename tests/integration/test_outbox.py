@@ -123,17 +123,36 @@ def test_concurrent_workers_never_post_a_message_twice(database_url: str) -> Non
 def test_dead_parent_fails_its_replies_and_does_not_block_delivery(database_url: str) -> None:
     with migrated(database_url) as (_engine, factory):
         with session_scope(factory) as session:
-            enqueue(session=session, dedupe_key="parent", kind="test", channel="CGONE",
-                    text="parent", blocks=BLOCKS)  # fmt: skip
+            enqueue(
+                session=session,
+                dedupe_key="parent",
+                kind="test",
+                channel="CGONE",
+                text="parent",
+                blocks=BLOCKS,
+            )
             for i in range(25):  # more than one claim window of replies under the dead parent
-                enqueue(session=session, dedupe_key=f"reply{i}", kind="test", channel="CGONE",
-                        text=f"reply {i}", blocks=BLOCKS, thread_key="parent")  # fmt: skip
+                enqueue(
+                    session=session,
+                    dedupe_key=f"reply{i}",
+                    kind="test",
+                    channel="CGONE",
+                    text=f"reply {i}",
+                    blocks=BLOCKS,
+                    thread_key="parent",
+                )
         notifier = FakeNotifier(fail_next=1, error=SlackError("is_archived"))
         report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
         assert "parent" in report.dead and notifier.posts == []
         with session_scope(factory) as session:
-            enqueue(session=session, dedupe_key="fresh", kind="test", channel="C1",
-                    text="fresh", blocks=BLOCKS)  # fmt: skip
+            enqueue(
+                session=session,
+                dedupe_key="fresh",
+                kind="test",
+                channel="C1",
+                text="fresh",
+                blocks=BLOCKS,
+            )
         later = deliver_pending(
             session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(hours=1)
         )
@@ -141,8 +160,10 @@ def test_dead_parent_fails_its_replies_and_does_not_block_delivery(database_url:
         assert [p["text"] for p in notifier.posts] == ["fresh"]
         replies = [m for k, m in rows(factory).items() if k.startswith("reply")]
         assert len(replies) == 25 and {m.status for m in replies} == {"failed"}
-        assert all("parent" in (m.last_error or "") and "is_archived" in (m.last_error or "")
-                   for m in replies)  # fmt: skip
+        assert all(
+            "parent" in (m.last_error or "") and "is_archived" in (m.last_error or "")
+            for m in replies
+        )
 
 
 def test_replies_queued_after_their_parent_failed_fail_with_it(database_url: str) -> None:
@@ -152,10 +173,23 @@ def test_replies_queued_after_their_parent_failed_fail_with_it(database_url: str
         assert deliver_pending(session_factory=factory, notifier=notifier, now=NOW).dead == ["k0"]
         with session_scope(factory) as session:
             for i in range(22):
-                enqueue(session=session, dedupe_key=f"late{i}", kind="test", channel="C1",
-                        text=f"late {i}", blocks=BLOCKS, thread_key="k0")  # fmt: skip
-            enqueue(session=session, dedupe_key="fresh", kind="test", channel="C1",
-                    text="fresh", blocks=BLOCKS)  # fmt: skip
+                enqueue(
+                    session=session,
+                    dedupe_key=f"late{i}",
+                    kind="test",
+                    channel="C1",
+                    text=f"late {i}",
+                    blocks=BLOCKS,
+                    thread_key="k0",
+                )
+            enqueue(
+                session=session,
+                dedupe_key="fresh",
+                kind="test",
+                channel="C1",
+                text="fresh",
+                blocks=BLOCKS,
+            )
         report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
         assert report.delivered == ["fresh"] and len(report.dead) == 22
         late = rows(factory)["late3"]
@@ -169,18 +203,37 @@ def test_replies_wait_for_a_parent_that_is_not_posted_yet_without_blocking_other
     with migrated(database_url) as (_engine, factory):
         with session_scope(factory) as session:
             for i in range(25):  # the parent is queued later (or by another kind's job)
-                enqueue(session=session, dedupe_key=f"early{i}", kind="test", channel="C1",
-                        text=f"early {i}", blocks=BLOCKS, thread_key="parent")  # fmt: skip
-            enqueue(session=session, dedupe_key="fresh", kind="test", channel="C1",
-                    text="fresh", blocks=BLOCKS)  # fmt: skip
+                enqueue(
+                    session=session,
+                    dedupe_key=f"early{i}",
+                    kind="test",
+                    channel="C1",
+                    text=f"early {i}",
+                    blocks=BLOCKS,
+                    thread_key="parent",
+                )
+            enqueue(
+                session=session,
+                dedupe_key="fresh",
+                kind="test",
+                channel="C1",
+                text="fresh",
+                blocks=BLOCKS,
+            )
         notifier = FakeNotifier()
         assert deliver_pending(session_factory=factory, notifier=notifier, now=NOW).delivered == [
             "fresh"
         ]
         assert rows(factory)["early0"].status == "pending"
         with session_scope(factory) as session:
-            enqueue(session=session, dedupe_key="parent", kind="test", channel="C1",
-                    text="parent", blocks=BLOCKS)  # fmt: skip
+            enqueue(
+                session=session,
+                dedupe_key="parent",
+                kind="test",
+                channel="C1",
+                text="parent",
+                blocks=BLOCKS,
+            )
         report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
         assert report.delivered[0] == "parent" and len(report.delivered) == 26
         parent_ts = notifier.posts[1]["ts"]
@@ -207,9 +260,11 @@ def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="bot.outbox"):
             second = deliver_pending(
-                session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(hours=1),
+                session_factory=factory,
+                notifier=notifier,
+                now=NOW + dt.timedelta(hours=1),
                 find_posted=not_a_member,
-            )  # fmt: skip
+            )
         assert lookups == [("C1", "k0")]
         assert second.delivered == ["k0"] and second.dead == []
         assert [p["text"] for p in notifier.posts] == ["message 0"]
@@ -296,8 +351,9 @@ def test_a_lookup_that_fails_for_now_leaves_the_message_pending_and_looks_again(
             assert k0.next_attempt_at == later + dt.timedelta(seconds=7)  # its Retry-After
         assert "look" in (k0.last_error or "") and type(error).__name__ in (k0.last_error or "")
 
-        third = deliver_pending(session_factory=factory, notifier=notifier,
-                                now=k0.next_attempt_at, find_posted=lookup)  # fmt: skip
+        third = deliver_pending(
+            session_factory=factory, notifier=notifier, now=k0.next_attempt_at, find_posted=lookup
+        )
         assert lookup.calls == ["k0", "k0"]  # the next attempt looks again before posting
         assert third.recovered == ["k0"] and third.delivered == ["k0", "k1"]
         assert [p["text"] for p in notifier.posts] == ["message 1"]  # k0 was not posted again
@@ -319,8 +375,9 @@ def test_lookups_that_keep_failing_keep_the_message_retrying_with_a_growing_back
         for _ in failures:
             due = rows(factory)["k0"].next_attempt_at
             assert due is not None
-            report = deliver_pending(session_factory=factory, notifier=notifier, now=due,
-                                     find_posted=lookup)  # fmt: skip
+            report = deliver_pending(
+                session_factory=factory, notifier=notifier, now=due, find_posted=lookup
+            )
             assert report.failed == ["k0"] and notifier.posts == []
             k0 = rows(factory)["k0"]
             assert k0.status == "pending" and k0.next_attempt_at is not None
@@ -329,8 +386,9 @@ def test_lookups_that_keep_failing_keep_the_message_retrying_with_a_growing_back
         due = rows(factory)["k0"].next_attempt_at
         assert due is not None
         # the lookup works again and finds nothing: the message is posted, once
-        last = deliver_pending(session_factory=factory, notifier=notifier, now=due,
-                               find_posted=lookup)  # fmt: skip
+        last = deliver_pending(
+            session_factory=factory, notifier=notifier, now=due, find_posted=lookup
+        )
         assert last.delivered == ["k0"] and [p["text"] for p in notifier.posts] == ["message 0"]
         assert len(lookup.calls) == 5
 
@@ -356,9 +414,11 @@ def test_a_lookup_that_cannot_read_the_channel_is_unknown_and_the_message_is_pos
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="bot.outbox"):
             report = deliver_pending(
-                session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(hours=1),
+                session_factory=factory,
+                notifier=notifier,
+                now=NOW + dt.timedelta(hours=1),
                 find_posted=lookup,
-            )  # fmt: skip
+            )
         assert lookup.calls == ["k0"]
         assert report.delivered == ["k0", "k1"] and report.failed == report.dead == []
         assert [p["text"] for p in notifier.posts] == ["message 0", "message 1"]
@@ -377,8 +437,13 @@ def test_a_worker_whose_lease_ran_out_does_not_undo_the_worker_that_delivered(
         other = FakeNotifier()
 
         class SlowThenFails(FakeNotifier):
-            def post(self, channel: str, text: str, blocks: list[dict[str, Any]],
-                     thread_ts: str | None = None) -> Posted:  # fmt: skip
+            def post(
+                self,
+                channel: str,
+                text: str,
+                blocks: list[dict[str, Any]],
+                thread_ts: str | None = None,
+            ) -> Posted:
                 # meanwhile the lease expires and another worker delivers the message
                 late = NOW + dt.timedelta(minutes=5)
                 again = deliver_pending(session_factory=factory, notifier=other, now=late)

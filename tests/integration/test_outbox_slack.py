@@ -33,8 +33,9 @@ def make_services(
         slack_bot_token=SecretStr("xoxb-test"),
         slack_api_url=fake_slack.url,
     )
-    return AppServices(settings=settings, session_factory=factory,
-                       client=make_web_client(settings), clock=clock)  # fmt: skip
+    return AppServices(
+        settings=settings, session_factory=factory, client=make_web_client(settings), clock=clock
+    )
 
 
 def posted_keys(fake_slack: FakeSlack) -> Counter[str]:
@@ -64,8 +65,14 @@ def test_a_slow_poll_leases_from_the_clock_at_claim_time_so_the_delivery_job_can
 
     with migrated(database_url) as (_engine, factory):
         with session_scope(factory) as session:
-            enqueue(session=session, dedupe_key="alert", kind="budget", channel="C1",
-                    text="over budget", blocks=BLOCKS)  # fmt: skip
+            enqueue(
+                session=session,
+                dedupe_key="alert",
+                kind="budget",
+                channel="C1",
+                text="over budget",
+                blocks=BLOCKS,
+            )
         services = make_services(database_url, fake_slack, factory, clock)
 
         def post_while_the_delivery_job_runs(params: dict[str, Any]) -> Any:
@@ -88,9 +95,12 @@ def post_then_lose_the_outcome(
     with session_scope(services.session_factory) as session:
         row = session.scalars(select(OutboxMessage).where(OutboxMessage.dedupe_key == key)).one()
         posted = SlackNotifier(services.client).post_with_metadata(
-            row.channel, row.payload["text"], row.payload["blocks"], thread_ts,
+            row.channel,
+            row.payload["text"],
+            row.payload["blocks"],
+            thread_ts,
             {"event_type": METADATA_EVENT, "event_payload": {"key": key}},
-        )  # fmt: skip
+        )
         row.status, row.attempts = "sending", 1
         row.next_attempt_at = system_clock() - dt.timedelta(seconds=1)  # the lease has expired
     return posted.ts
@@ -101,9 +111,11 @@ def chatter(services: AppServices, channel: str, count: int, thread_ts: str | No
     for i in range(count):
         metadata = {"event_type": METADATA_EVENT, "event_payload": {"key": f"other{i}"}}
         services.client.chat_postMessage(
-            channel=channel, text=f"chatter {i}", thread_ts=thread_ts,
+            channel=channel,
+            text=f"chatter {i}",
+            thread_ts=thread_ts,
             metadata=metadata if i % 2 else None,
-        )  # fmt: skip
+        )
 
 
 def deliver(services: AppServices) -> DeliveryReport:
@@ -121,15 +133,27 @@ def test_a_thread_reply_whose_outcome_was_lost_is_found_in_the_thread_not_posted
     with migrated(database_url) as (_engine, factory):
         services = make_services(database_url, fake_slack, factory, system_clock)
         with session_scope(factory) as session:
-            enqueue(session=session, dedupe_key="review:parent", kind="review.parent",
-                    channel=channel, text="the review", blocks=BLOCKS)  # fmt: skip
+            enqueue(
+                session=session,
+                dedupe_key="review:parent",
+                kind="review.parent",
+                channel=channel,
+                text="the review",
+                blocks=BLOCKS,
+            )
         assert deliver(services).delivered == ["review:parent"]
         parent = outbox(factory)["review:parent"]
         assert parent.slack_ts is not None and parent.slack_channel is not None
         with session_scope(factory) as session:
-            enqueue(session=session, dedupe_key="review:item:alpha", kind="review.item",
-                    channel=channel, text="alpha: keep?", blocks=BLOCKS,
-                    thread_key="review:parent")  # fmt: skip
+            enqueue(
+                session=session,
+                dedupe_key="review:item:alpha",
+                kind="review.item",
+                channel=channel,
+                text="alpha: keep?",
+                blocks=BLOCKS,
+                thread_key="review:parent",
+            )
         chatter(services, parent.slack_channel, 4, thread_ts=parent.slack_ts)
         ts = post_then_lose_the_outcome(services, "review:item:alpha", parent.slack_ts)
         chatter(services, parent.slack_channel, 4, thread_ts=parent.slack_ts)
@@ -153,8 +177,14 @@ def test_a_top_level_post_whose_outcome_was_lost_is_found_on_a_later_history_pag
     with migrated(database_url) as (_engine, factory):
         services = make_services(database_url, fake_slack, factory, system_clock)
         with session_scope(factory) as session:
-            enqueue(session=session, dedupe_key="budget:alpha:50", kind="budget",
-                    channel="C0ALPHA", text="alpha at 50%", blocks=BLOCKS)  # fmt: skip
+            enqueue(
+                session=session,
+                dedupe_key="budget:alpha:50",
+                kind="budget",
+                channel="C0ALPHA",
+                text="alpha at 50%",
+                blocks=BLOCKS,
+            )
         ts = post_then_lose_the_outcome(services, "budget:alpha:50")
         chatter(services, "C0ALPHA", 8)  # newer messages: the post is beyond the first page
 
@@ -172,8 +202,14 @@ def test_a_public_channel_the_bot_never_joined_still_gets_its_post(
     with migrated(database_url) as (_engine, factory):
         services = make_services(database_url, fake_slack, factory, system_clock)
         with session_scope(factory) as session:
-            enqueue(session=session, dedupe_key="waste:week", kind="waste",
-                    channel="C0PUBLIC", text="waste digest", blocks=BLOCKS)  # fmt: skip
+            enqueue(
+                session=session,
+                dedupe_key="waste:week",
+                kind="waste",
+                channel="C0PUBLIC",
+                text="waste digest",
+                blocks=BLOCKS,
+            )
         fake_slack.fail("chat.postMessage", 500)  # the first attempt fails; the second looks first
         assert deliver(services).failed == ["waste:week"]
         with session_scope(factory) as session:
@@ -203,8 +239,14 @@ def test_a_history_lookup_that_fails_for_now_does_not_post_again_and_finds_the_p
     with migrated(database_url) as (_engine, factory):
         services = make_services(database_url, fake_slack, factory, system_clock)
         with session_scope(factory) as session:
-            enqueue(session=session, dedupe_key="budget:alpha:90", kind="budget",
-                    channel="C0ALPHA", text="alpha at 90%", blocks=BLOCKS)  # fmt: skip
+            enqueue(
+                session=session,
+                dedupe_key="budget:alpha:90",
+                kind="budget",
+                channel="C0ALPHA",
+                text="alpha at 90%",
+                blocks=BLOCKS,
+            )
         ts = post_then_lose_the_outcome(services, "budget:alpha:90")
         fake_slack.fail("conversations.history", **fault)
 

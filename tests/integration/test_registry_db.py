@@ -37,8 +37,14 @@ def test_import_syncs_removals_and_owner_changes(session: Session) -> None:
     assert "staging" not in names
     recsys = session.scalars(select(MLModel).where(MLModel.name == "recsys")).one()
     assert [o.user_id for o in recsys.owners] == ["U0AAA999"]
-    assert session.scalar(select(func.count()).select_from(Owner).where(
-        Owner.model_id.is_(None), Owner.team_id.is_(None))) == 0  # fmt: skip
+    assert (
+        session.scalar(
+            select(func.count())
+            .select_from(Owner)
+            .where(Owner.model_id.is_(None), Owner.team_id.is_(None))
+        )
+        == 0
+    )
     actions = list(session.scalars(select(AuditLog.action)))
     assert actions.count("registry.import") == 2
 

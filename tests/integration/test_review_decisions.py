@@ -38,8 +38,9 @@ class SlackMessages:
         self.lock = threading.Lock()
         self.shown: dict[str, str] = {}
 
-    def post(self, channel: str, text: str, blocks: list[dict[str, Any]],
-             thread_ts: str | None = None) -> Posted:  # fmt: skip
+    def post(
+        self, channel: str, text: str, blocks: list[dict[str, Any]], thread_ts: str | None = None
+    ) -> Posted:
         raise AssertionError("a decision never posts")
 
     def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
@@ -47,8 +48,9 @@ class SlackMessages:
         with self.lock:
             self.shown[ts] = json.dumps(blocks, ensure_ascii=False)
 
-    def upload_png(self, channel: str, filename: str, data: bytes, title: str,
-                   thread_ts: str | None = None) -> None:  # fmt: skip
+    def upload_png(
+        self, channel: str, filename: str, data: bytes, title: str, thread_ts: str | None = None
+    ) -> None:
         raise AssertionError("a decision never uploads")
 
 
@@ -63,20 +65,25 @@ def reopen(factory: sessionmaker[Session]) -> None:
     with session_scope(factory) as session:
         session.execute(
             update(ReviewItem).values(
-                decision=None, decided_by=None, decided_at=None, reason=None,
+                decision=None,
+                decided_by=None,
+                decided_at=None,
+                reason=None,
                 refresh_pending=False,
             )
-        )  # fmt: skip
+        )
         session.execute(update(Review).values(status="open", closed_at=None))
         session.execute(delete(AuditLog).where(AuditLog.action == "review.decide"))
 
 
-def decide(factory: sessionmaker[Session], slack: SlackMessages, item_id: int, user: str,
-           decision: str) -> None:  # fmt: skip
+def decide(
+    factory: sessionmaker[Session], slack: SlackMessages, item_id: int, user: str, decision: str
+) -> None:
     """What the decision modal's submit does: record the decision, then update the thread."""
     with session_scope(factory) as session:
-        record_decision(session=session, item_id=item_id, user_id=user, decision=decision,
-                        reason=None, now=NOW)  # fmt: skip
+        record_decision(
+            session=session, item_id=item_id, user_id=user, decision=decision, reason=None, now=NOW
+        )
     refresh_messages(session_factory=factory, notifier=slack, item_id=item_id, currency="USD")
 
 

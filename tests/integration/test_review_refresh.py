@@ -32,8 +32,9 @@ class RecordingNotifier:
         self.during_update = during_update
         self.times = times
 
-    def post(self, channel: str, text: str, blocks: list[dict[str, Any]],
-             thread_ts: str | None = None) -> Posted:  # fmt: skip
+    def post(
+        self, channel: str, text: str, blocks: list[dict[str, Any]], thread_ts: str | None = None
+    ) -> Posted:
         raise AssertionError("a refresh never posts")
 
     def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
@@ -42,8 +43,9 @@ class RecordingNotifier:
             self.times -= 1
             self.during_update()
 
-    def upload_png(self, channel: str, filename: str, data: bytes, title: str,
-                   thread_ts: str | None = None) -> None:  # fmt: skip
+    def upload_png(
+        self, channel: str, filename: str, data: bytes, title: str, thread_ts: str | None = None
+    ) -> None:
         raise AssertionError("a refresh never uploads")
 
 
@@ -52,11 +54,13 @@ def recsys_id(factory: sessionmaker[Session]) -> int:
         return session.scalars(select(ReviewItem.id).where(ReviewItem.model_name == "recsys")).one()
 
 
-def decide(factory: sessionmaker[Session], item_id: int, user: str, decision: str,
-           now: dt.datetime) -> None:  # fmt: skip
+def decide(
+    factory: sessionmaker[Session], item_id: int, user: str, decision: str, now: dt.datetime
+) -> None:
     with session_scope(factory) as session:
-        record_decision(session=session, item_id=item_id, user_id=user, decision=decision,
-                        reason=None, now=now)  # fmt: skip
+        record_decision(
+            session=session, item_id=item_id, user_id=user, decision=decision, reason=None, now=now
+        )
 
 
 def stored(factory: sessionmaker[Session], item_id: int) -> ReviewItem:
@@ -73,8 +77,9 @@ def test_a_refresh_clears_the_flag_of_the_decision_it_showed(
     decide(review_factory, item_id, "U0AAA111", "kill", NOW)
     assert stored(review_factory, item_id).refresh_pending
     notifier = RecordingNotifier()
-    assert refresh_messages(session_factory=review_factory, notifier=notifier, item_id=item_id,
-                            currency="USD")  # fmt: skip
+    assert refresh_messages(
+        session_factory=review_factory, notifier=notifier, item_id=item_id, currency="USD"
+    )
     assert not stored(review_factory, item_id).refresh_pending
     assert [ts for _, ts, _ in notifier.updates][1:] == [PARENT_TS]
     assert "*Kill* — decided by <@U0AAA111>" in notifier.updates[0][2]
@@ -90,8 +95,9 @@ def test_a_decision_made_during_a_refresh_is_shown_by_another_round(
         decide(review_factory, item_id, "U0AAA112", "keep", NOW + dt.timedelta(minutes=1))
 
     notifier = RecordingNotifier(owner_changes_their_mind)
-    assert refresh_messages(session_factory=review_factory, notifier=notifier, item_id=item_id,
-                            currency="USD")  # fmt: skip
+    assert refresh_messages(
+        session_factory=review_factory, notifier=notifier, item_id=item_id, currency="USD"
+    )
     assert len(notifier.updates) == 4  # item and parent, twice
     assert "*Keep* — decided by <@U0AAA112>" in notifier.updates[2][2]
     latest = stored(review_factory, item_id)
@@ -107,12 +113,18 @@ def test_decisions_landing_in_every_round_leave_the_flag_for_the_refresh_job(
 
     def another_click() -> None:
         minutes = next(clicks)
-        decide(review_factory, item_id, "U0AAA111", ("keep", "kill")[minutes % 2],
-               NOW + dt.timedelta(minutes=minutes))  # fmt: skip
+        decide(
+            review_factory,
+            item_id,
+            "U0AAA111",
+            ("keep", "kill")[minutes % 2],
+            NOW + dt.timedelta(minutes=minutes),
+        )
 
     notifier = RecordingNotifier(another_click, times=2 * REFRESH_ROUNDS)
-    assert not refresh_messages(session_factory=review_factory, notifier=notifier,
-                                item_id=item_id, currency="USD")  # fmt: skip
+    assert not refresh_messages(
+        session_factory=review_factory, notifier=notifier, item_id=item_id, currency="USD"
+    )
     assert len(notifier.updates) == 2 * REFRESH_ROUNDS
     assert stored(review_factory, item_id).refresh_pending
 
@@ -122,9 +134,15 @@ class RateLimitedSlack(RecordingNotifier):
 
     def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
         self.updates.append((channel, ts, str(blocks)))
-        response = SlackResponse(client=None, http_verb="POST", api_url="chat.update",
-                                 req_args={}, data={"ok": False, "error": "ratelimited"},
-                                 headers={"Retry-After": "30"}, status_code=429)  # fmt: skip
+        response = SlackResponse(
+            client=None,
+            http_verb="POST",
+            api_url="chat.update",
+            req_args={},
+            data={"ok": False, "error": "ratelimited"},
+            headers={"Retry-After": "30"},
+            status_code=429,
+        )
         raise SlackApiError("ratelimited", response)
 
 
@@ -136,8 +154,9 @@ def test_a_rate_limit_ends_the_refresh_round_and_keeps_every_flag(
     for minutes, item_id in enumerate(ids):
         decide(review_factory, item_id, "U0ADMIN01", "keep", NOW + dt.timedelta(minutes=minutes))
     slack = RateLimitedSlack()
-    report = refresh_pending_messages(session_factory=review_factory, notifier=slack,
-                                      currency="USD")  # fmt: skip
+    report = refresh_pending_messages(
+        session_factory=review_factory, notifier=slack, currency="USD"
+    )
     assert len(slack.updates) == 1  # Slack asked to wait: the others are not tried now
     assert (report.refreshed, report.given_up, sorted(report.retrying)) == ([], [], ids)
     assert all(stored(review_factory, i).refresh_pending for i in ids)

@@ -38,15 +38,17 @@ class Slack:
     def __init__(self, shown: dict[str, str]) -> None:
         self.shown = shown
 
-    def post(self, channel: str, text: str, blocks: list[dict[str, Any]],
-             thread_ts: str | None = None) -> Posted:  # fmt: skip
+    def post(
+        self, channel: str, text: str, blocks: list[dict[str, Any]], thread_ts: str | None = None
+    ) -> Posted:
         raise AssertionError("a decision never posts")
 
     def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
         self.shown[ts] = json.dumps(blocks, ensure_ascii=False)
 
-    def upload_png(self, channel: str, filename: str, data: bytes, title: str,
-                   thread_ts: str | None = None) -> None:  # fmt: skip
+    def upload_png(
+        self, channel: str, filename: str, data: bytes, title: str, thread_ts: str | None = None
+    ) -> None:
         raise AssertionError("a decision never uploads")
 
 
@@ -79,8 +81,9 @@ def pending(factory: sessionmaker[Session], item_id: int) -> bool:
 
 def decide(factory: sessionmaker[Session], item_id: int, user: str, decision: str) -> None:
     with session_scope(factory) as session:
-        record_decision(session=session, item_id=item_id, user_id=user, decision=decision,
-                        reason=None, now=NOW)  # fmt: skip
+        record_decision(
+            session=session, item_id=item_id, user_id=user, decision=decision, reason=None, now=NOW
+        )
 
 
 def test_a_refresh_that_fails_after_a_stale_update_is_retried_until_slack_shows_the_last(
@@ -95,13 +98,18 @@ def test_a_refresh_that_fails_after_a_stale_update_is_retried_until_slack_shows_
 
     def second_decision_and_its_refresh() -> None:
         decide(factory, item_id, "U0AAA112", "keep")
-        refresh_messages(session_factory=factory, notifier=Slack(shown), item_id=item_id,
-                         currency="USD")  # fmt: skip
+        refresh_messages(
+            session_factory=factory, notifier=Slack(shown), item_id=item_id, currency="USD"
+        )
 
     decide(factory, item_id, "U0AAA111", "kill")
     with pytest.raises(TimeoutError):  # the handler logs this and leaves it to the refresh job
-        refresh_messages(session_factory=factory, item_id=item_id, currency="USD",
-                         notifier=SlowThenLost(shown, second_decision_and_its_refresh))  # fmt: skip
+        refresh_messages(
+            session_factory=factory,
+            item_id=item_id,
+            currency="USD",
+            notifier=SlowThenLost(shown, second_decision_and_its_refresh),
+        )
     assert "*Kill*" in shown[item_ts]  # the stale render reached Slack last
     refresh_pending_messages(session_factory=factory, notifier=Slack(shown), currency="USD")
     assert "*Keep* — decided by <@U0AAA112>" in shown[item_ts], "Slack shows an older decision"
@@ -111,9 +119,15 @@ class Gated(Slack):
     """Each update first waits for `before_item` / `before_parent` (if set), then lands; after an
     item update lands, `item_landed` is set. `parent_fails` makes the parent update time out."""
 
-    def __init__(self, shown: dict[str, str], *, before_item: threading.Event | None = None,
-                 before_parent: threading.Event | None = None, parent_fails: bool = False,
-                 rendered: threading.Event | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        shown: dict[str, str],
+        *,
+        before_item: threading.Event | None = None,
+        before_parent: threading.Event | None = None,
+        parent_fails: bool = False,
+        rendered: threading.Event | None = None,
+    ) -> None:
         super().__init__(shown)
         self.before_item, self.before_parent = before_item, before_parent
         self.parent_fails, self.rendered = parent_fails, rendered
@@ -146,9 +160,14 @@ def test_a_refresh_that_finished_before_a_stale_refresh_failed_does_not_clear_it
 
     def refresh_a() -> None:
         try:
-            refresh_messages(session_factory=factory, item_id=item_id, currency="USD",
-                             notifier=Gated(shown, rendered=a_rendered, before_item=b_item_landed,
-                                            parent_fails=True))  # fmt: skip
+            refresh_messages(
+                session_factory=factory,
+                item_id=item_id,
+                currency="USD",
+                notifier=Gated(
+                    shown, rendered=a_rendered, before_item=b_item_landed, parent_fails=True
+                ),
+            )
         except BaseException as exc:  # which one is checked below
             errors.append(exc)
         finally:
@@ -181,8 +200,9 @@ def test_a_refresh_that_runs_out_of_rounds_after_a_stale_update_leaves_the_threa
 
     def second_decision_and_its_refresh() -> None:
         decide(factory, item_id, "U0AAA112", "keep")
-        refresh_messages(session_factory=factory, notifier=Slack(shown), item_id=item_id,
-                         currency="USD")  # fmt: skip
+        refresh_messages(
+            session_factory=factory, notifier=Slack(shown), item_id=item_id, currency="USD"
+        )
 
     class SlowItem(Slack):
         def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
@@ -191,8 +211,9 @@ def test_a_refresh_that_runs_out_of_rounds_after_a_stale_update_leaves_the_threa
             super().update(channel, ts, text, blocks)
 
     decide(factory, item_id, "U0AAA111", "kill")
-    shown_now = refresh_messages(session_factory=factory, notifier=SlowItem(shown),
-                                 item_id=item_id, currency="USD")  # fmt: skip
+    shown_now = refresh_messages(
+        session_factory=factory, notifier=SlowItem(shown), item_id=item_id, currency="USD"
+    )
     assert not shown_now
     assert "*Kill*" in shown[item_ts]  # the stale render reached Slack last
     assert pending(factory, item_id)
@@ -218,8 +239,12 @@ def test_a_stale_parent_update_that_lands_after_a_sibling_refresh_is_shown_again
         def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
             if ts == PARENT_TS:
                 decide(factory, search_id, "U0AAA113", "keep")
-                refresh_messages(session_factory=factory, notifier=Slack(shown),
-                                 item_id=search_id, currency="USD")  # fmt: skip
+                refresh_messages(
+                    session_factory=factory,
+                    notifier=Slack(shown),
+                    item_id=search_id,
+                    currency="USD",
+                )
                 assert "all decided" in shown[PARENT_TS].lower()
                 super().update(channel, ts, text, blocks)
                 raise TimeoutError("timed out")  # it landed, but its answer was lost
@@ -227,8 +252,9 @@ def test_a_stale_parent_update_that_lands_after_a_sibling_refresh_is_shown_again
 
     decide(factory, item_id, "U0AAA111", "kill")
     with pytest.raises(TimeoutError):
-        refresh_messages(session_factory=factory, notifier=LandsThenLost(shown),
-                         item_id=item_id, currency="USD")  # fmt: skip
+        refresh_messages(
+            session_factory=factory, notifier=LandsThenLost(shown), item_id=item_id, currency="USD"
+        )
     assert "Decided 1 of 2" in shown[PARENT_TS]  # the stale parent reached Slack last
     assert not pending(factory, search_id)
     refresh_pending_messages(session_factory=factory, notifier=Slack(shown), currency="USD")

@@ -25,18 +25,40 @@ from tests.alert_fixtures import ALERT_REGISTRY
 AS_OF = dt.date(2026, 11, 30)
 
 
-def spend(session: Session, run: IngestionRun, model: str | None, stage: str, resource: str,
-          daily: str, days: int = 40, tag: str | None = None, gpu: str = "0",
-          instance: str | None = None) -> None:  # fmt: skip
+def spend(
+    session: Session,
+    run: IngestionRun,
+    model: str | None,
+    stage: str,
+    resource: str,
+    daily: str,
+    days: int = 40,
+    tag: str | None = None,
+    gpu: str = "0",
+    instance: str | None = None,
+) -> None:
     for i in range(days):
         day = AS_OF - dt.timedelta(days=i)
-        session.add(DailySpend(
-            run_id=run.id, day=day, billing_period=day.replace(day=1), provider="AWS",
-            billing_account="1", service="svc", resource_id=resource, stage=stage, model=model,
-            team="t" if model else None, model_tag_value=tag or model, attribution="tag",
-            billed_cost=Decimal(daily), effective_cost=Decimal(daily), gpu_hours=Decimal(gpu),
-            instance_type=instance,
-        ))  # fmt: skip
+        session.add(
+            DailySpend(
+                run_id=run.id,
+                day=day,
+                billing_period=day.replace(day=1),
+                provider="AWS",
+                billing_account="1",
+                service="svc",
+                resource_id=resource,
+                stage=stage,
+                model=model,
+                team="t" if model else None,
+                model_tag_value=tag or model,
+                attribution="tag",
+                billed_cost=Decimal(daily),
+                effective_cost=Decimal(daily),
+                gpu_hours=Decimal(gpu),
+                instance_type=instance,
+            )
+        )
 
 
 def ledger(session: Session) -> IngestionRun:
@@ -56,18 +78,32 @@ def test_findings_with_known_run_rates(session: Session) -> None:
     spend(session, run, "served", "serving", "arn:endpoint/served", "14")
     spend(session, run, "tiny", "serving", "arn:endpoint/tiny", "0.10")
     for i in range(7):
-        session.add(ValueMetric(model_name="served", day=AS_OF - dt.timedelta(days=i),
-                                metric="predictions", units=Decimal(1000)))  # fmt: skip
+        session.add(
+            ValueMetric(
+                model_name="served",
+                day=AS_OF - dt.timedelta(days=i),
+                metric="predictions",
+                units=Decimal(1000),
+            )
+        )
     review = Review(month="2026-11", team_name="t", channel="C1")
     session.add(review)
     session.flush()
-    session.add(ReviewItem(review_id=review.id, model_name="busy", decision="kill",
-                           decided_by="U1",
-                           decided_at=dt.datetime(2026, 11, 27, 9, tzinfo=dt.UTC)))  # fmt: skip
+    session.add(
+        ReviewItem(
+            review_id=review.id,
+            model_name="busy",
+            decision="kill",
+            decided_by="U1",
+            decided_at=dt.datetime(2026, 11, 27, 9, tzinfo=dt.UTC),
+        )
+    )
     session.flush()
 
-    found = {(f.kind, f.model or f.subject): f.monthly_cost
-             for f in find_waste(session=session, as_of=AS_OF)}  # fmt: skip
+    found = {
+        (f.kind, f.model or f.subject): f.monthly_cost
+        for f in find_waste(session=session, as_of=AS_OF)
+    }
     assert found == {
         ("orphaned", "`legacy-ranker`"): Decimal("300.00"),
         ("stale_checkpoints", "mature"): Decimal("210.00"),
@@ -80,19 +116,28 @@ def test_findings_with_known_run_rates(session: Session) -> None:
 @mock_aws
 def test_idle_gpu_instances_from_cloudwatch(session: Session) -> None:
     run = ledger(session)
-    spend(session, run, "trainer", "training", "i-idlegpu", "40", gpu="24",
-          instance="g5.xlarge")  # fmt: skip
-    spend(session, run, "trainer", "training", "i-busygpu", "40", gpu="24",
-          instance="g5.xlarge")  # fmt: skip
+    spend(session, run, "trainer", "training", "i-idlegpu", "40", gpu="24", instance="g5.xlarge")
+    spend(session, run, "trainer", "training", "i-busygpu", "40", gpu="24", instance="g5.xlarge")
     session.flush()
     cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
     for instance, cpu in (("i-idlegpu", 1.5), ("i-busygpu", 63.0)):
-        cloudwatch.put_metric_data(Namespace="AWS/EC2", MetricData=[{
-            "MetricName": "CPUUtilization", "Value": cpu, "Unit": "Percent",
-            "Dimensions": [{"Name": "InstanceId", "Value": instance}],
-            "Timestamp": dt.datetime(2026, 11, 28, 12, tzinfo=dt.UTC)}])  # fmt: skip
-    findings = [f for f in find_waste(session=session, as_of=AS_OF, cloudwatch=cloudwatch)
-                if f.kind == "idle_gpu"]  # fmt: skip
+        cloudwatch.put_metric_data(
+            Namespace="AWS/EC2",
+            MetricData=[
+                {
+                    "MetricName": "CPUUtilization",
+                    "Value": cpu,
+                    "Unit": "Percent",
+                    "Dimensions": [{"Name": "InstanceId", "Value": instance}],
+                    "Timestamp": dt.datetime(2026, 11, 28, 12, tzinfo=dt.UTC),
+                }
+            ],
+        )
+    findings = [
+        f
+        for f in find_waste(session=session, as_of=AS_OF, cloudwatch=cloudwatch)
+        if f.kind == "idle_gpu"
+    ]
     assert [(f.resource_id, f.monthly_cost) for f in findings] == [
         ("i-idlegpu", Decimal("1200.00"))
     ]
@@ -108,23 +153,32 @@ def test_weekly_waste_digests_go_to_the_owners_channels_once_a_week(session: Ses
     spend(session, run, None, "storage", "arn:aws:s3:::legacy", "10", tag="legacy-ranker")
     spend(session, run, "gamma", "serving", "arn:endpoint/gamma", "14")  # serving, with value
     for i in range(14):
-        session.add(ValueMetric(model_name="gamma", day=AS_OF - dt.timedelta(days=i),
-                                metric="predictions", units=Decimal(1000)))  # fmt: skip
+        session.add(
+            ValueMetric(
+                model_name="gamma",
+                day=AS_OF - dt.timedelta(days=i),
+                metric="predictions",
+                units=Decimal(1000),
+            )
+        )
     session.flush()
     settings = Settings(database_url="sqlite://")
     now = dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)
 
     def plan(as_of: dt.date) -> dict[str, PlannedPost]:
-        report = plan_alerts(session=session, settings=settings, as_of=as_of, now=now,
-                             checks=("waste",))  # fmt: skip
+        report = plan_alerts(
+            session=session, settings=settings, as_of=as_of, now=now, checks=("waste",)
+        )
         return {p.channel: p for p in report.planned}
 
     # Monday Nov 30: the last complete week is Nov 23-29 (AS_OF is that Monday)
     posts = plan(AS_OF)
     assert set(posts) == {"C0ALPHA", "C0RANKING", "C0FINOPS"}
     assert {p.dedupe_key for p in posts.values()} == {
-        "waste:2026-11-23:C0ALPHA", "waste:2026-11-23:C0RANKING", "waste:2026-11-23:C0FINOPS",
-    }  # fmt: skip
+        "waste:2026-11-23:C0ALPHA",
+        "waste:2026-11-23:C0RANKING",
+        "waste:2026-11-23:C0FINOPS",
+    }
     alpha = json.dumps(posts["C0ALPHA"].blocks)
     assert "week of Nov 23–Nov 29" in posts["C0ALPHA"].text and "$420/month" in alpha
     assert "<@U0AAA111>" in alpha and "beta" not in alpha
@@ -138,27 +192,55 @@ def test_weekly_waste_digests_go_to_the_owners_channels_once_a_week(session: Ses
 
 
 FEED = {
-    "ranges": [{"index": i, "label": label}
-               for i, label in enumerate(("<5%", "5-10%", "10-15%", "15-20%", ">20%"))],
-    "spot_advisor": {"us-east-1": {"Linux": {
-        "p4d.24xlarge": {"s": 60, "r": 1}, "g5.12xlarge": {"s": 58, "r": 4},
-    }}},
-}  # fmt: skip
+    "ranges": [
+        {"index": i, "label": label}
+        for i, label in enumerate(("<5%", "5-10%", "10-15%", "15-20%", ">20%"))
+    ],
+    "spot_advisor": {
+        "us-east-1": {
+            "Linux": {
+                "p4d.24xlarge": {"s": 60, "r": 1},
+                "g5.12xlarge": {"s": 58, "r": 4},
+            }
+        }
+    },
+}
 
 
-def training(session: Session, run: IngestionRun, model: str, instance: str, billed: str,
-             effective: str, *, usage_type: str | None = None, region: str | None = "us-east-1",
-             stage: str = "training") -> None:  # fmt: skip
+def training(
+    session: Session,
+    run: IngestionRun,
+    model: str,
+    instance: str,
+    billed: str,
+    effective: str,
+    *,
+    usage_type: str | None = None,
+    region: str | None = "us-east-1",
+    stage: str = "training",
+) -> None:
     for i in range(7):
         day = AS_OF - dt.timedelta(days=i)
-        session.add(DailySpend(
-            run_id=run.id, day=day, billing_period=day.replace(day=1), provider="AWS",
-            billing_account="1", service="Amazon Elastic Compute Cloud",
-            resource_id=f"i-{model}-{instance}", stage=stage, model=model, team="t",
-            attribution="tag", billed_cost=Decimal(billed), effective_cost=Decimal(effective),
-            instance_type=instance, region=region,
-            usage_type=usage_type or f"USE1-BoxUsage:{instance}",
-        ))  # fmt: skip
+        session.add(
+            DailySpend(
+                run_id=run.id,
+                day=day,
+                billing_period=day.replace(day=1),
+                provider="AWS",
+                billing_account="1",
+                service="Amazon Elastic Compute Cloud",
+                resource_id=f"i-{model}-{instance}",
+                stage=stage,
+                model=model,
+                team="t",
+                attribution="tag",
+                billed_cost=Decimal(billed),
+                effective_cost=Decimal(effective),
+                instance_type=instance,
+                region=region,
+                usage_type=usage_type or f"USE1-BoxUsage:{instance}",
+            )
+        )
 
 
 def test_spot_candidates_are_on_demand_training_where_spot_is_cheap_and_steady(
@@ -167,8 +249,9 @@ def test_spot_candidates_are_on_demand_training_where_spot_is_cheap_and_steady(
     run = ledger(session)
     training(session, run, "alpha", "p4d.24xlarge", "100", "100")  # on-demand
     training(session, run, "beta", "p4d.24xlarge", "100", "72")  # a Savings Plan covers it
-    training(session, run, "gamma", "p4d.24xlarge", "40", "40",
-             usage_type="USE1-SpotUsage:p4d.24xlarge")  # already on Spot  # fmt: skip
+    training(
+        session, run, "gamma", "p4d.24xlarge", "40", "40", usage_type="USE1-SpotUsage:p4d.24xlarge"
+    )  # already on Spot
     training(session, run, "delta", "g5.12xlarge", "100", "100")  # Spot interrupted > 20 %
     training(session, run, "eps", "p4d.24xlarge", "100", "100", stage="serving")
     training(session, run, "zeta", "p4d.24xlarge", "100", "100", region=None)
@@ -176,13 +259,17 @@ def test_spot_candidates_are_on_demand_training_where_spot_is_cheap_and_steady(
     session.flush()
     advisor = SpotAdvisor(FEED)
 
-    found = {f.model: f for f in find_waste(session=session, as_of=AS_OF, spot=advisor)
-             if f.kind == "spot_candidate"}  # fmt: skip
+    found = {
+        f.model: f
+        for f in find_waste(session=session, as_of=AS_OF, spot=advisor)
+        if f.kind == "spot_candidate"
+    }
     # alpha: paid 700, Spot 700 x 0.40 = 280, saving 420 a week = 1,800 a month
     # beta: paid 504, Spot 280, saving 224 a week = 960 a month
     assert {m: f.monthly_cost for m, f in found.items()} == {
-        "alpha": Decimal("1800.00"), "beta": Decimal("960.00"),
-    }  # fmt: skip
+        "alpha": Decimal("1800.00"),
+        "beta": Decimal("960.00"),
+    }
     assert "60 % below on-demand" in found["alpha"].evidence
     assert "5-10%" in found["alpha"].evidence and "Savings Plans" not in found["alpha"].evidence
     assert "Savings Plans" in found["beta"].evidence
@@ -204,8 +291,9 @@ def test_the_weekly_digest_still_posts_when_the_spot_feed_is_unreadable(
     settings = Settings(database_url="sqlite://", MLCOST_SPOT_ADVISOR_FILE=str(broken))
     now = dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)
     with caplog.at_level(logging.WARNING, logger="bot.waste"):
-        report = plan_alerts(session=session, settings=settings, as_of=AS_OF, now=now,
-                             checks=("waste",))  # fmt: skip
+        report = plan_alerts(
+            session=session, settings=settings, as_of=AS_OF, now=now, checks=("waste",)
+        )
     assert [p.dedupe_key for p in report.planned] == ["waste:2026-11-23:C0FINOPS"]
     assert "no Spot candidates this time: cannot read the Spot Instance Advisor feed" in caplog.text
 
@@ -218,19 +306,47 @@ def test_serving_that_does_not_follow_a_weekly_traffic_swing(session: Session) -
     for i in range(14):
         day = AS_OF - dt.timedelta(days=i)
         weekend = day.weekday() >= 5
-        for model, units in (("steady", 300 if weekend else 1000), ("flat-traffic", 800),
-                             ("scaled", 300 if weekend else 1000)):  # fmt: skip
-            session.add(ValueMetric(model_name=model, day=day, metric="predictions",
-                                    units=Decimal(units), source="csv"))  # fmt: skip
+        for model, units in (
+            ("steady", 300 if weekend else 1000),
+            ("flat-traffic", 800),
+            ("scaled", 300 if weekend else 1000),
+        ):
+            session.add(
+                ValueMetric(
+                    model_name=model,
+                    day=day,
+                    metric="predictions",
+                    units=Decimal(units),
+                    source="csv",
+                )
+            )
         # a CloudWatch count for the same day must not be added to the CSV one
-        session.add(ValueMetric(model_name="steady", day=day, metric="predictions",
-                                units=Decimal(5), source="cloudwatch"))  # fmt: skip
-        session.add(DailySpend(
-            run_id=run.id, day=day, billing_period=day.replace(day=1), provider="AWS",
-            billing_account="1", service="svc", resource_id="arn:endpoint/scaled",
-            stage="serving", model="scaled", team="t", attribution="tag",
-            billed_cost=Decimal(30 if weekend else 100), effective_cost=Decimal(100),
-        ))  # fmt: skip
+        session.add(
+            ValueMetric(
+                model_name="steady",
+                day=day,
+                metric="predictions",
+                units=Decimal(5),
+                source="cloudwatch",
+            )
+        )
+        session.add(
+            DailySpend(
+                run_id=run.id,
+                day=day,
+                billing_period=day.replace(day=1),
+                provider="AWS",
+                billing_account="1",
+                service="svc",
+                resource_id="arn:endpoint/scaled",
+                stage="serving",
+                model="scaled",
+                team="t",
+                attribution="tag",
+                billed_cost=Decimal(30 if weekend else 100),
+                effective_cost=Decimal(100),
+            )
+        )
     session.flush()
 
     found = [f for f in find_waste(session=session, as_of=AS_OF) if f.kind == "fixed_serving"]

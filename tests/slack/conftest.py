@@ -48,29 +48,45 @@ class SlackHarness:
     services: AppServices
     session_factory: sessionmaker[Session]
 
-    def post(self, body: str, *, content_type: str, secret: str = SECRET,
-             timestamp: int | None = None) -> HttpResult:  # fmt: skip
+    def post(
+        self, body: str, *, content_type: str, secret: str = SECRET, timestamp: int | None = None
+    ) -> HttpResult:
         ts = str(timestamp if timestamp is not None else int(time.time()))
-        signature = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(),
-                                     hashlib.sha256).hexdigest()  # fmt: skip
+        signature = (
+            "v0="
+            + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+        )
         request = urllib.request.Request(
-            self.url + "slack/events", data=body.encode(), method="POST",
-            headers={"Content-Type": content_type, "X-Slack-Request-Timestamp": ts,
-                     "X-Slack-Signature": signature},
-        )  # fmt: skip
+            self.url + "slack/events",
+            data=body.encode(),
+            method="POST",
+            headers={
+                "Content-Type": content_type,
+                "X-Slack-Request-Timestamp": ts,
+                "X-Slack-Signature": signature,
+            },
+        )
         started = time.perf_counter()
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
-                return HttpResult(response.status, response.read().decode(),
-                                  time.perf_counter() - started)  # fmt: skip
+                return HttpResult(
+                    response.status, response.read().decode(), time.perf_counter() - started
+                )
         except urllib.error.HTTPError as exc:
             return HttpResult(exc.code, exc.read().decode(), time.perf_counter() - started)
 
-    def command(self, text: str, *, user: str = "U0AAA111", channel: str = "C0RANKING",
-                **kw: Any) -> HttpResult:  # fmt: skip
-        form = {"command": "/mlcost", "text": text, "user_id": user, "channel_id": channel,
-                "team_id": "T1", "response_url": f"{self.fake.url}respond/{int(time.time()*1e6)}",
-                "trigger_id": "trig-1"}  # fmt: skip
+    def command(
+        self, text: str, *, user: str = "U0AAA111", channel: str = "C0RANKING", **kw: Any
+    ) -> HttpResult:
+        form = {
+            "command": "/mlcost",
+            "text": text,
+            "user_id": user,
+            "channel_id": channel,
+            "team_id": "T1",
+            "response_url": f"{self.fake.url}respond/{int(time.time() * 1e6)}",
+            "trigger_id": "trig-1",
+        }
         return self.post(urlencode(form), content_type="application/x-www-form-urlencoded", **kw)
 
     def action(self, payload: dict[str, Any], **kw: Any) -> HttpResult:
@@ -107,8 +123,9 @@ def clock() -> Callable[[], dt.datetime]:
 
 
 @pytest.fixture
-def slack(database_url: str, fake_slack: FakeSlack,
-          clock: Callable[[], dt.datetime]) -> Iterator[SlackHarness]:  # fmt: skip
+def slack(
+    database_url: str, fake_slack: FakeSlack, clock: Callable[[], dt.datetime]
+) -> Iterator[SlackHarness]:
     """The real app served over HTTP on a fresh database."""
     harness, stop = start_app(database_url, fake_slack, clock)
     yield harness
@@ -128,8 +145,9 @@ def start_app(
     engine = make_engine(database_url)
     upgrade(engine)
     factory = make_session_factory(engine)
-    services = AppServices(settings=settings, session_factory=factory,
-                           client=make_web_client(settings), clock=clock)  # fmt: skip
+    services = AppServices(
+        settings=settings, session_factory=factory, client=make_web_client(settings), clock=clock
+    )
     app = build_app(services)
     server = make_http_server(app, factory, "127.0.0.1", 0, settings=settings)
     serve_in_thread(server)

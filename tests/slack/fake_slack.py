@@ -47,8 +47,12 @@ def _page(items: list[dict[str, Any]], params: dict[str, Any], page_size: int) -
     if not _flag(params.get("include_all_metadata")):
         chunk = [{k: v for k, v in m.items() if k != "metadata"} for m in chunk]
     cursor = f"page:{start + size}" if more else ""
-    return {"ok": True, "messages": chunk, "has_more": more,
-            "response_metadata": {"next_cursor": cursor}}  # fmt: skip
+    return {
+        "ok": True,
+        "messages": chunk,
+        "has_more": more,
+        "response_metadata": {"next_cursor": cursor},
+    }
 
 
 def _in_window(ts: str, params: dict[str, Any]) -> bool:
@@ -97,8 +101,9 @@ class FakeSlack:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)  # fmt: skip
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def start(self) -> FakeSlack:
         self.thread.start()
@@ -110,8 +115,14 @@ class FakeSlack:
 
     # --- test helpers -----------------------------------------------------------------
 
-    def fail(self, method: str, status: int, times: int = 1, retry_after: int | None = None,
-             error: str | None = None) -> None:  # fmt: skip
+    def fail(
+        self,
+        method: str,
+        status: int,
+        times: int = 1,
+        retry_after: int | None = None,
+        error: str | None = None,
+    ) -> None:
         """Make the next `times` calls of a method fail."""
         self.faults[method] = Fault(status, times, retry_after, error)
 
@@ -131,8 +142,10 @@ class FakeSlack:
             if len(found) >= count:
                 return found
             time.sleep(0.01)
-        raise AssertionError(f"{method} called {len(self.calls_to(method))} times, wanted "
-                             f"{count}; calls: {[c.method for c in self.calls]}")  # fmt: skip
+        raise AssertionError(
+            f"{method} called {len(self.calls_to(method))} times, wanted "
+            f"{count}; calls: {[c.method for c in self.calls]}"
+        )
 
     def methods(self) -> list[str]:
         with self._lock:
@@ -225,14 +238,23 @@ class FakeSlack:
                 key=lambda m: float(m["ts"]),
             )
             if method == "conversations.history":
-                listed = [m for m in in_channel if _in_window(m["ts"], params) and (
-                    m.get("thread_ts") in (None, m["ts"]) or m.get("reply_broadcast"))]  # fmt: skip
+                listed = [
+                    m
+                    for m in in_channel
+                    if _in_window(m["ts"], params)
+                    and (m.get("thread_ts") in (None, m["ts"]) or m.get("reply_broadcast"))
+                ]
                 return _page(listed[::-1], params, self.page_size)
             parent = next((m for m in in_channel if m["ts"] == params.get("ts")), None)
             if parent is None:
                 return {"ok": False, "error": "thread_not_found"}
-            replies = [m for m in in_channel if m.get("thread_ts") == parent["ts"]
-                       and m["ts"] != parent["ts"] and _in_window(m["ts"], params)]  # fmt: skip
+            replies = [
+                m
+                for m in in_channel
+                if m.get("thread_ts") == parent["ts"]
+                and m["ts"] != parent["ts"]
+                and _in_window(m["ts"], params)
+            ]
             return _page([parent, *replies], params, self.page_size)
         if method == "files.getUploadURLExternal":
             return {"ok": True, "upload_url": f"{self.url}upload/F123", "file_id": "F123"}
@@ -246,8 +268,13 @@ class FakeSlack:
             return "ok"
         return {"ok": True}
 
-    def _send(self, request: BaseHTTPRequestHandler, status: int, payload: Any,
-              headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    def _send(
+        self,
+        request: BaseHTTPRequestHandler,
+        status: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
         request.send_response(status)
         request.send_header(

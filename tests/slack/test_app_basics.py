@@ -41,18 +41,30 @@ def test_healthz_checks_the_database_and_reports_the_backlog(slack: SlackHarness
             return dict(json.loads(response.read()))
 
     assert health() == {
-        "status": "ok", "database": "ok",
+        "status": "ok",
+        "database": "ok",
         "outbox": {"waiting": 0, "oldest_waiting_seconds": None, "failed": 0},
-        "last_ingestion": None, "source_failures": [], "review_threads_to_update": 0,
+        "last_ingestion": None,
+        "source_failures": [],
+        "review_threads_to_update": 0,
         "review_threads_failed": 0,
-    }  # fmt: skip
+    }
     an_hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
     with session_scope(slack.session_factory) as session:
         for n, status in enumerate(("pending", "sending", "failed", "delivered")):
-            session.add(OutboxMessage(dedupe_key=f"k{n}", kind="test", channel="C1", payload={},
-                                      status=status, created_at=an_hour_ago))  # fmt: skip
-        session.add(IngestionRun(source="focus", location="x", status="succeeded",
-                                 finished_at=an_hour_ago))  # fmt: skip
+            session.add(
+                OutboxMessage(
+                    dedupe_key=f"k{n}",
+                    kind="test",
+                    channel="C1",
+                    payload={},
+                    status=status,
+                    created_at=an_hour_ago,
+                )
+            )
+        session.add(
+            IngestionRun(source="focus", location="x", status="succeeded", finished_at=an_hour_ago)
+        )
     report = health()
     assert report["outbox"]["waiting"] == 2 and report["outbox"]["failed"] == 1
     assert 3590 <= report["outbox"]["oldest_waiting_seconds"] <= 3700

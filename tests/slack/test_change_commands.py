@@ -11,12 +11,15 @@ from tests.helpers import load_registry
 from tests.slack.conftest import SlackHarness, seed
 
 
-def snapshot(slack: SlackHarness) -> tuple[list[tuple[str, Decimal, list[int]]], list[str],
-                                           str | None, int]:  # fmt: skip
+def snapshot(
+    slack: SlackHarness,
+) -> tuple[list[tuple[str, Decimal, list[int]]], list[str], str | None, int]:
     """Return (budgets, recsys owners, recsys channel, audit rows)."""
     with slack.session_factory() as session:
-        budgets = [(b.scope, b.monthly_amount, list(b.thresholds))
-                   for b in session.scalars(select(Budget).order_by(Budget.scope))]  # fmt: skip
+        budgets = [
+            (b.scope, b.monthly_amount, list(b.thresholds))
+            for b in session.scalars(select(Budget).order_by(Budget.scope))
+        ]
         model = session.scalars(select(MLModel).where(MLModel.name == "recsys")).one()
         owners = sorted(o.user_id for o in model.owners)
         audits = len(session.scalars(select(AuditLog)).all())
@@ -28,8 +31,10 @@ def test_owner_sets_a_budget_and_the_channel_sees_it(slack: SlackHarness) -> Non
     slack.command("budget set model:recsys $15,000 --alert 50,90,100", user="U0AAA111")
     reply = slack.responses(1)[0]
     assert reply["response_type"] == "in_channel"
-    assert reply["text"] == ("<@U0AAA111> set the monthly budget of `model:recsys` to $15,000 "
-                             "(was $12,000); alerts at 50 %, 90 %, 100 %.")  # fmt: skip
+    assert reply["text"] == (
+        "<@U0AAA111> set the monthly budget of `model:recsys` to $15,000 "
+        "(was $12,000); alerts at 50 %, 90 %, 100 %."
+    )
     with slack.session_factory() as session:
         budget = session.scalars(select(Budget).where(Budget.scope == "model:recsys")).one()
         assert budget.monthly_amount == Decimal(15000)
@@ -79,8 +84,9 @@ def test_bad_budget_commands_are_specific(slack: SlackHarness) -> None:
 
 def test_owner_set_by_an_owner_replaces_owners_and_channel_audited(slack: SlackHarness) -> None:
     seed(slack, load_registry)
-    slack.command("owner set recsys <@U0AAA111|alice> <@U0NEW0001|bob> <#C0RECSYS1|recsys>",
-                  user="U0AAA111")  # fmt: skip
+    slack.command(
+        "owner set recsys <@U0AAA111|alice> <@U0NEW0001|bob> <#C0RECSYS1|recsys>", user="U0AAA111"
+    )
     reply = slack.responses(1)[0]
     assert reply["response_type"] == "in_channel"
     assert "to <@U0AAA111>, <@U0NEW0001>" in reply["text"]
@@ -88,11 +94,12 @@ def test_owner_set_by_an_owner_replaces_owners_and_channel_audited(slack: SlackH
     assert owners == ["U0AAA111", "U0NEW0001"]
     assert channel == "C0RECSYS1"
     with slack.session_factory() as session:
-        audit = session.scalars(select(AuditLog)
-                                .where(AuditLog.action == "model.owners.set")).one()  # fmt: skip
+        audit = session.scalars(select(AuditLog).where(AuditLog.action == "model.owners.set")).one()
         assert audit.actor == "U0AAA111"
-        assert audit.detail["owners"] == {"before": ["U0AAA111"],
-                                          "after": ["U0AAA111", "U0NEW0001"]}  # fmt: skip
+        assert audit.detail["owners"] == {
+            "before": ["U0AAA111"],
+            "after": ["U0AAA111", "U0NEW0001"],
+        }
 
 
 def test_non_owner_owner_set_is_refused_and_nothing_changes(slack: SlackHarness) -> None:

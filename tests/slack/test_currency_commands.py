@@ -15,8 +15,11 @@ DAY = dt.date(2026, 11, 18)  # the harness clock is 2026-11-20
 
 
 def euro_row(model: str | None, cost: str) -> dict[str, Any]:
-    return {**spend_row(DAY, model, "serving", "ranking" if model else None, cost),
-            "currency": "EUR", "billing_account": "eu-1"}  # fmt: skip
+    return {
+        **spend_row(DAY, model, "serving", "ranking" if model else None, cost),
+        "currency": "EUR",
+        "billing_account": "eu-1",
+    }
 
 
 def test_a_euro_ledger_is_not_shown_as_dollars(slack: SlackHarness) -> None:
@@ -40,8 +43,10 @@ def test_a_euro_ledger_is_not_shown_as_dollars(slack: SlackHarness) -> None:
 def test_a_model_billed_in_two_currencies_is_refused_not_summed(slack: SlackHarness) -> None:
     def mixed(session: Session) -> None:
         load_registry(session)
-        add_spend(session, [spend_row(DAY, "recsys", "serving", "ranking", "1000"),
-                            euro_row("recsys", "900")])  # fmt: skip
+        add_spend(
+            session,
+            [spend_row(DAY, "recsys", "serving", "ranking", "1000"), euro_row("recsys", "900")],
+        )
 
     seed(slack, mixed)
     slack.command("model recsys")
@@ -55,8 +60,10 @@ def test_a_model_billed_in_two_currencies_is_refused_not_summed(slack: SlackHarn
 def test_app_home_shows_a_euro_model_in_euros(slack: SlackHarness) -> None:
     def euros(session: Session) -> None:
         load_registry(session)
-        add_spend(session, [euro_row("recsys", "900"),
-                            spend_row(DAY, "prod", "serving", "platform", "50")])  # fmt: skip
+        add_spend(
+            session,
+            [euro_row("recsys", "900"), spend_row(DAY, "prod", "serving", "platform", "50")],
+        )
 
     seed(slack, euros)
     slack.event({"type": "app_home_opened", "user": "U0AAA111", "tab": "home"})

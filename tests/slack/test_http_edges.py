@@ -165,9 +165,15 @@ def test_a_non_numeric_timestamp_gets_400(
 
 
 def test_a_replayed_request_is_refused_inside_the_window(slack: SlackHarness) -> None:
-    form = {"command": "/mlcost", "text": "help", "user_id": "U0AAA111", "channel_id": "C1",
-            "team_id": "T1", "response_url": f"{slack.fake.url}respond/replay",
-            "trigger_id": "t"}  # fmt: skip
+    form = {
+        "command": "/mlcost",
+        "text": "help",
+        "user_id": "U0AAA111",
+        "channel_id": "C1",
+        "team_id": "T1",
+        "response_url": f"{slack.fake.url}respond/replay",
+        "trigger_id": "t",
+    }
     body = urlencode(form).encode()
     ts = str(int(time.time()))
     signature = sign(body, ts)

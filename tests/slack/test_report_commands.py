@@ -44,12 +44,22 @@ def test_model_posts_a_real_png_chart_after_the_ack_and_the_numbers(demo: SlackH
     assert reply["response_type"] == "in_channel"
     assert reply["text"].startswith("recsys: $17,139 month to date (1–20 Nov); 78 % of its $22,000")
     text = all_text(reply["blocks"])
-    for expected in ("*Month to date (1–20 Nov)*\n*$17,139*", "$22,000 · *78 %* used",
-                     "Month-end forecast", "weekday run-rate over 28 days",
-                     "Change vs last month", "+36 %", "GPU-hours", "4,697 GPU-h",
-                     "<@U0AAA111>, <@U0AAA112>", "<#C0RECSYS>", "billed cost (as invoiced)",
-                     "• training: *$12,310* (72 %) · 82 % of its $15,000 budget",
-                     "`i-recsystrain01`", "data through 20 Nov 2026"):  # fmt: skip
+    for expected in (
+        "*Month to date (1–20 Nov)*\n*$17,139*",
+        "$22,000 · *78 %* used",
+        "Month-end forecast",
+        "weekday run-rate over 28 days",
+        "Change vs last month",
+        "+36 %",
+        "GPU-hours",
+        "4,697 GPU-h",
+        "<@U0AAA111>, <@U0AAA112>",
+        "<#C0RECSYS>",
+        "billed cost (as invoiced)",
+        "• training: *$12,310* (72 %) · 82 % of its $15,000 budget",
+        "`i-recsystrain01`",
+        "data through 20 Nov 2026",
+    ):
         assert expected in text, expected
     assert len(reply["blocks"]) <= 50
 

@@ -462,9 +462,14 @@ def test_a_thread_slack_refuses_fails_alone_in_the_refresh_job(
         for minutes, (model, user) in enumerate(
             (("recsys", "U0AAA111"), ("search", "U0AAA113"), ("churn", "U0ADMIN01"))
         ):
-            record_decision(session=session, item_id=item_id(slack, model), user_id=user,
-                            decision="keep", reason=None,
-                            now=clock.now + dt.timedelta(minutes=minutes))  # fmt: skip
+            record_decision(
+                session=session,
+                item_id=item_id(slack, model),
+                user_id=user,
+                decision="keep",
+                reason=None,
+                now=clock.now + dt.timedelta(minutes=minutes),
+            )
     with session_scope(slack.session_factory) as session:
         ts = {i.model_name: i.message_ts for i in session.scalars(select(ReviewItem))}
     refused: dict[str, list[str]] = {
@@ -548,15 +553,16 @@ def test_two_owners_submitting_at_the_same_moment_close_the_review(
                 )
             )
             session.execute(update(Review).values(status="open", closed_at=None))
-        results = submit_together(slack, [
-            (view, user) for view, (_, user, _) in zip(views, choices, strict=True)
-        ])  # fmt: skip
+        results = submit_together(
+            slack, [(view, user) for view, (_, user, _) in zip(views, choices, strict=True)]
+        )
         assert results == [200, 200]
 
         def refreshed() -> bool:
             with session_scope(slack.session_factory) as session:
-                items = session.scalars(select(ReviewItem).join(Review)
-                                        .where(Review.team_name == "ranking")).all()  # fmt: skip
+                items = session.scalars(
+                    select(ReviewItem).join(Review).where(Review.team_name == "ranking")
+                ).all()
                 return all(i.decision and not i.refresh_pending for i in items)
 
         wait_until(refreshed)

@@ -16,25 +16,104 @@ from tests.slack.demo_org import demo, demo_slack
 __all__ = ["demo", "demo_slack"]  # fixtures
 
 TINY_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
-SUBCOMMANDS = ["model", "team", "top", "budget", "owner", "unallocated", "help", "budgets",
-               "modle", "MODEL", "", "?", "--help", "value", "review"]  # fmt: skip
-WORDS = ["recsys", "RecSys", "recsy", "chat-assistant", "ranking", "vision", "nope", "30d",
-         "90d", "0d", "999d", "2026-11", "2026-13", "0000-01", "9999-12", "1970-01", "set",
-         "show", "list", "model:recsys", "team:ranking", "stage:storage", "stage:gpu",
-         "model:recsys/stage:training", "12000", "$12,000", "12k", "-5", "1e40", "nan", "inf",
-         "--alert", "50,80,100", "--alert=0", "--cost", "effective", "billed", "--cost=x", "-h",
-         "<@U0AAA111|alice>", "<@U0ADMIN01>", "<@U0STRANGER|x>", "@alice", "<#C0NEW1234|x>",
-         "#general", "<@>", "<#>", "`", '"', "'", "\u201c", "ー", "²", "١٢", "\x00", "\n",
-         "a" * 300]  # fmt: skip
+SUBCOMMANDS = [
+    "model",
+    "team",
+    "top",
+    "budget",
+    "owner",
+    "unallocated",
+    "help",
+    "budgets",
+    "modle",
+    "MODEL",
+    "",
+    "?",
+    "--help",
+    "value",
+    "review",
+]
+WORDS = [
+    "recsys",
+    "RecSys",
+    "recsy",
+    "chat-assistant",
+    "ranking",
+    "vision",
+    "nope",
+    "30d",
+    "90d",
+    "0d",
+    "999d",
+    "2026-11",
+    "2026-13",
+    "0000-01",
+    "9999-12",
+    "1970-01",
+    "set",
+    "show",
+    "list",
+    "model:recsys",
+    "team:ranking",
+    "stage:storage",
+    "stage:gpu",
+    "model:recsys/stage:training",
+    "12000",
+    "$12,000",
+    "12k",
+    "-5",
+    "1e40",
+    "nan",
+    "inf",
+    "--alert",
+    "50,80,100",
+    "--alert=0",
+    "--cost",
+    "effective",
+    "billed",
+    "--cost=x",
+    "-h",
+    "<@U0AAA111|alice>",
+    "<@U0ADMIN01>",
+    "<@U0STRANGER|x>",
+    "@alice",
+    "<#C0NEW1234|x>",
+    "#general",
+    "<@>",
+    "<#>",
+    "`",
+    '"',
+    "'",
+    "\u201c",
+    "ー",
+    "²",
+    "١٢",
+    "\x00",
+    "\n",
+    "a" * 300,
+]
 USERS = ["U0AAA111", "U0STRANGER", "U0BBB222", "U0ADMIN01", ""]
-FORBIDDEN = ("Traceback", 'File "', "sqlalchemy", "psycopg", "Exception", "Sorry, something "
-             "went wrong", "NoneType", "KeyError", "ValueError", "TypeError")  # fmt: skip
+FORBIDDEN = (
+    "Traceback",
+    'File "',
+    "sqlalchemy",
+    "psycopg",
+    "Exception",
+    "Sorry, something went wrong",
+    "NoneType",
+    "KeyError",
+    "ValueError",
+    "TypeError",
+)
 
 command_texts = st.one_of(
     st.text(max_size=200),
-    st.builds(lambda sub, words: " ".join([sub, *words]), st.sampled_from(SUBCOMMANDS),
-              st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=12)), max_size=6)),
-)  # fmt: skip
+    st.builds(
+        lambda sub, words: " ".join([sub, *words]),
+        st.sampled_from(SUBCOMMANDS),
+        st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=12)), max_size=6),
+    ),
+)
 
 
 class RecordingClient:
@@ -72,15 +151,21 @@ def test_router_answers_every_text_helpfully(demo: SlackHarness, text: str, user
         mock.patch("handlers.subcommands.model.render_spend_chart", return_value=TINY_PNG),
         mock.patch("handlers.subcommands.team.render_spend_chart", return_value=TINY_PNG),
     ):
-        handle_command(body, lambda **kw: replies.append(kw), RecordingClient(),  # type: ignore[arg-type]
-                       demo.services, router)  # fmt: skip
+        handle_command(
+            body,
+            lambda **kw: replies.append(kw),
+            RecordingClient(),  # type: ignore[arg-type]
+            demo.services,
+            router,
+        )
     assert_helpful(replies, text)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=command_texts.filter(lambda t: "\x00" not in t), user=st.sampled_from(USERS[:4]))
-def test_random_commands_over_http_get_200_and_one_reply(demo: SlackHarness, text: str,
-                                                         user: str) -> None:  # fmt: skip
+def test_random_commands_over_http_get_200_and_one_reply(
+    demo: SlackHarness, text: str, user: str
+) -> None:
     demo.fake.calls.clear()
     result = demo.command(text, user=user)
     assert result.status == 200

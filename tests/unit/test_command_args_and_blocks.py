@@ -26,7 +26,9 @@ AS_OF = dt.date(2026, 11, 19)
 
 def test_split_options() -> None:
     assert split_options(["set", "x", "--alert", "50,80"], ["--alert"]) == (
-        ["set", "x"], {"--alert": "50,80"})  # fmt: skip
+        ["set", "x"],
+        {"--alert": "50,80"},
+    )
     assert split_options(["--alert=1"], ["--alert"]) == ([], {"--alert": "1"})
     assert split_options(["-5"], []) == (["-5"], {})
     with pytest.raises(UsageError, match="unknown option `--x`"):
@@ -51,16 +53,22 @@ def huge_report() -> ModelReport:
     """A model with absurdly long names everywhere."""
     daily = {AS_OF - dt.timedelta(days=i): Decimal("1234.5") for i in range(40)}
     return ModelReport(
-        model="m" * 100, team="t" * 100, owners=[f"U{i:08d}" for i in range(300)],
-        channel="C0RECSYS", basis="billed", span=span(),
+        model="m" * 100,
+        team="t" * 100,
+        owners=[f"U{i:08d}" for i in range(300)],
+        channel="C0RECSYS",
+        basis="billed",
+        span=span(),
         daily_by_stage={d: {"training": v} for d, v in daily.items()},
         month_to_date=Decimal("123456789.12"),
         by_stage=[(s * 50, Decimal(1)) for s in ("training", "serving")],
         gpu_hours=Decimal("12345.678"),
         top_resources=[ResourceCost("arn:" + "x" * 3000, "S" * 500, "training", Decimal(9))] * 5,
-        forecast=forecast_month(daily, NOV, AS_OF), budget=Decimal(0),
-        last_month_same_days=Decimal(0), last_month_total=Decimal(0),
-    )  # fmt: skip
+        forecast=forecast_month(daily, NOV, AS_OF),
+        budget=Decimal(0),
+        last_month_same_days=Decimal(0),
+        last_month_total=Decimal(0),
+    )
 
 
 def test_model_blocks_fit_slacks_limits_even_for_absurd_input() -> None:
@@ -72,16 +80,25 @@ def test_model_blocks_fit_slacks_limits_even_for_absurd_input() -> None:
 
 def test_home_view_fits_for_many_models() -> None:
     empty = forecast_month({}, NOV, AS_OF)
-    lines = [ModelLine(f"model-{i}", Decimal(i * 100), Decimal(50), empty, Decimal(1000))
-             for i in range(120)]  # fmt: skip
+    lines = [
+        ModelLine(f"model-{i}", Decimal(i * 100), Decimal(50), empty, Decimal(1000))
+        for i in range(120)
+    ]
     view = checked_view(build_home_view(HomeDashboard("U1", span(), lines, True), "USD"))
     assert len(view["blocks"]) <= 100
     assert "…and 80 more models" in str(view)
 
 
 def test_chart_renders_with_no_data_at_all() -> None:
-    chart = SpendChart(title="empty", subtitle="", currency="USD", stacks={},
-                       month_start=NOV.start, month_end=NOV.end, first_day=NOV.start)  # fmt: skip
+    chart = SpendChart(
+        title="empty",
+        subtitle="",
+        currency="USD",
+        stacks={},
+        month_start=NOV.start,
+        month_end=NOV.end,
+        first_day=NOV.start,
+    )
     assert render_spend_chart(chart)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -89,9 +106,15 @@ def test_chart_renders_in_a_worker_process_the_same() -> None:
     from bot.charts.spend_chart import start_render_processes, stop_render_processes
 
     day = NOV.start
-    chart = SpendChart(title="t", subtitle="", currency="USD",
-                       stacks={"training": {day: Decimal(5)}}, month_start=NOV.start,
-                       month_end=NOV.end, first_day=day)  # fmt: skip
+    chart = SpendChart(
+        title="t",
+        subtitle="",
+        currency="USD",
+        stacks={"training": {day: Decimal(5)}},
+        month_start=NOV.start,
+        month_end=NOV.end,
+        first_day=day,
+    )
     start_render_processes(1)
     try:
         in_worker = render_spend_chart(chart)

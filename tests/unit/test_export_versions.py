@@ -20,15 +20,17 @@ def test_newest_version_per_period_and_everything_else_kept() -> None:
         # no billing-period folder: read as given
         ("s3://b/focus/2024-09/part-1.csv", 0.0),
     ]
-    assert latest_versions(files) == sorted([
-        "s3://b/cur/r/20261101-20261201/bbb/r-1.csv.gz",
-        "s3://b/cur/r/20261101-20261201/bbb/r-2.csv.gz",
-        "s3://b/cur/r/20261001-20261101/aaa/r-1.csv.gz",
-        "s3://b/x/data/BILLING_PERIOD=2026-11/x-00001.snappy.parquet",
-        "s3://b/x/data/BILLING_PERIOD=2026-11/x-00002.snappy.parquet",
-        "/exports/r/year=2026/month=11/r-00001.snappy.parquet",
-        "s3://b/focus/2024-09/part-1.csv",
-    ])  # fmt: skip
+    assert latest_versions(files) == sorted(
+        [
+            "s3://b/cur/r/20261101-20261201/bbb/r-1.csv.gz",
+            "s3://b/cur/r/20261101-20261201/bbb/r-2.csv.gz",
+            "s3://b/cur/r/20261001-20261101/aaa/r-1.csv.gz",
+            "s3://b/x/data/BILLING_PERIOD=2026-11/x-00001.snappy.parquet",
+            "s3://b/x/data/BILLING_PERIOD=2026-11/x-00002.snappy.parquet",
+            "/exports/r/year=2026/month=11/r-00001.snappy.parquet",
+            "s3://b/focus/2024-09/part-1.csv",
+        ]
+    )
 
 
 def test_files_straight_in_the_period_folder_are_one_version() -> None:

@@ -68,14 +68,17 @@ def test_days_without_rows_count_as_zero_and_credits_never_project_negative() ->
     assert result.amount == Decimal(-30)
 
 
-@given(st.lists(st.decimals(min_value=0, max_value=10_000, places=2), min_size=1, max_size=60),
-       st.integers(min_value=0, max_value=29))  # fmt: skip
+@given(
+    st.lists(st.decimals(min_value=0, max_value=10_000, places=2), min_size=1, max_size=60),
+    st.integers(min_value=0, max_value=29),
+)
 def test_forecast_is_at_least_the_actual_and_covers_every_remaining_day(
     costs: list[Decimal], as_of_day: int
 ) -> None:
     as_of = NOV.start + dt.timedelta(days=as_of_day)
-    daily = dict(zip(days(as_of - dt.timedelta(days=len(costs) - 1), len(costs)), costs,
-                     strict=True))  # fmt: skip
+    daily = dict(
+        zip(days(as_of - dt.timedelta(days=len(costs) - 1), len(costs)), costs, strict=True)
+    )
     result = forecast_month(daily, NOV, as_of)
     assert result.amount >= result.actual
     assert sorted(result.projected) == days(as_of + dt.timedelta(days=1), 29 - as_of_day)

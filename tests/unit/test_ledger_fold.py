@@ -25,8 +25,15 @@ RULES = AttributionRules.build(
 
 def charge(day: dt.date, billed: str, **fields: Any) -> dict[str, Any]:
     row: dict[str, Any] = {c: "" for c in KEY_COLUMNS}
-    row.update(day=day, billing_period=day.replace(day=1), provider="AWS", billing_account="111",
-               service="Amazon Elastic Compute Cloud", estimated=False, unit="Hrs")  # fmt: skip
+    row.update(
+        day=day,
+        billing_period=day.replace(day=1),
+        provider="AWS",
+        billing_account="111",
+        service="Amazon Elastic Compute Cloud",
+        estimated=False,
+        unit="Hrs",
+    )
     row.update(billed=Decimal(billed), effective=Decimal(billed), quantity=Decimal("1.5"))
     row.update(fields)
     return row
@@ -94,8 +101,9 @@ def test_attribution_runs_per_distinct_facts_and_folds_exactly(
     assert p4d[0]["gpu_hours"] == Decimal("24")  # 8 GPUs x 3 hourly units; GB-Mo adds none
     recsys = [r for r in ledger if r["model"] == "recsys"]
     assert [(r["day"], r["team"], r["attribution"]) for r in recsys] == [
-        (day, "ranking", "tag"), (dt.date(2026, 11, 3), "ranking", "tag"),
-    ]  # fmt: skip
+        (day, "ranking", "tag"),
+        (dt.date(2026, 11, 3), "ranking", "tag"),
+    ]
     other = next(r for r in ledger if r["model_tag_value"] == "other")
     assert (other["model"], other["charge_category"], other["sub_account"]) == (None, "Usage", None)
 

@@ -55,10 +55,33 @@ WHEN = dt.datetime(2026, 11, 20, 9, 30, tzinfo=dt.UTC)
 VALID_USERS = ["U0AAA111", "W0BBB222"]
 VALID_CHANNEL = "C0RECSYS"
 PIECES = [
-    "<!channel>", "<!here>", "<!everyone>", "<@U123>", "<@U0AAA111>", "<#C0FINOPS>",
-    "<https://x.example|click>", "<http://evil>", "&", "&amp;", "&lt;", "`", "```", "*", "_",
-    "~", ">", "<", "|", "\n", "ünï©ødé", "🔥", "\u200b", ":red_circle:", "a", "recsys",
-]  # fmt: skip
+    "<!channel>",
+    "<!here>",
+    "<!everyone>",
+    "<@U123>",
+    "<@U0AAA111>",
+    "<#C0FINOPS>",
+    "<https://x.example|click>",
+    "<http://evil>",
+    "&",
+    "&amp;",
+    "&lt;",
+    "`",
+    "```",
+    "*",
+    "_",
+    "~",
+    ">",
+    "<",
+    "|",
+    "\n",
+    "ünï©ødé",
+    "🔥",
+    "\u200b",
+    ":red_circle:",
+    "a",
+    "recsys",
+]
 _piece = st.sampled_from(PIECES)
 _short = st.lists(st.one_of(_piece, st.text(max_size=8)), min_size=1, max_size=6).map("".join)
 
@@ -90,60 +113,100 @@ def many(draw: Any, n: int, strategy: st.SearchStrategy[Any]) -> list[Any]:
 
 def budget_status(draw: Any) -> BudgetStatus:
     scope = draw(hostile(250))
-    return BudgetStatus(1, scope, draw(hostile()), draw(hostile()), draw(hostile(20)),
-                        draw(money), (50, 80, 100), True, 100, NOV, AS_OF, draw(money),
-                        draw(st.one_of(st.none(), st.builds(
-                            BudgetForecast, money, st.just("weekday run-rate"), st.just(19)))))  # fmt: skip # noqa: E501
+    return BudgetStatus(
+        1,
+        scope,
+        draw(hostile()),
+        draw(hostile()),
+        draw(hostile(20)),
+        draw(money),
+        (50, 80, 100),
+        True,
+        100,
+        NOV,
+        AS_OF,
+        draw(money),
+        draw(
+            st.one_of(
+                st.none(),
+                st.builds(BudgetForecast, money, st.just("weekday run-rate"), st.just(19)),
+            )
+        ),
+    )
 
 
 def alert_ctx(draw: Any) -> alert_blocks.AlertContext:
     driver = st.builds(Driver, hostile(1024), money)
     n = draw(count)
     return alert_blocks.AlertContext(
-        channel=VALID_CHANNEL, owners=frozenset(draw(users)),
+        channel=VALID_CHANNEL,
+        owners=frozenset(draw(users)),
         drivers=Drivers(many(draw, n, driver), many(draw, n, driver), many(draw, n, driver)),
         basis=draw(st.sampled_from(["billed", "effective"])),
-    )  # fmt: skip
+    )
 
 
 def model_line(draw: Any) -> ModelLine:
     amount = draw(money)
-    return ModelLine(draw(hostile()), amount, draw(money), forecast(amount),
-                     draw(st.one_of(st.none(), money)))  # fmt: skip
+    return ModelLine(
+        draw(hostile()), amount, draw(money), forecast(amount), draw(st.one_of(st.none(), money))
+    )
 
 
 def snapshot(draw: Any) -> dict[str, Any]:
     def period() -> dict[str, Any]:
-        return {"cost": str(draw(money)),
-                "cost_by_stage": {draw(hostile(20)): str(draw(money)) for _ in range(3)},
-                "units": "1200000", "revenue": str(draw(money)), "unit_cost_per_1k": "0.42",
-                "serving_unit_cost_per_1k": "0.3"}  # fmt: skip
+        return {
+            "cost": str(draw(money)),
+            "cost_by_stage": {draw(hostile(20)): str(draw(money)) for _ in range(3)},
+            "units": "1200000",
+            "revenue": str(draw(money)),
+            "unit_cost_per_1k": "0.42",
+            "serving_unit_cost_per_1k": "0.3",
+        }
 
     return {
-        "model": draw(hostile()), "team": draw(hostile()),
+        "model": draw(hostile()),
+        "team": draw(hostile()),
         "currency": draw(st.sampled_from(["USD", "EUR", "JPY", None])),
         "metric": draw(st.one_of(st.none(), hostile(40))),
-        "owners": draw(users), "current": period(), "previous": period(),
-        "cost_change_pct": "12.5", "value_change_pct": "-3", "unit_cost_change_pct": "4",
-        "budget": str(draw(money)), "budget_used_pct": "55",
-        "verdict": {"kind": draw(st.sampled_from([*review_blocks.VERDICT_ICONS, "odd"])),
-                    "headline": draw(hostile(300)), "detail": draw(hostile(2000)),
-                    "flagged": draw(st.booleans())},
+        "owners": draw(users),
+        "current": period(),
+        "previous": period(),
+        "cost_change_pct": "12.5",
+        "value_change_pct": "-3",
+        "unit_cost_change_pct": "4",
+        "budget": str(draw(money)),
+        "budget_used_pct": "55",
+        "verdict": {
+            "kind": draw(st.sampled_from([*review_blocks.VERDICT_ICONS, "odd"])),
+            "headline": draw(hostile(300)),
+            "detail": draw(hostile(2000)),
+            "flagged": draw(st.booleans()),
+        },
         "signoffs": {"weeks": 4, "signed": draw(st.integers(0, 4))},
-    }  # fmt: skip
+    }
 
 
 def decision_state(draw: Any) -> review_blocks.DecisionState:
     return review_blocks.DecisionState(
-        draw(st.integers(1, 10**6)), draw(st.one_of(st.none(), st.sampled_from(
-            list(review_blocks.DECISIONS)))),
-        draw(st.one_of(st.sampled_from(VALID_USERS), hostile(40))), WHEN, draw(hostile(2000)))  # fmt: skip # noqa: E501
+        draw(st.integers(1, 10**6)),
+        draw(st.one_of(st.none(), st.sampled_from(list(review_blocks.DECISIONS)))),
+        draw(st.one_of(st.sampled_from(VALID_USERS), hostile(40))),
+        WHEN,
+        draw(hostile(2000)),
+    )
 
 
 def waste_finding(draw: Any) -> WasteFinding:
-    return WasteFinding(draw(st.sampled_from([*waste_blocks.KIND_LABELS, "odd"])),
-                        draw(hostile(1024)), draw(money), draw(hostile(3000)),
-                        draw(hostile(3000)), draw(hostile()), draw(hostile(1024)))  # fmt: skip
+    return WasteFinding(
+        draw(st.sampled_from([*waste_blocks.KIND_LABELS, "odd"])),
+        draw(hostile(1024)),
+        draw(money),
+        draw(hostile(3000)),
+        draw(hostile(3000)),
+        draw(hostile()),
+        draw(hostile(1024)),
+    )
 
 
 # Each case draws the builder's input and returns what it built: (text, blocks) or a view.
@@ -151,36 +214,55 @@ Built = tuple[str, list[dict[str, Any]]] | dict[str, Any]
 
 
 def case_budget_alert(draw: Any) -> Built:
-    alert = BudgetAlert(budget_status(draw), draw(st.sampled_from([ACTUAL, FORECAST])),
-                        draw(st.sampled_from([50, 80, 100, 120])))  # fmt: skip
+    alert = BudgetAlert(
+        budget_status(draw),
+        draw(st.sampled_from([ACTUAL, FORECAST])),
+        draw(st.sampled_from([50, 80, 100, 120])),
+    )
     return alert_blocks.build_budget_alert(alert, alert_ctx(draw))
 
 
 def case_anomaly_alert(draw: Any) -> Built:
     resource = st.tuples(hostile(1024), money, st.booleans())
-    anomaly = Anomaly(draw(st.sampled_from(["spend", "gpu"])), draw(hostile(120)), AS_OF,
-                      draw(money), Baseline(draw(money), draw(money), 14), draw(money),
-                      draw(hostile()), many(draw, draw(count), resource))  # fmt: skip
+    anomaly = Anomaly(
+        draw(st.sampled_from(["spend", "gpu"])),
+        draw(hostile(120)),
+        AS_OF,
+        draw(money),
+        Baseline(draw(money), draw(money), 14),
+        draw(money),
+        draw(hostile()),
+        many(draw, draw(count), resource),
+    )
     return alert_blocks.build_anomaly_alert(anomaly, alert_ctx(draw))
 
 
 def case_unallocated_alert(draw: Any) -> Built:
     line = st.tuples(hostile(200), st.one_of(st.none(), hostile(256)), money)
     lines = many(draw, draw(count), line)
-    return alert_blocks.build_unallocated_alert(lines, draw(money), "the week of Nov 9–Nov 15",
-                                                "USD")  # fmt: skip
+    return alert_blocks.build_unallocated_alert(
+        lines, draw(money), "the week of Nov 9–Nov 15", "USD"
+    )
 
 
 def case_raise_modal(draw: Any) -> Built:
-    return alert_blocks.build_raise_modal(draw(hostile(250)), "2026-11", draw(money), "USD",
-                                          {"channel": VALID_CHANNEL, "ts": "1.2"})  # fmt: skip
+    return alert_blocks.build_raise_modal(
+        draw(hostile(250)), "2026-11", draw(money), "USD", {"channel": VALID_CHANNEL, "ts": "1.2"}
+    )
 
 
 def board_status(draw: Any) -> BoardStatus:
     amount = draw(money)
-    return BoardStatus(draw(hostile(250)), amount, [50, 80, 100], True, draw(money),
-                       forecast(amount), draw(st.one_of(st.none(), st.sampled_from(VALID_USERS),
-                                                         hostile(40))), WHEN)  # fmt: skip
+    return BoardStatus(
+        draw(hostile(250)),
+        amount,
+        [50, 80, 100],
+        True,
+        draw(money),
+        forecast(amount),
+        draw(st.one_of(st.none(), st.sampled_from(VALID_USERS), hostile(40))),
+        WHEN,
+    )
 
 
 def case_budget_list(draw: Any) -> Built:
@@ -191,14 +273,16 @@ def case_budget_list(draw: Any) -> Built:
 
 def case_budget_show(draw: Any) -> Built:
     status = board_status(draw)
-    return budget_blocks.build_budget_show_blocks(status, BudgetBoard(span(), "billed", [status]),
-                                                  "USD")  # fmt: skip
+    return budget_blocks.build_budget_show_blocks(
+        status, BudgetBoard(span(), "billed", [status]), "USD"
+    )
 
 
 def case_budget_set(draw: Any) -> Built:
     budget = Budget(scope=draw(hostile(250)), monthly_amount=draw(money), thresholds=[50, 100])
-    return budget_blocks.build_budget_set_blocks(budget, draw(st.one_of(st.none(), hostile(40))),
-                                                 draw(st.sampled_from(VALID_USERS)), "USD")  # fmt: skip # noqa: E501
+    return budget_blocks.build_budget_set_blocks(
+        budget, draw(st.one_of(st.none(), hostile(40))), draw(st.sampled_from(VALID_USERS)), "USD"
+    )
 
 
 def case_home_view(draw: Any) -> Built:
@@ -212,21 +296,32 @@ def case_model_report(draw: Any) -> Built:
     n = draw(count)
     resource = st.builds(ResourceCost, hostile(1024), hostile(200), hostile(20), money)
     report = ModelReport(
-        model=draw(hostile()), team=draw(hostile()), owners=draw(users),
-        channel=draw(st.one_of(st.none(), st.just(VALID_CHANNEL), hostile(40))), basis="billed",
-        span=span(), daily_by_stage={}, month_to_date=amount,
-        by_stage=many(draw, n, st.tuples(hostile(20), money)), gpu_hours=draw(money),
-        top_resources=many(draw, n, resource), forecast=forecast(amount),
-        budget=draw(st.one_of(st.none(), money)), last_month_same_days=draw(money),
+        model=draw(hostile()),
+        team=draw(hostile()),
+        owners=draw(users),
+        channel=draw(st.one_of(st.none(), st.just(VALID_CHANNEL), hostile(40))),
+        basis="billed",
+        span=span(),
+        daily_by_stage={},
+        month_to_date=amount,
+        by_stage=many(draw, n, st.tuples(hostile(20), money)),
+        gpu_hours=draw(money),
+        top_resources=many(draw, n, resource),
+        forecast=forecast(amount),
+        budget=draw(st.one_of(st.none(), money)),
+        last_month_same_days=draw(money),
         last_month_total=draw(money),
-    )  # fmt: skip
+    )
     return model_blocks.build_model_report_blocks(report, "USD")
 
 
 def case_unallocated_blocks(draw: Any) -> Built:
-    line = st.builds(lambda tag, service, cost: SpendLine({"tag": tag, "service": service}, cost,
-                                                          Decimal(0)),
-                     st.one_of(st.none(), hostile(256)), hostile(200), money)  # fmt: skip
+    line = st.builds(
+        lambda tag, service, cost: SpendLine({"tag": tag, "service": service}, cost, Decimal(0)),
+        st.one_of(st.none(), hostile(256)),
+        hostile(200),
+        money,
+    )
     lines = many(draw, draw(count), line)
     total = sum((x.cost for x in lines), Decimal(0))
     totals = [SpendTotals("USD", total, total, total, Decimal(0), total)]
@@ -236,16 +331,24 @@ def case_unallocated_blocks(draw: Any) -> Built:
 
 def case_team_report(draw: Any) -> Built:
     models = [model_line(draw) for _ in range(3)] * (draw(count) // 3 + 1)
-    report = TeamReport(draw(hostile()), draw(users),
-                        draw(st.one_of(st.none(), st.just(VALID_CHANNEL), hostile(40))), "billed",
-                        span(), models, model_line(draw), {})  # fmt: skip
+    report = TeamReport(
+        draw(hostile()),
+        draw(users),
+        draw(st.one_of(st.none(), st.just(VALID_CHANNEL), hostile(40))),
+        "billed",
+        span(),
+        models,
+        model_line(draw),
+        {},
+    )
     return team_blocks.build_team_report_blocks(report, "USD")
 
 
 def case_top(draw: Any) -> Built:
     biggest = [model_line(draw) for _ in range(3)] * (draw(count) // 3 + 1)
-    return team_blocks.build_top_blocks(TopModels(span(), "billed", biggest, biggest[:30],
-                                                  draw(money)), "USD")  # fmt: skip
+    return team_blocks.build_top_blocks(
+        TopModels(span(), "billed", biggest, biggest[:30], draw(money)), "USD"
+    )
 
 
 def case_waste_blocks(draw: Any) -> Built:
@@ -286,34 +389,47 @@ def case_reminder(draw: Any) -> Built:
 
 def case_signoff_digest(draw: Any) -> Built:
     snaps = [snapshot(draw)] * draw(count)
-    return review_blocks.build_signoff_digest(draw(st.sampled_from(VALID_USERS)),
-                                              dt.date(2026, 11, 16), snaps, "USD")  # fmt: skip
+    return review_blocks.build_signoff_digest(
+        draw(st.sampled_from(VALID_USERS)), dt.date(2026, 11, 16), snaps, "USD"
+    )
 
 
 def case_mark_signed_off(draw: Any) -> Built:
     snaps = [snapshot(draw) for _ in range(3)]
-    text, blocks = review_blocks.build_signoff_digest("U0AAA111", dt.date(2026, 11, 16), snaps,
-                                                      "USD")  # fmt: skip
-    return text, review_blocks.mark_signed_off(blocks, snaps[0]["model"],
-                                                draw(st.sampled_from(VALID_USERS)), WHEN)  # fmt: skip # noqa: E501
+    text, blocks = review_blocks.build_signoff_digest(
+        "U0AAA111", dt.date(2026, 11, 16), snaps, "USD"
+    )
+    return text, review_blocks.mark_signed_off(
+        blocks, snaps[0]["model"], draw(st.sampled_from(VALID_USERS)), WHEN
+    )
 
 
 def case_replace_actions(draw: Any) -> Built:
     text, blocks = case_budget_alert(draw)
-    note = draw(st.sampled_from([
-        alert_blocks.acknowledged_note(draw(st.sampled_from(VALID_USERS)), WHEN,
-                                       draw(hostile(250)), draw(hostile(20))),
-        alert_blocks.snoozed_note(draw(st.one_of(st.sampled_from(VALID_USERS), hostile(40))),
-                                  WHEN),
-        alert_blocks.raised_note(draw(hostile(40)), draw(hostile(250)), "$1,200", WHEN),
-    ]))  # fmt: skip
+    note = draw(
+        st.sampled_from(
+            [
+                alert_blocks.acknowledged_note(
+                    draw(st.sampled_from(VALID_USERS)), WHEN, draw(hostile(250)), draw(hostile(20))
+                ),
+                alert_blocks.snoozed_note(
+                    draw(st.one_of(st.sampled_from(VALID_USERS), hostile(40))), WHEN
+                ),
+                alert_blocks.raised_note(draw(hostile(40)), draw(hostile(250)), "$1,200", WHEN),
+            ]
+        )
+    )
     return text, alert_blocks.replace_actions(blocks, note)
 
 
 def case_decision_view(draw: Any) -> Built:
-    return build_decision_view(draw(st.integers(1, 10**6)), draw(hostile()), "2026-11",
-                               draw(st.sampled_from(list(review_blocks.DECISIONS))),
-                               VALID_CHANNEL)  # fmt: skip
+    return build_decision_view(
+        draw(st.integers(1, 10**6)),
+        draw(hostile()),
+        "2026-11",
+        draw(st.sampled_from(list(review_blocks.DECISIONS))),
+        VALID_CHANNEL,
+    )
 
 
 CASES: dict[str, Callable[[Any], Built]] = {
@@ -384,8 +500,11 @@ def assert_safe_mrkdwn(text: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=st.data())
 def test_builder_escapes_outside_text_and_fits_slack(name: str, data: st.DataObject) -> None:
     built = CASES[name](data.draw)
@@ -424,8 +543,21 @@ def test_registry_owner_that_is_not_a_user_id_is_shown_not_linked() -> None:
 
 def test_plain_text_is_clipped_not_escaped() -> None:
     """Headers are plain_text: Slack shows them literally, so & and < stay as they are."""
-    status = BudgetStatus(1, "model:a&b<c>" + "x" * 400, None, None, None, Decimal(100),
-                          (100,), True, 100, NOV, AS_OF, Decimal(150), None)  # fmt: skip
+    status = BudgetStatus(
+        1,
+        "model:a&b<c>" + "x" * 400,
+        None,
+        None,
+        None,
+        Decimal(100),
+        (100,),
+        True,
+        100,
+        NOV,
+        AS_OF,
+        Decimal(150),
+        None,
+    )
     _, blocks = alert_blocks.build_budget_alert(
         BudgetAlert(status, ACTUAL, 100), alert_blocks.AlertContext(channel=VALID_CHANNEL)
     )
@@ -452,7 +584,13 @@ def test_charts_show_names_literally() -> None:
     from bot.charts.spend_chart import SpendChart, render_in_this_process
 
     name = "m$\\y$ <!channel>"
-    chart = SpendChart(title=name, subtitle=f"team $\\q$ {name}", currency="USD",
-                       stacks={name: {NOV.start: Decimal(5)}}, month_start=NOV.start,
-                       month_end=NOV.end, first_day=NOV.start)  # fmt: skip
+    chart = SpendChart(
+        title=name,
+        subtitle=f"team $\\q$ {name}",
+        currency="USD",
+        stacks={name: {NOV.start: Decimal(5)}},
+        month_start=NOV.start,
+        month_end=NOV.end,
+        first_day=NOV.start,
+    )
     assert render_in_this_process(chart)[:8] == b"\x89PNG\r\n\x1a\n"

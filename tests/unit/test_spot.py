@@ -27,8 +27,10 @@ def test_the_bundled_snapshot_has_the_documented_values() -> None:
 
 
 def test_a_fresh_feed_from_a_file_plain_or_gzipped(tmp_path: Path) -> None:
-    tables = {"Linux": {"g6e.xlarge": {"s": 61, "r": 1}},
-              "Windows": {"g6e.xlarge": {"s": 20, "r": 0}}}  # fmt: skip
+    tables = {
+        "Linux": {"g6e.xlarge": {"s": 61, "r": 1}},
+        "Windows": {"g6e.xlarge": {"s": 20, "r": 0}},
+    }
     feed = {
         "ranges": [{"index": 0, "label": "<5%"}, {"index": 1, "label": "5-10%"}],
         "spot_advisor": {"eu-west-1": tables},
