@@ -28,13 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.engine import make_url
 
-from bot.alert_cycle import POLL_CHECKS, plan_alerts, queue_posts
-from bot.budgets import evaluate_budgets
+from bot.budgets.evaluate import evaluate_budgets
 from bot.config import Settings
-from bot.db import make_engine, make_session_factory, session_scope, upgrade
-from bot.models import Budget, IngestionRun, MLModel, RegistrySetting, Team
-from bot.rollup import rebuild_rollup
-from bot.sources.cost_explorer import CostExplorerSource
+from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
+from bot.db.schema import Budget, IngestionRun, MLModel, RegistrySetting, Team
+from bot.ingest.rollup import rebuild_rollup
+from bot.ingest.sources.cost_explorer import CostExplorerSource
+from bot.notify.cycle import POLL_CHECKS, plan_alerts, queue_posts
 
 MODELS, TEAMS = 2_000, 100
 START, END = dt.date(2026, 9, 1), dt.date(2026, 12, 1)

@@ -35,15 +35,15 @@ import os  # noqa: E402
 from pydantic import SecretStr  # noqa: E402
 from sqlalchemy import insert  # noqa: E402
 
-from bot.app import build_app  # noqa: E402
-from bot.charts.spend_chart import start_render_processes, stop_render_processes  # noqa: E402
+from bot.bootstrap import AppServices  # noqa: E402
 from bot.config import Settings  # noqa: E402
-from bot.db import make_engine, make_session_factory, session_scope, upgrade  # noqa: E402
-from bot.models import Budget, DailySpend, IngestionRun, MLModel, Owner, Team  # noqa: E402
-from bot.rollup import rebuild_rollup  # noqa: E402
-from bot.server import make_http_server, serve_in_thread  # noqa: E402
-from bot.services import AppServices  # noqa: E402
+from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade  # noqa: E402
+from bot.db.schema import Budget, DailySpend, IngestionRun, MLModel, Owner, Team  # noqa: E402
+from bot.ingest.rollup import rebuild_rollup  # noqa: E402
+from bot.slack.app import build_app  # noqa: E402
+from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes  # noqa: E402
 from bot.slack.client import make_web_client  # noqa: E402
+from bot.web.server import make_http_server, serve_in_thread  # noqa: E402
 from tests.slack.conftest import SECRET, SlackHarness  # noqa: E402
 from tests.slack.fake_slack import FakeSlack  # noqa: E402
 

@@ -199,8 +199,8 @@ def fresh_database(args: argparse.Namespace) -> dict[str, str]:
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    from bot.db import make_engine, make_session_factory, session_scope, upgrade
-    from bot.registry import import_registry, parse_registry
+    from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
+    from bot.registry.sync import import_registry, parse_registry
 
     if args.database_url:
         name = f"mlcost_bench_{uuid.uuid4().hex[:10]}"
@@ -242,9 +242,9 @@ def run_mlcost(args: argparse.Namespace) -> dict[str, Any]:
     """Ingest the files with `mlcost ingest cur`'s code path, commit included."""
     import pandas  # noqa: F401  pyarrow imports it on first use; keep imports out of the timing
 
-    from bot.db import make_engine, make_session_factory, session_scope
-    from bot.ledger import ingest
-    from bot.sources.cur import CurSource
+    from bot.db.engine import make_engine, make_session_factory, session_scope
+    from bot.ingest.ledger import ingest
+    from bot.ingest.sources.cur import CurSource
 
     engine = make_engine(args.url)
     factory = make_session_factory(engine)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from slack_bolt import App
 
-from bot.services import AppServices
+from bot.bootstrap import AppServices
 from handlers import alerts, commands, home, review_actions
 
 

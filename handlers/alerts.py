@@ -9,7 +9,13 @@ from typing import Any
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
-from bot.blocks.alerts import (
+from bot.bootstrap import AppServices
+from bot.budgets.admin import parse_amount, set_budget
+from bot.budgets.silences import acknowledge_budget, budget_for_raise, snooze_budget
+from bot.db.engine import session_scope
+from bot.errors import MlcostError
+from bot.money import format_money
+from bot.slack.blocks.alerts import (
     ACK_ACTION,
     AMOUNT_BLOCK,
     RAISE_ACTION,
@@ -21,12 +27,6 @@ from bot.blocks.alerts import (
     replace_actions,
     snoozed_note,
 )
-from bot.budget_admin import parse_amount, set_budget
-from bot.db import session_scope
-from bot.errors import MlcostError
-from bot.money import format_money
-from bot.services import AppServices
-from bot.silences import acknowledge_budget, budget_for_raise, snooze_budget
 from bot.slack.mrkdwn import escape_message
 from bot.slack.notifier import SLACK_FAILURES
 

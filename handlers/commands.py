@@ -11,9 +11,9 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.db import session_scope
+from bot.bootstrap import AppServices
+from bot.db.engine import session_scope
 from bot.errors import MlcostError
-from bot.services import AppServices
 from bot.slack.command_router import CommandRouter, Invocation, Reply, Subcommand
 from bot.slack.guard import checked_message
 from bot.slack.mrkdwn import code, escape_message

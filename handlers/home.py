@@ -8,11 +8,11 @@ from typing import Any
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot.blocks.home import build_home_view
-from bot.db import session_scope
-from bot.home import home_dashboard
-from bot.services import AppServices
+from bot.bootstrap import AppServices
+from bot.db.engine import session_scope
+from bot.slack.blocks.home import build_home_view
 from bot.slack.guard import checked_view
+from bot.spend.home import home_dashboard
 
 log = logging.getLogger(__name__)
 

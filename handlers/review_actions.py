@@ -12,12 +12,12 @@ from typing import Any
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
-from bot.blocks.review import DECIDE_ACTION_PREFIX, DECISIONS, SIGNOFF_ACTION, mark_signed_off
-from bot.db import session_scope
+from bot.bootstrap import AppServices
+from bot.db.engine import session_scope
 from bot.errors import MlcostError
-from bot.review import REFRESH_FAILURES, check_can_decide, record_decision, refresh_messages
-from bot.services import AppServices
-from bot.signoff import record_signoff
+from bot.review.service import REFRESH_FAILURES, check_can_decide, record_decision, refresh_messages
+from bot.review.signoff import record_signoff
+from bot.slack.blocks.review import DECIDE_ACTION_PREFIX, DECISIONS, SIGNOFF_ACTION, mark_signed_off
 from bot.slack.guard import MAX_MODAL_TITLE, clip
 from bot.slack.mrkdwn import bold, escape, escape_message
 from bot.slack.notifier import SlackNotifier

@@ -1,11 +1,11 @@
-"""Alembic environment: only bot.models' metadata is imported from the app."""
+"""Alembic environment: only bot.db.schema' metadata is imported from the app."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
-from bot.models import Base
+from bot.db.schema import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -11,10 +11,10 @@ from typing import Any
 from sqlalchemy import Engine, insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.db import make_engine, make_session_factory, session_scope, upgrade
-from bot.models import DailySpend, IngestionRun
-from bot.registry import import_registry, parse_registry
-from bot.rollup import refresh_rollup
+from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
+from bot.db.schema import DailySpend, IngestionRun
+from bot.ingest.rollup import refresh_rollup
+from bot.registry.sync import import_registry, parse_registry
 
 ALERT_REGISTRY = """\
 teams:

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from bot.db import make_engine, upgrade
+from bot.db.engine import make_engine, upgrade
 from tests.slack.fake_slack import FakeSlack
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from sqlalchemy.orm import Session
 
-from bot.models import DailySpend, IngestionRun, ValueMetric
+from bot.db.schema import DailySpend, IngestionRun, ValueMetric
 
 REGISTRY = """\
 teams:

@@ -7,8 +7,8 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.models import DailySpend, SpendRollup
-from bot.registry import import_registry, parse_registry
+from bot.db.schema import DailySpend, SpendRollup
+from bot.registry.sync import import_registry, parse_registry
 
 REGISTRY = """\
 teams:

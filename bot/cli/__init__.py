@@ -23,7 +23,7 @@ from bot.cli import (
     serve_cmd,
 )
 from bot.cli.context import CliContext
-from bot.db import database_unavailable
+from bot.db.engine import database_unavailable
 from bot.errors import MlcostError, new_reference
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]

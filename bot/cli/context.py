@@ -13,7 +13,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.config import Settings
-from bot.db import (
+from bot.db.engine import (
     database_unavailable,
     make_engine,
     make_session_factory,

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from bot.cli.context import CliContext
-from bot.gate import evaluate_gate
+from bot.economics.gate import evaluate_gate
 
 EXIT_CODES = """exit codes:
   0  pass: the model may ship

@@ -9,8 +9,8 @@ from typing import Any
 from bot.cli import value_cmd
 from bot.cli.context import CliContext, ProgressLine
 from bot.errors import UsageError
-from bot.ledger import IngestReport, ingest
-from bot.sources.base import SpendSource
+from bot.ingest.ledger import IngestReport, ingest
+from bot.ingest.sources.base import SpendSource
 
 
 def register(commands: Any) -> None:
@@ -42,11 +42,11 @@ def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
     """Ingest FOCUS or CUR files."""
     source: SpendSource
     if args.source_kind == "focus":
-        from bot.sources.focus import FocusSource
+        from bot.ingest.sources.focus import FocusSource
 
         source = FocusSource(args.locations, default_currency=ctx.settings.currency)
     else:
-        from bot.sources.cur import CurSource
+        from bot.ingest.sources.cur import CurSource
 
         source = CurSource(args.locations, default_currency=ctx.settings.currency)
     return _run(source, ctx)
@@ -54,8 +54,8 @@ def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
     """Poll Cost Explorer for a window of days."""
-    from bot.registry import raw_model_tag_key
-    from bot.sources.cost_explorer import CostExplorerSource, make_ce_client
+    from bot.ingest.sources.cost_explorer import CostExplorerSource, make_ce_client
+    from bot.registry.sync import raw_model_tag_key
 
     with ctx.session() as session:
         tag_key = raw_model_tag_key(session=session, default=ctx.settings.model_tag_keys[0])
@@ -77,7 +77,7 @@ def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
     """Run the grouping query in Athena and ingest its result."""
     import boto3
 
-    from bot.sources.athena import AthenaSource
+    from bot.ingest.sources.athena import AthenaSource
 
     if not args.output and not args.workgroup:
         raise UsageError("athena needs --output s3://... or a --workgroup with an output location")

@@ -6,12 +6,12 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from bot.alert_cycle import ALL_CHECKS, CycleReport, configured_sources, local_today, run_cycle
+from bot.bootstrap import system_clock
 from bot.cli.context import CliContext
 from bot.cli.ingest_cmd import print_report
 from bot.errors import UsageError
-from bot.outbox import HistoryLookup
-from bot.services import system_clock
+from bot.notify.cycle import ALL_CHECKS, CycleReport, configured_sources, local_today, run_cycle
+from bot.notify.outbox import HistoryLookup
 from bot.slack.client import make_web_client
 from bot.slack.mrkdwn import plain
 from bot.slack.notifier import SlackNotifier

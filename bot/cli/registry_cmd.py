@@ -9,8 +9,8 @@ from typing import Any
 
 from bot.cli.context import CliContext
 from bot.errors import RegistryError
-from bot.registry import export_registry, import_registry, load_registry_file, registry_to_yaml
-from bot.registry_plan import ImportPlan, kept_entities, plan_import
+from bot.registry.plan import ImportPlan, kept_entities, plan_import
+from bot.registry.sync import export_registry, import_registry, load_registry_file, registry_to_yaml
 
 
 def register(commands: Any) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from bot.cli.context import CliContext
 from bot.money import format_money
 from bot.periods import month_of, month_period
-from bot.reports import (
+from bot.spend.reports import (
     SpendReport,
     SpendTotals,
     check_currency_setting,
@@ -64,8 +64,8 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print waste findings."""
-    from bot.blocks.waste import render_waste_json, render_waste_text
-    from bot.waste import find_configured_waste
+    from bot.slack.blocks.waste import render_waste_json, render_waste_text
+    from bot.waste.findings import find_configured_waste
 
     cloudwatch = None
     if args.cloudwatch:

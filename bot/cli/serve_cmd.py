@@ -9,10 +9,10 @@ import signal
 from types import FrameType
 from typing import Any
 
-from bot.app import ConfigurationError, build_app
-from bot.charts.spend_chart import start_render_processes, stop_render_processes
+from bot.bootstrap import AppServices
 from bot.cli.context import CliContext
-from bot.services import AppServices
+from bot.slack.app import ConfigurationError, build_app
+from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
 from bot.slack.client import make_web_client
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             log.info("serving Slack over Socket Mode")
             SocketModeHandler(app, token.get_secret_value()).start()
         else:
-            from bot.server import make_http_server
+            from bot.web.server import make_http_server
 
             server = make_http_server(
                 app, ctx.session_factory, args.host, args.port, settings=ctx.settings
@@ -93,7 +93,7 @@ def _start_scheduler(services: AppServices, ctx: CliContext, enabled: bool) -> A
     if not enabled:
         return lambda: None
     try:
-        from bot.scheduler import start_leader_scheduler
+        from bot.notify.scheduler import start_leader_scheduler
     except ImportError:  # the scheduler module arrives with the budgets-and-alerts work
         log.info("no scheduler module; serving Slack only")
         return lambda: None

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli.context import CliContext
+from bot.economics.value_metrics import known_model_names, read_value_csv, record_values
 from bot.errors import IngestError
-from bot.value_metrics import known_model_names, read_value_csv, record_values
 
 
 def register_ingest(sources: Any) -> None:
@@ -45,7 +45,7 @@ def run_cloudwatch(args: argparse.Namespace, ctx: CliContext) -> int:
     """Pull daily Invocations of the SageMaker endpoints attributed to each model."""
     import boto3
 
-    from bot.sources.cloudwatch_invocations import endpoints_by_model, fetch_invocations
+    from bot.economics.cloudwatch_invocations import endpoints_by_model, fetch_invocations
 
     end = args.end or dt.datetime.now(dt.UTC).date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)

@@ -9,19 +9,19 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from bot.alert_cycle import PlannedPost, plan_alerts
-from bot.blocks.waste import render_waste_text
 from bot.cli.context import CliContext
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
-from bot.ledger import ingest
+from bot.ingest.ledger import ingest
+from bot.ingest.sources.exports import RecentExportSource, recent_periods
+from bot.ingest.sources.focus import FocusSource
 from bot.money import format_money, format_percent
+from bot.notify.cycle import PlannedPost, plan_alerts
 from bot.periods import month_period
-from bot.registry import import_registry, load_registry_file
-from bot.reports import spend_report
-from bot.sources.exports import RecentExportSource, recent_periods
-from bot.sources.focus import FocusSource
-from bot.waste import find_configured_waste
+from bot.registry.sync import import_registry, load_registry_file
+from bot.slack.blocks.waste import render_waste_text
+from bot.spend.reports import spend_report
+from bot.waste.findings import find_configured_waste
 
 DATA = Path(__file__).resolve().parent / "data"
 DEMO_MONTH = "2026-11"
@@ -91,9 +91,9 @@ HOSTILE_TAG = "legacy <!channel> <https://evil.example|click here>"
 def show_trust(ctx: CliContext) -> None:
     """Show what outside text becomes in Slack, and what a registry import would change."""
     section("12. Trust: outside text is escaped; a registry import shows its diff first")
-    from bot.blocks.alerts import build_unallocated_alert
-    from bot.registry import parse_registry
-    from bot.registry_plan import plan_import
+    from bot.registry.plan import plan_import
+    from bot.registry.sync import parse_registry
+    from bot.slack.blocks.alerts import build_unallocated_alert
 
     money = ctx.settings.currency
     line: list[tuple[str, str | None, Decimal]] = [("Amazon EC2", HOSTILE_TAG, Decimal("1234.50"))]
@@ -173,10 +173,10 @@ GATE_MODELS = ("search-ranker", "recsys", "embeddings")
 def run_unit_economics_demo(ctx: CliContext) -> int:
     """Value metrics in, unit economics and verdicts for the demo month, the release gate."""
     from bot.cli.review_cmd import render_economics
-    from bot.gate import evaluate_gate
+    from bot.economics.gate import evaluate_gate
+    from bot.economics.unit_costs import economics_for, verdict_rules
+    from bot.economics.value_metrics import known_model_names, read_value_csv, record_values
     from bot.periods import previous_month
-    from bot.unit_economics import economics_for, verdict_rules
-    from bot.value_metrics import known_model_names, read_value_csv, record_values
 
     section("7. Value metrics: daily predictions per model (re-ingest replaces)")
     with ctx.session() as session:
@@ -209,9 +209,9 @@ def run_unit_economics_demo(ctx: CliContext) -> int:
 
 def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
     """Print what `/mlcost model recsys` posts, and write its chart PNG to the demo folder."""
-    from bot.blocks.common import signed_percent
-    from bot.charts.spend_chart import render_spend_chart
-    from bot.model_report import model_chart, model_report
+    from bot.slack.blocks.common import signed_percent
+    from bot.slack.charts.spend_chart import render_spend_chart
+    from bot.spend.model_report import model_chart, model_report
 
     as_of = dt.date(2026, 11, 20)  # mid-month, so the forecast has work to do
     section(f"5. Slack: /mlcost model recsys (as of {as_of}, no Slack needed)")

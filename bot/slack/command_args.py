@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from bot.errors import UsageError
-from bot.reports import BASES
+from bot.spend.reports import BASES
 
 USER_MENTION = re.compile(r"^<@([UW][A-Z0-9]{2,30})(?:\|[^>]*)?>$")
 CHANNEL_MENTION = re.compile(r"^<#([CG][A-Z0-9]{2,30})(?:\|[^>]*)?>$")

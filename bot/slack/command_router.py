@@ -17,7 +17,7 @@ from bot.errors import UsageError
 from bot.slack.mrkdwn import escape
 
 if TYPE_CHECKING:
-    from bot.services import AppServices
+    from bot.bootstrap import AppServices
 
 MAX_COMMAND_TEXT = 2000
 HELP_WORDS = ("help", "-h", "--help", "?")

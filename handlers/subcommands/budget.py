@@ -6,15 +6,15 @@ import re
 
 from pydantic import ValidationError
 
-from bot.blocks.budget import (
+from bot.budgets.admin import parse_amount, set_budget
+from bot.budgets.board import budget_board, current_amount, normalise_scope
+from bot.errors import UsageError
+from bot.money import format_money
+from bot.slack.blocks.budget import (
     build_budget_list_blocks,
     build_budget_set_blocks,
     build_budget_show_blocks,
 )
-from bot.budget_admin import parse_amount, set_budget
-from bot.budget_status import budget_board, current_amount, normalise_scope
-from bot.errors import UsageError
-from bot.money import format_money
 from bot.slack.command_args import clip_word, cost_basis, split_options
 from bot.slack.command_router import Invocation, Reply, Subcommand
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from bot.blocks.model import build_model_report_blocks
-from bot.charts.spend_chart import render_spend_chart
 from bot.errors import UsageError
-from bot.model_report import model_chart, model_report
+from bot.slack.blocks.model import build_model_report_blocks
+from bot.slack.charts.spend_chart import render_spend_chart
 from bot.slack.command_args import clip_word, cost_basis, split_options
 from bot.slack.command_router import ChartFile, Invocation, Reply, Subcommand
+from bot.spend.model_report import model_chart, model_report
 
 USAGE = "model <name> [30d|90d|YYYY-MM] [--cost effective]"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.blocks.common import mention_channel, mention_users, section
 from bot.errors import UsageError
-from bot.ownership import set_model_owners
+from bot.registry.ownership import set_model_owners
+from bot.slack.blocks.common import mention_channel, mention_users, section
 from bot.slack.command_args import clip_word, parse_channel, parse_user, split_options
 from bot.slack.command_router import Invocation, Reply, Subcommand
 from bot.slack.mrkdwn import code

@@ -5,21 +5,27 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from bot.blocks.review import build_economics_blocks, format_units, month_title
-from bot.catalog import can_manage_model, find_model
-from bot.db import session_scope
+from bot.db.engine import session_scope
+from bot.economics.gate import evaluate_gate
+from bot.economics.unit_costs import economics_for, verdict_rules
+from bot.economics.value_metrics import (
+    ValueRow,
+    check_metric,
+    parse_revenue,
+    parse_units,
+    record_values,
+)
 from bot.errors import PermissionDenied, UsageError
-from bot.gate import evaluate_gate
-from bot.outbox import HistoryLookup
+from bot.notify.outbox import HistoryLookup
 from bot.periods import Period, month_of, month_period, previous_month, trailing_days
-from bot.review import may_post_reviews, post_reviews, review_status
+from bot.registry.catalog import can_manage_model, find_model
+from bot.review.service import may_post_reviews, post_reviews, review_status
+from bot.slack.blocks.review import build_economics_blocks, format_units, month_title
 from bot.slack.command_router import Invocation, Reply, Subcommand
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT
 from bot.slack.mrkdwn import bold, clip, code, escape, fit_lines
 from bot.slack.mrkdwn import channel as mention_channel
 from bot.slack.notifier import SlackNotifier
-from bot.unit_economics import economics_for, verdict_rules
-from bot.value_metrics import ValueRow, check_metric, parse_revenue, parse_units, record_values
 
 
 def _options(args: list[str], names: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:

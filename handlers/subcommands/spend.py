@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bot.blocks.spend import build_unallocated_blocks
 from bot.errors import UsageError
 from bot.periods import month_of, month_period
+from bot.slack.blocks.spend import build_unallocated_blocks
 from bot.slack.command_router import Invocation, Reply, Subcommand
-from bot.unallocated import unallocated_report
+from bot.spend.unallocated import unallocated_report
 
 
 def handle_unallocated(inv: Invocation) -> Reply:

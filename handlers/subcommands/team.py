@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from bot.blocks.team import build_team_report_blocks, build_top_blocks
-from bot.charts.spend_chart import render_spend_chart
 from bot.errors import UsageError
+from bot.slack.blocks.team import build_team_report_blocks, build_top_blocks
+from bot.slack.charts.spend_chart import render_spend_chart
 from bot.slack.command_args import clip_word, cost_basis, split_options
 from bot.slack.command_router import ChartFile, Invocation, Reply, Subcommand
-from bot.team_report import team_chart, team_report, top_models
+from bot.spend.team_report import team_chart, team_report, top_models
 
 TEAM_USAGE = "team <name> [30d|90d|YYYY-MM] [--cost effective]"
 TOP_USAGE = "top [n] [--cost effective]"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bot.blocks.waste import build_waste_blocks
 from bot.errors import UsageError
+from bot.slack.blocks.waste import build_waste_blocks
 from bot.slack.command_args import clip_word
 from bot.slack.command_router import Invocation, Reply, Subcommand
-from bot.waste import find_configured_waste, findings_for
+from bot.waste.findings import find_configured_waste, findings_for
 
 USAGE = "waste [team|model]"
 

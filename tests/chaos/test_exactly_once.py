@@ -36,11 +36,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.config import Settings
-from bot.db import make_engine, make_session_factory, session_scope, upgrade
-from bot.models import AuditLog, OutboxMessage, Review, ReviewItem
-from bot.outbox import PlannedPost, enqueue_many
+from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
+from bot.db.schema import AuditLog, OutboxMessage, Review, ReviewItem
+from bot.notify.outbox import PlannedPost, enqueue_many
 from bot.periods import month_period
-from bot.review import item_key, open_reviews, parent_key
+from bot.review.service import item_key, open_reviews, parent_key
 from tests.chaos.chaos_slack import ChaosSlack, FaultPlan, PostedMessage
 from tests.chaos.replicas import ServeProcess, wait_until
 from tests.conftest import PG_ENV

@@ -15,9 +15,9 @@ from pydantic import SecretStr
 from sqlalchemy import select
 
 from bot.config import Settings
-from bot.db import make_engine, make_session_factory, session_scope, upgrade
-from bot.models import OutboxMessage
-from bot.outbox import HistoryLookup, PlannedPost, deliver_pending, enqueue_many
+from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
+from bot.db.schema import OutboxMessage
+from bot.notify.outbox import HistoryLookup, PlannedPost, deliver_pending, enqueue_many
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
 from tests.slack.fake_slack import FakeSlack

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from bot.budget_admin import set_budget
+from bot.budgets.admin import set_budget
 from bot.cli import main
-from bot.db import make_engine, make_session_factory, session_scope
-from bot.models import AuditLog
-from bot.ownership import set_model_owners
+from bot.db.engine import make_engine, make_session_factory, session_scope
+from bot.db.schema import AuditLog
+from bot.registry.ownership import set_model_owners
 from tests.conftest import DATA
 from tests.helpers import REGISTRY
 

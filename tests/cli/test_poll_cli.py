@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.cli import main
-from bot.db import session_scope
+from bot.db.engine import session_scope
 from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
 
 

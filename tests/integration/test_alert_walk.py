@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from bot.alert_cycle import run_cycle
 from bot.config import Settings
-from bot.db import session_scope
-from bot.models import OutboxMessage
+from bot.db.engine import session_scope
+from bot.db.schema import OutboxMessage
+from bot.notify.cycle import run_cycle
 from bot.slack.notifier import FakeNotifier, Posted
 from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
 

@@ -8,11 +8,11 @@ from decimal import Decimal
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.alert_cycle import run_cycle
-from bot.anomalies import find_anomalies, find_anomalies_between
+from bot.anomalies.detect import find_anomalies, find_anomalies_between
 from bot.config import Settings
-from bot.db import session_scope
-from bot.models import OutboxMessage
+from bot.db.engine import session_scope
+from bot.db.schema import OutboxMessage
+from bot.notify.cycle import run_cycle
 from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
 
 SPIKE_DAY = dt.date(2026, 11, 10)

@@ -6,9 +6,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.budget_admin import parse_amount, set_budget
+from bot.budgets.admin import parse_amount, set_budget
+from bot.db.schema import AuditLog, Budget
 from bot.errors import NotFoundError, PermissionDenied, UsageError
-from bot.models import AuditLog, Budget
 from tests.helpers import load_registry
 
 

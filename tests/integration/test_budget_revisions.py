@@ -8,13 +8,13 @@ from decimal import Decimal
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.alert_cycle import run_cycle
-from bot.budget_admin import set_budget
+from bot.budgets.admin import set_budget
+from bot.budgets.silences import acknowledge_budget, snooze_budget
 from bot.config import Settings
-from bot.db import session_scope
-from bot.models import OutboxMessage
-from bot.registry import import_registry, parse_registry
-from bot.silences import acknowledge_budget, snooze_budget
+from bot.db.engine import session_scope
+from bot.db.schema import OutboxMessage
+from bot.notify.cycle import run_cycle
+from bot.registry.sync import import_registry, parse_registry
 from tests.alert_fixtures import add_spend, migrated, spend_row
 
 REGISTRY = """\

@@ -12,8 +12,8 @@ from sqlalchemy import select
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
-from bot.bulk_insert import insert_arrow, sqlite_values
-from bot.models import DailySpend, ExactDecimal, IngestionRun, Money, Quantity
+from bot.db.bulk_insert import insert_arrow, sqlite_values
+from bot.db.schema import DailySpend, ExactDecimal, IngestionRun, Money, Quantity
 
 AWKWARD_TEXT = ['comma, "quoted"', "line\nbreak", "", "naïve ☃", "\\N", "NULL"]
 

@@ -9,9 +9,9 @@ import time
 import pytest
 from sqlalchemy.orm import Session
 
-from bot.db import make_engine, make_session_factory, session_scope, upgrade
-from bot.ledger import ingest
-from bot.sources.focus import FocusSource
+from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
+from bot.ingest.ledger import ingest
+from bot.ingest.sources.focus import FocusSource
 from tests.conftest import DATA, PG_ENV
 from tests.helpers import assert_rollup_matches_ledger, ledger_totals, load_registry
 

@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.attribution import normalize_tag_key
-from bot.ledger import ingest
-from bot.models import DailySpend
-from bot.sources.cur import CurSource, value_from_map
+from bot.db.schema import DailySpend
+from bot.ingest.attribution import normalize_tag_key
+from bot.ingest.ledger import ingest
+from bot.ingest.sources.cur import CurSource, value_from_map
 from tests.helpers import load_registry
 
 

@@ -13,29 +13,29 @@ from botocore.stub import Stubber
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from bot.alert_cycle import Router, plan_alerts, plan_unallocated_post
-from bot.anomalies import find_anomalies
-from bot.blocks.budget import build_budget_show_blocks
-from bot.budget_status import budget_board
-from bot.budgets import evaluate_budgets
+from bot.anomalies.detect import find_anomalies
+from bot.budgets.board import budget_board
+from bot.budgets.evaluate import evaluate_budgets
 from bot.cli import main
 from bot.cli.report_cmd import render
 from bot.config import Settings
+from bot.db.schema import Budget, DailySpend, IngestionRun
+from bot.economics.gate import _over_budget_check as over_budget_check
+from bot.economics.gate import evaluate_gate
+from bot.economics.unit_costs import economics_for
 from bot.errors import CurrencyError, IngestError, RegistryError
-from bot.gate import _over_budget_check as over_budget_check
-from bot.gate import evaluate_gate
-from bot.ledger import ingest
-from bot.models import Budget, DailySpend, IngestionRun
+from bot.ingest.ledger import ingest
+from bot.ingest.sources.athena import _to_table as athena_table
+from bot.ingest.sources.athena import build_query
+from bot.ingest.sources.cost_explorer import CostExplorerSource
+from bot.ingest.sources.cur import CurSource
+from bot.ingest.sources.focus import FocusSource
+from bot.notify.cycle import Router, plan_alerts, plan_unallocated_post
 from bot.periods import month_period
-from bot.registry import export_registry, parse_registry
-from bot.reports import spend_report
-from bot.sources.athena import _to_table as athena_table
-from bot.sources.athena import build_query
-from bot.sources.cost_explorer import CostExplorerSource
-from bot.sources.cur import CurSource
-from bot.sources.focus import FocusSource
-from bot.unit_economics import economics_for
-from bot.waste import find_configured_waste
+from bot.registry.sync import export_registry, parse_registry
+from bot.slack.blocks.budget import build_budget_show_blocks
+from bot.spend.reports import spend_report
+from bot.waste.findings import find_configured_waste
 from tests.alert_fixtures import add_spend, spend_row
 from tests.conftest import DATA
 from tests.helpers import REGISTRY, assert_rollup_matches_ledger, load_registry
@@ -269,7 +269,7 @@ def test_the_poll_refuses_a_currency_setting_the_ledger_contradicts(
 def test_one_currency_views_show_the_ledgers_currency_or_refuse_a_mix(
     session: Session, mixed: Path
 ) -> None:
-    from bot.reports import display_currency
+    from bot.spend.reports import display_currency
 
     window = month_period("2026-11")
     usd_only = [DailySpend.billing_account == "111"]

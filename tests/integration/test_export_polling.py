@@ -15,12 +15,12 @@ from moto import mock_aws
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.alert_cycle import configured_sources
 from bot.config import Settings
+from bot.db.schema import DailySpend
 from bot.errors import IngestError, MlcostError
-from bot.ledger import ingest
-from bot.models import DailySpend
-from bot.sources.exports import RecentExportSource, export_period, recent_periods
+from bot.ingest.ledger import ingest
+from bot.ingest.sources.exports import RecentExportSource, export_period, recent_periods
+from bot.notify.cycle import configured_sources
 from tests.helpers import assert_rollup_matches_ledger, load_registry
 
 
@@ -100,7 +100,7 @@ def test_a_poll_rereads_the_previous_and_current_billing_periods(
     s3.put_object(
         Bucket="billing", Key=f"{root}loose.parquet", Body=cur2_month(dt.date(2026, 9, 1), 5.0)
     )
-    with caplog.at_level(logging.WARNING, logger="bot.sources.exports"):
+    with caplog.at_level(logging.WARNING, logger="bot.ingest.sources.exports"):
         assert (
             len(
                 RecentExportSource(

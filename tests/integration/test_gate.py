@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from bot.cli import main
 from bot.config import Settings
-from bot.gate import evaluate_gate
-from bot.models import AlertSilence, Review, ReviewItem
+from bot.db.schema import AlertSilence, Review, ReviewItem
+from bot.economics.gate import evaluate_gate
 from tests.economics_data import add_spend, add_value
 from tests.helpers import load_registry
 

@@ -15,12 +15,12 @@ from moto import mock_aws
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from bot.db.schema import DailySpend
 from bot.errors import IngestError
-from bot.ledger import ingest
-from bot.models import DailySpend
-from bot.sources.athena import AthenaSource, build_query
-from bot.sources.cost_explorer import CostExplorerSource
-from bot.sources.focus import FocusSource
+from bot.ingest.ledger import ingest
+from bot.ingest.sources.athena import AthenaSource, build_query
+from bot.ingest.sources.cost_explorer import CostExplorerSource
+from bot.ingest.sources.focus import FocusSource
 from tests.conftest import DATA
 from tests.helpers import assert_rollup_matches_ledger, ledger_totals, load_registry
 

@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from bot.db.schema import DailySpend, IngestionRun
 from bot.errors import IngestError
-from bot.ledger import ingest
-from bot.models import DailySpend, IngestionRun
-from bot.sources.cur import CurSource
-from bot.sources.focus import FocusSource
+from bot.ingest.ledger import ingest
+from bot.ingest.sources.cur import CurSource
+from bot.ingest.sources.focus import FocusSource
 from tests.conftest import DATA
 from tests.helpers import assert_rollup_matches_ledger, ledger_totals, load_registry
 
@@ -194,7 +194,7 @@ def test_only_the_newest_version_of_a_cur_month_is_read(
     expected = pandas_total(
         pd.read_csv(source, dtype={"lineItem/UnblendedCost": str}), "lineItem/UnblendedCost"
     )
-    with caplog.at_level(logging.WARNING, logger="bot.sources.files"):
+    with caplog.at_level(logging.WARNING, logger="bot.ingest.sources.files"):
         report = ingest(CurSource([str(tmp_path / "cur")]), session=session)
     assert report.billed_total == expected  # one copy of the month, not two
     assert "holds 2 versions of its billing period; reading the newest only" in caplog.text

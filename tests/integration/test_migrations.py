@@ -9,8 +9,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import insert, inspect, select
 from sqlalchemy.orm import Session
 
-from bot.db import alembic_config, make_engine, upgrade
-from bot.models import Base, DailySpend, IngestionRun, SpendRollup
+from bot.db.engine import alembic_config, make_engine, upgrade
+from bot.db.schema import Base, DailySpend, IngestionRun, SpendRollup
 from tests.alert_fixtures import spend_row
 from tests.helpers import assert_rollup_matches_ledger
 

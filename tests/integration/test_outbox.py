@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.db import session_scope
-from bot.models import OutboxMessage
-from bot.outbox import deliver_pending, enqueue
+from bot.db.engine import session_scope
+from bot.db.schema import OutboxMessage
+from bot.notify.outbox import deliver_pending, enqueue
 from bot.slack.notifier import FakeNotifier, Posted
 from tests.alert_fixtures import migrated
 
@@ -258,7 +258,7 @@ def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
         )
         assert first.failed == ["k0"] and lookups == []
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="bot.outbox"):
+        with caplog.at_level(logging.WARNING, logger="bot.notify.outbox"):
             second = deliver_pending(
                 session_factory=factory,
                 notifier=notifier,
@@ -412,7 +412,7 @@ def test_a_lookup_that_cannot_read_the_channel_is_unknown_and_the_message_is_pos
         notifier = FakeNotifier()
         lose_the_first_answer(factory, notifier)
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="bot.outbox"):
+        with caplog.at_level(logging.WARNING, logger="bot.notify.outbox"):
             report = deliver_pending(
                 session_factory=factory,
                 notifier=notifier,

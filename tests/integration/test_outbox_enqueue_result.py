@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.models import OutboxMessage
-from bot.outbox import enqueue
+from bot.db.schema import OutboxMessage
+from bot.notify.outbox import enqueue
 
 
 def test_enqueue_reports_a_duplicate_key_as_not_new(session: Session) -> None:

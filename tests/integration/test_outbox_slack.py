@@ -11,12 +11,18 @@ from pydantic import SecretStr
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.bootstrap import AppServices, system_clock
 from bot.config import Settings
-from bot.db import session_scope
-from bot.models import OutboxMessage
-from bot.outbox import METADATA_EVENT, DeliveryReport, HistoryLookup, deliver_pending, enqueue
-from bot.scheduler import run_delivery, run_poll
-from bot.services import AppServices, system_clock
+from bot.db.engine import session_scope
+from bot.db.schema import OutboxMessage
+from bot.notify.outbox import (
+    METADATA_EVENT,
+    DeliveryReport,
+    HistoryLookup,
+    deliver_pending,
+    enqueue,
+)
+from bot.notify.scheduler import run_delivery, run_poll
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
 from tests.alert_fixtures import migrated

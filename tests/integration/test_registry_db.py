@@ -5,11 +5,11 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.budget_admin import set_budget
-from bot.models import AuditLog, Budget, MLModel, Owner
-from bot.ownership import set_model_owners
-from bot.registry import export_registry, import_registry, parse_registry, registry_to_yaml
-from bot.registry_plan import diff_registry, kept_entities, plan_import
+from bot.budgets.admin import set_budget
+from bot.db.schema import AuditLog, Budget, MLModel, Owner
+from bot.registry.ownership import set_model_owners
+from bot.registry.plan import diff_registry, kept_entities, plan_import
+from bot.registry.sync import export_registry, import_registry, parse_registry, registry_to_yaml
 from tests.helpers import REGISTRY, load_registry
 
 

@@ -11,15 +11,15 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from bot.charts.review import render_review_chart, review_figure
 from bot.cli import main
 from bot.config import Settings
-from bot.db import make_engine, make_session_factory, session_scope
-from bot.gate import evaluate_gate
-from bot.models import Budget, DailySpend, OutboxMessage
+from bot.db.engine import make_engine, make_session_factory, session_scope
+from bot.db.schema import Budget, DailySpend, OutboxMessage
+from bot.economics.gate import evaluate_gate
 from bot.periods import month_period
-from bot.review import item_message, open_reviews, parent_message
-from bot.signoff import enqueue_digests
+from bot.review.service import item_message, open_reviews, parent_message
+from bot.review.signoff import enqueue_digests
+from bot.slack.charts.review import render_review_chart, review_figure
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
 

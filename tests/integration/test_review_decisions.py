@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.db import session_scope
-from bot.models import AuditLog, Review, ReviewItem
-from bot.review import record_decision, refresh_messages
+from bot.db.engine import session_scope
+from bot.db.schema import AuditLog, Review, ReviewItem
+from bot.review.service import record_decision, refresh_messages
 from bot.slack.notifier import Posted
 from tests.integration.conftest import PARENT_TS
 from tests.integration.conftest import REVIEW_NOW as NOW

@@ -10,9 +10,9 @@ from slack_sdk.web import SlackResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.db import session_scope
-from bot.models import ReviewItem
-from bot.review import (
+from bot.db.engine import session_scope
+from bot.db.schema import ReviewItem
+from bot.review.service import (
     REFRESH_ROUNDS,
     record_decision,
     refresh_messages,

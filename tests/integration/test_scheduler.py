@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from bot.bootstrap import AppServices
 from bot.config import Settings
-from bot.db import make_engine, session_scope
-from bot.scheduler import (
+from bot.db.engine import make_engine, session_scope
+from bot.notify.scheduler import (
     FileLeaderLock,
     LeaderElection,
     PostgresAdvisoryLock,
@@ -26,7 +27,6 @@ from bot.scheduler import (
     leader_lock_for,
     register_jobs,
 )
-from bot.services import AppServices
 from tests.alert_fixtures import add_spend, migrated, spend_row
 from tests.conftest import PG_ENV
 from tests.slack.fake_slack import FakeSlack
@@ -180,7 +180,7 @@ def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-unty
 def test_two_replicas_post_every_alert_once_and_the_survivor_takes_over(
     database_url: str,
 ) -> None:
-    from bot.registry import import_registry, parse_registry
+    from bot.registry.sync import import_registry, parse_registry
 
     models = 24
     yesterday = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)

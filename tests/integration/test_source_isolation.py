@@ -10,13 +10,13 @@ import pytest
 from botocore.exceptions import ClientError, NoRegionError
 from sqlalchemy import func, select
 
-from bot.alert_cycle import PolledSource, configured_sources, run_cycle
 from bot.config import Settings
-from bot.db import session_scope
-from bot.health import health_snapshot
-from bot.models import DailySpend, IngestionRun
-from bot.sources.base import Progress, SourceData, SpendSource
-from bot.sources.focus import FocusSource
+from bot.db.engine import session_scope
+from bot.db.schema import DailySpend, IngestionRun
+from bot.ingest.sources.base import Progress, SourceData, SpendSource
+from bot.ingest.sources.focus import FocusSource
+from bot.notify.cycle import PolledSource, configured_sources, run_cycle
+from bot.web.health import health_snapshot
 from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
 
 FOCUS = Path(__file__).resolve().parents[1] / "data" / "focus_sample.csv"
@@ -62,7 +62,7 @@ def test_a_failing_source_fails_alone_and_shows_in_healthz(
         for day in days(MONTH_START, dt.date(2026, 11, 21)):
             with session_scope(factory) as session:
                 add_spend(session, walk_day_rows(day))
-        with caplog.at_level(logging.ERROR, logger="bot.alert_cycle"):
+        with caplog.at_level(logging.ERROR, logger="bot.notify.cycle"):
             report = run_cycle(
                 session_factory=factory,
                 settings=settings,

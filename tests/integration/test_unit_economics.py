@@ -12,12 +12,12 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.economics import VerdictKind
+from bot.db.schema import ValueMetric
+from bot.economics.unit_costs import economics_for
+from bot.economics.value_metrics import ValueRow, parse_value_csv, record_values, value_totals
+from bot.economics.verdicts import VerdictKind
 from bot.errors import IngestError
-from bot.models import ValueMetric
 from bot.periods import month_period
-from bot.unit_economics import economics_for
-from bot.value_metrics import ValueRow, parse_value_csv, record_values, value_totals
 from tests.economics_data import REGISTRY, add_spend, add_value, month_days, seed_review_month
 from tests.helpers import load_registry
 

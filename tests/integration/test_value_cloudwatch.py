@@ -10,13 +10,13 @@ import pytest
 from moto import mock_aws
 from sqlalchemy.orm import Session
 
-from bot.errors import IngestError
-from bot.sources.cloudwatch_invocations import (
+from bot.economics.cloudwatch_invocations import (
     endpoint_name,
     endpoints_by_model,
     fetch_invocations,
 )
-from bot.value_metrics import ValueRow
+from bot.economics.value_metrics import ValueRow
+from bot.errors import IngestError
 from tests.economics_data import REGISTRY, add_spend
 from tests.helpers import load_registry
 

@@ -13,13 +13,13 @@ import pytest
 from moto import mock_aws
 from sqlalchemy.orm import Session
 
-from bot.alert_cycle import plan_alerts, queue_posts
 from bot.config import Settings
-from bot.models import DailySpend, IngestionRun, Review, ReviewItem, ValueMetric
-from bot.outbox import PlannedPost
-from bot.registry import import_registry, parse_registry
-from bot.spot import SpotAdvisor
-from bot.waste import find_waste
+from bot.db.schema import DailySpend, IngestionRun, Review, ReviewItem, ValueMetric
+from bot.notify.cycle import plan_alerts, queue_posts
+from bot.notify.outbox import PlannedPost
+from bot.registry.sync import import_registry, parse_registry
+from bot.waste.findings import find_waste
+from bot.waste.spot import SpotAdvisor
 from tests.alert_fixtures import ALERT_REGISTRY
 
 AS_OF = dt.date(2026, 11, 30)
@@ -290,7 +290,7 @@ def test_the_weekly_digest_still_posts_when_the_spot_feed_is_unreadable(
     broken.write_text("{")
     settings = Settings(database_url="sqlite://", MLCOST_SPOT_ADVISOR_FILE=str(broken))
     now = dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)
-    with caplog.at_level(logging.WARNING, logger="bot.waste"):
+    with caplog.at_level(logging.WARNING, logger="bot.waste.findings"):
         report = plan_alerts(
             session=session, settings=settings, as_of=AS_OF, now=now, checks=("waste",)
         )

@@ -18,12 +18,12 @@ import pytest
 from pydantic import SecretStr
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.app import build_app
+from bot.bootstrap import AppServices
 from bot.config import Settings
-from bot.db import make_engine, make_session_factory, session_scope, upgrade
-from bot.server import make_http_server, serve_in_thread
-from bot.services import AppServices
+from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
+from bot.slack.app import build_app
 from bot.slack.client import make_web_client
+from bot.web.server import make_http_server, serve_in_thread
 from tests.slack.fake_slack import FakeSlack
 
 SECRET = "test-signing-secret"

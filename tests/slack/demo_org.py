@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.ledger import ingest
-from bot.registry import import_registry, load_registry_file
-from bot.sources.focus import FocusSource
+from bot.ingest.ledger import ingest
+from bot.ingest.sources.focus import FocusSource
+from bot.registry.sync import import_registry, load_registry_file
 from tests.conftest import create_database_url, drop_database_url
 from tests.slack.conftest import SlackHarness, seed, start_app
 from tests.slack.fake_slack import FakeSlack

@@ -8,8 +8,8 @@ import time
 import urllib.request
 from typing import Any
 
-from bot.db import session_scope
-from bot.models import IngestionRun, OutboxMessage
+from bot.db.engine import session_scope
+from bot.db.schema import IngestionRun, OutboxMessage
 from tests.slack.conftest import SlackHarness
 
 

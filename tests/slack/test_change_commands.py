@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from sqlalchemy import select
 
-from bot.models import AuditLog, Budget, MLModel
+from bot.db.schema import AuditLog, Budget, MLModel
 from tests.helpers import load_registry
 from tests.slack.conftest import SlackHarness, seed
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 
-from bot.db import make_session_factory, session_scope
-from bot.models import Budget
+from bot.db.engine import make_session_factory, session_scope
+from bot.db.schema import Budget
 from tests.slack.conftest import SlackHarness
 from tests.slack.test_budget_alerts import T0, click, cycle, seed_month
 

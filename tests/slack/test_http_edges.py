@@ -14,7 +14,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from bot.server import RecentSignatures
+from bot.web.server import RecentSignatures
 from tests.slack.conftest import SECRET, SlackHarness, start_app
 from tests.slack.fake_slack import FakeSlack
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bot.charts.spend_chart import HEIGHT_PX, WIDTH_PX
+from bot.slack.charts.spend_chart import HEIGHT_PX, WIDTH_PX
 from tests.slack.conftest import SlackHarness
 from tests.slack.demo_org import demo, demo_slack, png_size
 

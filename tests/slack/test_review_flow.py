@@ -14,21 +14,21 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from bot.app import build_app
-from bot.db import make_engine, make_session_factory, session_scope
-from bot.health import health_snapshot
-from bot.models import AuditLog, OutboxMessage, Review, ReviewItem, SignOff
-from bot.review import record_decision
-from bot.review_jobs import (
+from bot.bootstrap import AppServices
+from bot.db.engine import make_engine, make_session_factory, session_scope
+from bot.db.schema import AuditLog, OutboxMessage, Review, ReviewItem, SignOff
+from bot.review.jobs import (
     run_monthly_review_job,
     run_review_refresh_job,
     run_review_reminders_job,
     run_weekly_signoff_job,
 )
-from bot.server import make_http_server, serve_in_thread
-from bot.services import AppServices
-from bot.signoff import enqueue_digests
+from bot.review.service import record_decision
+from bot.review.signoff import enqueue_digests
+from bot.slack.app import build_app
 from bot.slack.notifier import SlackNotifier
+from bot.web.health import health_snapshot
+from bot.web.server import make_http_server, serve_in_thread
 from handlers.review_actions import build_decision_view
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry

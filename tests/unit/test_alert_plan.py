@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from bot.alerts import (
+from bot.budgets.evaluate import BudgetStatus
+from bot.budgets.forecast import BudgetForecast
+from bot.budgets.plan import (
     BudgetAlert,
     Silence,
     budget_alert_key,
@@ -14,8 +16,6 @@ from bot.alerts import (
     plan_budget_alerts,
     sent_by_scope,
 )
-from bot.budget_forecast import BudgetForecast
-from bot.budgets import BudgetStatus
 from bot.periods import month_period
 
 NOW = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from bot.anomalies import detect, is_anomalous, robust_baseline
+from bot.anomalies.detect import detect, is_anomalous, robust_baseline
 
 DAY = dt.date(2026, 11, 20)
 FIRST = dt.date(2026, 10, 1)

@@ -1,4 +1,4 @@
-from bot.attribution import (
+from bot.ingest.attribution import (
     SERVING,
     STORAGE,
     TRAINING,

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Callable
 from decimal import Decimal
 
-from bot.budget_forecast import forecast_month_end, summarize_daily
+from bot.budgets.forecast import forecast_month_end, summarize_daily
 
 
 def series(start: dt.date, end: dt.date, cost: Callable[[dt.date], int]) -> dict[dt.date, Decimal]:

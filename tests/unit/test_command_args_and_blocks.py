@@ -7,18 +7,18 @@ from decimal import Decimal
 
 import pytest
 
-from bot.blocks.home import build_home_view
-from bot.blocks.model import build_model_report_blocks
-from bot.charts.spend_chart import SpendChart, render_spend_chart
-from bot.daily_spend import ReportingWindow
 from bot.errors import UsageError
-from bot.forecast import forecast_month
-from bot.home import HomeDashboard
-from bot.model_report import ModelReport, ResourceCost
 from bot.periods import month_period, trailing_days
+from bot.slack.blocks.home import build_home_view
+from bot.slack.blocks.model import build_model_report_blocks
+from bot.slack.charts.spend_chart import SpendChart, render_spend_chart
 from bot.slack.command_args import parse_channel, parse_user, split_options
 from bot.slack.guard import checked_message, checked_view
-from bot.team_report import ModelLine
+from bot.spend.daily import ReportingWindow
+from bot.spend.forecast import forecast_month
+from bot.spend.home import HomeDashboard
+from bot.spend.model_report import ModelReport, ResourceCost
+from bot.spend.team_report import ModelLine
 
 NOV = month_period("2026-11")
 AS_OF = dt.date(2026, 11, 19)
@@ -103,7 +103,7 @@ def test_chart_renders_with_no_data_at_all() -> None:
 
 
 def test_chart_renders_in_a_worker_process_the_same() -> None:
-    from bot.charts.spend_chart import start_render_processes, stop_render_processes
+    from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
 
     day = NOV.start
     chart = SpendChart(

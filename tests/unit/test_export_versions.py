@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.sources.files import latest_versions
+from bot.ingest.sources.files import latest_versions
 
 
 def test_newest_version_per_period_and_everything_else_kept() -> None:

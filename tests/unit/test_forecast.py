@@ -8,14 +8,14 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.forecast import (
+from bot.periods import month_period
+from bot.spend.forecast import (
     METHOD_COMPLETE,
     METHOD_NO_DATA,
     METHOD_RUN_RATE,
     METHOD_WEEKDAY,
     forecast_month,
 )
-from bot.periods import month_period
 
 NOV = month_period("2026-11")
 

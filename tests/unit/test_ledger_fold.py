@@ -9,9 +9,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from bot.attribution import AttributionRules, Attributor, ChargeFacts, ModelMatcher
-from bot.ledger import LEDGER_KEYS, LEDGER_VALUES, attribute_charges
-from bot.sources.base import COST_TYPE, KEY_COLUMNS, VALUE_COLUMNS, GroupedCharges
+from bot.ingest.attribution import AttributionRules, Attributor, ChargeFacts, ModelMatcher
+from bot.ingest.ledger import LEDGER_KEYS, LEDGER_VALUES, attribute_charges
+from bot.ingest.sources.base import COST_TYPE, KEY_COLUMNS, VALUE_COLUMNS, GroupedCharges
 
 OCT, NOV = dt.date(2026, 10, 1), dt.date(2026, 11, 1)
 RULES = AttributionRules.build(

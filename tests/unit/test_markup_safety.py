@@ -21,32 +21,32 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import bot.blocks
-from bot.alerts import ACTUAL, FORECAST, BudgetAlert
-from bot.anomalies import Anomaly, Baseline
-from bot.blocks import alerts as alert_blocks
-from bot.blocks import budget as budget_blocks
-from bot.blocks import home as home_blocks
-from bot.blocks import model as model_blocks
-from bot.blocks import review as review_blocks
-from bot.blocks import spend as spend_blocks
-from bot.blocks import team as team_blocks
-from bot.blocks import waste as waste_blocks
-from bot.budget_forecast import BudgetForecast
-from bot.budget_status import BudgetBoard
-from bot.budget_status import BudgetStatus as BoardStatus
-from bot.budgets import BudgetStatus, Driver, Drivers
-from bot.daily_spend import ReportingWindow
-from bot.forecast import Forecast
-from bot.home import HomeDashboard
-from bot.model_report import ModelReport, ResourceCost
-from bot.models import Budget
+import bot.slack.blocks
+from bot.anomalies.detect import Anomaly, Baseline
+from bot.budgets.board import BudgetBoard
+from bot.budgets.board import BudgetStatus as BoardStatus
+from bot.budgets.evaluate import BudgetStatus, Driver, Drivers
+from bot.budgets.forecast import BudgetForecast
+from bot.budgets.plan import ACTUAL, FORECAST, BudgetAlert
+from bot.db.schema import Budget
 from bot.periods import month_period, trailing_days
-from bot.reports import SpendLine, SpendReport, SpendTotals
+from bot.slack.blocks import alerts as alert_blocks
+from bot.slack.blocks import budget as budget_blocks
+from bot.slack.blocks import home as home_blocks
+from bot.slack.blocks import model as model_blocks
+from bot.slack.blocks import review as review_blocks
+from bot.slack.blocks import spend as spend_blocks
+from bot.slack.blocks import team as team_blocks
+from bot.slack.blocks import waste as waste_blocks
 from bot.slack.guard import MAX_FALLBACK_TEXT, checked_message, checked_view
-from bot.team_report import ModelLine, TeamReport, TopModels
-from bot.unallocated import UnallocatedReport
-from bot.waste import WasteFinding
+from bot.spend.daily import ReportingWindow
+from bot.spend.forecast import Forecast
+from bot.spend.home import HomeDashboard
+from bot.spend.model_report import ModelReport, ResourceCost
+from bot.spend.reports import SpendLine, SpendReport, SpendTotals
+from bot.spend.team_report import ModelLine, TeamReport, TopModels
+from bot.spend.unallocated import UnallocatedReport
+from bot.waste.findings import WasteFinding
 from handlers.review_actions import build_decision_view
 
 NOV = month_period("2026-11")
@@ -461,8 +461,8 @@ CASES: dict[str, Callable[[Any], Built]] = {
 def test_every_builder_is_covered() -> None:
     """A builder added to bot/blocks without a case here fails this test."""
     found = set()
-    for info in pkgutil.iter_modules(bot.blocks.__path__):
-        module = importlib.import_module(f"bot.blocks.{info.name}")
+    for info in pkgutil.iter_modules(bot.slack.blocks.__path__):
+        module = importlib.import_module(f"bot.slack.blocks.{info.name}")
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("build_") and fn.__module__ == module.__name__:
                 found.add(name)
@@ -581,7 +581,7 @@ def test_error_replies_and_help_escape_user_words() -> None:
 
 def test_charts_show_names_literally() -> None:
     """A model name like `a$\\y$` broke the chart (matplotlib parsed it as math)."""
-    from bot.charts.spend_chart import SpendChart, render_in_this_process
+    from bot.slack.charts.spend_chart import SpendChart, render_in_this_process
 
     name = "m$\\y$ <!channel>"
     chart = SpendChart(

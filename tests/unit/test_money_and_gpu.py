@@ -4,7 +4,7 @@ from decimal import Decimal
 import pytest
 
 from bot.errors import UsageError
-from bot.gpu import find_instance_type, gpu_count, gpu_hours
+from bot.ingest.gpu import find_instance_type, gpu_count, gpu_hours
 from bot.money import MoneyError, format_money, format_percent, parse_money, percent_of
 from bot.periods import month_period, parse_window
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.source_health import MESSAGE_LIMIT, redact, safe_error_message
+from bot.notify.source_health import MESSAGE_LIMIT, redact, safe_error_message
 
 
 def test_credentials_are_masked() -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from bot.errors import UsageError
-from bot.spot import BUNDLED, SpotAdvisor, load_spot_advisor
+from bot.waste.spot import BUNDLED, SpotAdvisor, load_spot_advisor
 
 
 def test_the_bundled_snapshot_has_the_documented_values() -> None:
     advisor = load_spot_advisor()
-    # values from the feed's us-east-1 Linux table (see bot/data/README.md)
+    # values from the feed's us-east-1 Linux table (see bot/waste/data/README.md)
     p4d = advisor.offer("us-east-1", "p4d.24xlarge")
     assert p4d is not None and (p4d.savings_pct, p4d.band, p4d.band_label) == (67, 2, "10-15%")
     trn1 = advisor.offer("us-east-1", "trn1.32xlarge")

@@ -1,0 +1,1 @@
+"""Anomalies: days far above their trailing baseline, and what drove them."""

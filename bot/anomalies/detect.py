@@ -1,0 +1,287 @@
+"""Spend and GPU-hour anomalies: a day far above its robust trailing baseline.
+
+The baseline is the median of the previous 14–28 days and the spread their median absolute
+deviation (scaled to a standard deviation), so one past spike does not hide the next. A day is an
+anomaly when it is more than 3.5 spreads (and at least 10 %) above the median *and* the excess is
+worth at least a minimum number of dollars, so pennies never page anyone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from bot.db.schema import DailySpend, ValueMetric
+from bot.spend.reports import cost_column
+
+BASELINE_MAX_DAYS = 28
+BASELINE_MIN_DAYS = 14
+SPREADS = Decimal("3.5")
+MAD_TO_SIGMA = Decimal("1.4826")
+RELATIVE_FLOOR = Decimal("0.10")
+WORKLOAD_SLACK = Decimal("1.25")  # GPU-hours may grow 25 % more than the workload before we ask
+ZERO = Decimal(0)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    median: Decimal
+    spread: Decimal
+    days: int
+
+    @property
+    def ceiling(self) -> Decimal:
+        """Return the value above which a day is unusual."""
+        return self.median + max(SPREADS * self.spread, RELATIVE_FLOOR * self.median)
+
+
+def robust_baseline(values: Sequence[Decimal]) -> Baseline:
+    """Return the median and the MAD-based spread of the values."""
+    median = Decimal(statistics.median(values)) if values else ZERO
+    mad = Decimal(statistics.median([abs(v - median) for v in values])) if values else ZERO
+    return Baseline(median=median, spread=mad * MAD_TO_SIGMA, days=len(values))
+
+
+def is_anomalous(value: Decimal, baseline: Baseline, *, min_excess: Decimal) -> bool:
+    """Return whether a value is far above its baseline and the excess matters."""
+    if baseline.days < BASELINE_MIN_DAYS:
+        return False
+    return value > baseline.ceiling and value - baseline.median >= min_excess
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """An unusual day for a model or a stage."""
+
+    kind: str  # "spend" or "gpu"
+    scope: str  # "model:NAME" or "stage:NAME"
+    day: dt.date
+    value: Decimal  # dollars (spend) or GPU-hours (gpu)
+    baseline: Baseline
+    excess_cost: Decimal
+    model_name: str | None = None
+    resources: list[tuple[str, Decimal, bool]] = field(default_factory=list)  # (id, +value, new)
+
+    @property
+    def dedupe_key(self) -> str:
+        """Return the outbox key that makes this anomaly post once."""
+        return f"anomaly:{self.kind}:{self.scope}:{self.day.isoformat()}"
+
+
+def _series(rows: Sequence[tuple[str, dt.date, Decimal]]) -> dict[str, dict[dt.date, Decimal]]:
+    series: dict[str, dict[dt.date, Decimal]] = {}
+    for key, day, value in rows:
+        series.setdefault(key, {})[day] = Decimal(value or 0)
+    return series
+
+
+def _baseline_days(day: dt.date, first_day: dt.date) -> list[dt.date]:
+    start = max(first_day, day - dt.timedelta(days=BASELINE_MAX_DAYS))
+    return [start + dt.timedelta(days=i) for i in range((day - start).days)]
+
+
+def detect(
+    series: Mapping[str, Mapping[dt.date, Decimal]],
+    *,
+    day: dt.date,
+    first_day: dt.date,
+    min_excess: Decimal,
+    unit_cost: Mapping[str, Decimal] | None = None,
+) -> list[tuple[str, Decimal, Baseline, Decimal]]:
+    """Return (key, value, baseline, excess cost) for each series unusual on `day`."""
+    history_days = _baseline_days(day, first_day)
+    found = []
+    for key, values in sorted(series.items()):
+        baseline = robust_baseline([values.get(d, ZERO) for d in history_days])
+        value = values.get(day, ZERO)
+        rate = (unit_cost or {}).get(key, Decimal(1))
+        excess = (value - baseline.median) * rate
+        if baseline.days >= BASELINE_MIN_DAYS and value > baseline.ceiling and excess >= min_excess:
+            found.append((key, value, baseline, excess))
+    return found
+
+
+def find_anomalies(
+    *,
+    session: Session,
+    day: dt.date,
+    min_excess: Decimal,
+    basis: str = "billed",
+    currency: str = "USD",
+) -> list[Anomaly]:
+    """Find spend anomalies per model and per stage, and GPU-hour anomalies per model, on a day."""
+    return find_anomalies_between(
+        session=session,
+        first=day,
+        last=day,
+        min_excess=min_excess,
+        basis=basis,
+        currency=currency,
+    )
+
+
+def find_anomalies_between(
+    *,
+    session: Session,
+    first: dt.date,
+    last: dt.date,
+    min_excess: Decimal,
+    basis: str = "billed",
+    currency: str = "USD",
+) -> list[Anomaly]:
+    """Find the anomalies of each day in [first, last], oldest first, reading the ledger once.
+
+    Each day is judged exactly as `find_anomalies` judges it alone: against its own baseline.
+    Only spend billed in `currency` (the organisation's) is compared: currencies are never added.
+    """
+    first_day = session.scalar(select(func.min(DailySpend.day)))
+    if first_day is None:
+        return []
+    cost = cost_column(basis)
+    start = first - dt.timedelta(days=BASELINE_MAX_DAYS)
+    window = [DailySpend.day >= start, DailySpend.day <= last, DailySpend.currency == currency]
+    by_model = session.execute(
+        select(
+            DailySpend.model,
+            DailySpend.day,
+            func.sum(cost),
+            func.sum(DailySpend.gpu_hours),
+            func.sum(cost).filter(DailySpend.gpu_hours > 0),
+        )
+        .where(*window, DailySpend.model.is_not(None))
+        .group_by(DailySpend.model, DailySpend.day)
+    ).all()
+    by_stage = session.execute(
+        select(DailySpend.stage, DailySpend.day, func.sum(cost))
+        .where(*window)
+        .group_by(DailySpend.stage, DailySpend.day)
+    ).all()
+    spend = _series([(m, d, c) for m, d, c, _, _ in by_model])
+    stages = _series(by_stage)
+    gpu = _series([(m, d, g) for m, d, _, g, _ in by_model])
+    anomalies: list[Anomaly] = []
+    day = first
+    while day <= last:
+        in_window = [
+            r for r in by_model if day - dt.timedelta(days=BASELINE_MAX_DAYS) <= r[1] <= day
+        ]
+        anomalies.extend(
+            _anomalies_on(
+                session, day, first_day, min_excess, in_window, spend=spend, stages=stages, gpu=gpu
+            )
+        )
+        day += dt.timedelta(days=1)
+    return anomalies
+
+
+def _anomalies_on(
+    session: Session,
+    day: dt.date,
+    first_day: dt.date,
+    min_excess: Decimal,
+    by_model: Sequence[Any],
+    *,
+    spend: Mapping[str, Mapping[dt.date, Decimal]],
+    stages: Mapping[str, Mapping[dt.date, Decimal]],
+    gpu: Mapping[str, Mapping[dt.date, Decimal]],
+) -> list[Anomaly]:
+    """Judge one day; `by_model` holds the per-model rows of its baseline window and the day."""
+    anomalies: list[Anomaly] = []
+    spiked_models = set()
+    for model, value, baseline, excess in detect(
+        spend, day=day, first_day=first_day, min_excess=min_excess
+    ):
+        spiked_models.add(model)
+        anomalies.append(Anomaly("spend", f"model:{model}", day, value, baseline, excess, model))
+    for stage, value, baseline, excess in detect(
+        stages, day=day, first_day=first_day, min_excess=min_excess
+    ):
+        anomalies.append(Anomaly("spend", f"stage:{stage}", day, value, baseline, excess))
+    gpu_cost: dict[str, Decimal] = {}
+    gpu_hours: dict[str, Decimal] = {}
+    for model, _, _, hours, gpu_spend in by_model:
+        gpu_cost[model] = gpu_cost.get(model, ZERO) + Decimal(gpu_spend or 0)
+        gpu_hours[model] = gpu_hours.get(model, ZERO) + Decimal(hours or 0)
+    unit_cost = {m: gpu_cost[m] / gpu_hours[m] for m in gpu_hours if gpu_hours[m] > 0}
+    candidates = [
+        hit
+        for hit in detect(
+            gpu, day=day, first_day=first_day, min_excess=min_excess, unit_cost=unit_cost
+        )
+        if hit[0] not in spiked_models
+    ]
+    workload = _workload_growth(session, [c[0] for c in candidates], day, first_day)
+    for model, value, baseline, excess in candidates:
+        growth = workload.get(model)
+        if (
+            growth is not None
+            and baseline.median > 0
+            and value / baseline.median <= growth * WORKLOAD_SLACK
+        ):
+            continue  # the model's own workload grew as much: explained
+        anomaly = Anomaly("gpu", f"model:{model}", day, value, baseline, excess, model)
+        anomaly.resources.extend(_gpu_resource_growth(session, model, day, first_day))
+        anomalies.append(anomaly)
+    return anomalies
+
+
+def _workload_growth(
+    session: Session, models: list[str], day: dt.date, first_day: dt.date
+) -> dict[str, Decimal]:
+    """Return the value-metric units on `day` relative to their baseline median, per model."""
+    if not models:
+        return {}
+    rows = session.execute(
+        select(ValueMetric.model_name, ValueMetric.day, func.sum(ValueMetric.units))
+        .where(
+            ValueMetric.model_name.in_(models),
+            ValueMetric.day >= day - dt.timedelta(days=BASELINE_MAX_DAYS),
+            ValueMetric.day <= day,
+        )
+        .group_by(ValueMetric.model_name, ValueMetric.day)
+    ).all()
+    growth = {}
+    for model, values in _series(rows).items():
+        baseline = robust_baseline([values.get(d, ZERO) for d in _baseline_days(day, first_day)])
+        if baseline.median > 0 and day in values:
+            growth[model] = values[day] / baseline.median
+    return growth
+
+
+def _gpu_resource_growth(
+    session: Session, model: str, day: dt.date, first_day: dt.date, limit: int = 3
+) -> list[tuple[str, Decimal, bool]]:
+    """Return the resources whose GPU-hours grew most on `day`, flagging ones never seen before."""
+    history = _baseline_days(day, first_day)
+    if not history:
+        return []
+    resource = func.coalesce(DailySpend.resource_id, DailySpend.service)
+    rows = session.execute(
+        select(
+            resource,
+            func.sum(DailySpend.gpu_hours).filter(DailySpend.day == day),
+            func.sum(DailySpend.gpu_hours).filter(DailySpend.day < day),
+        )
+        .where(
+            DailySpend.model == model,
+            DailySpend.day >= history[0],
+            DailySpend.day <= day,
+            DailySpend.gpu_hours > 0,
+        )
+        .group_by(resource)
+    ).all()
+    growth = []
+    for name, today, before in rows:
+        today_value = Decimal(today or 0)
+        daily_before = Decimal(before or 0) / len(history)
+        if today_value > daily_before:
+            growth.append((str(name), today_value - daily_before, before is None))
+    growth.sort(key=lambda item: item[1], reverse=True)
+    return growth[:limit]

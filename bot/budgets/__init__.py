@@ -1,0 +1,1 @@
+"""Budgets: where each stands, which alerts are due, silences and changes."""

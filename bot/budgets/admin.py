@@ -1,0 +1,113 @@
+"""Change budgets from Slack: permission-checked, validated, audited."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.db.schema import AuditLog, Budget, utcnow
+from bot.errors import PermissionDenied, UsageError
+from bot.registry.catalog import can_manage_model, can_manage_team, find_model, find_team, is_admin
+from bot.registry.sync import BudgetSpec, parse_scope
+
+AMOUNT_DECIMALS = 4  # what a BudgetSpec (the registry file) allows
+
+
+def parse_amount(text: str) -> Decimal:
+    """Parse `12000`, `$12,000` or `12k` into a non-negative Decimal."""
+    cleaned = text.strip().replace(",", "").replace("$", "").lower()
+    factor = Decimal(1)
+    if cleaned.endswith("k"):
+        cleaned, factor = cleaned[:-1], Decimal(1000)
+    elif cleaned.endswith("m"):
+        cleaned, factor = cleaned[:-1], Decimal(1_000_000)
+    try:
+        value = Decimal(cleaned) * factor
+    except ArithmeticError:  # InvalidOperation, and Overflow for e.g. 1e999999k
+        raise UsageError(f"{text!r} is not an amount; use e.g. 12000, $12,000 or 12k") from None
+    if not value.is_finite() or value < 0 or value > Decimal("1e12"):
+        raise UsageError(f"{text!r} is not a sensible monthly budget")
+    if int(value.normalize().as_tuple().exponent) < -AMOUNT_DECIMALS:
+        raise UsageError(f"{text!r} has more than {AMOUNT_DECIMALS} decimal places")
+    return value
+
+
+def check_budget_permission(session: Session, user_id: str, scope: str) -> None:
+    """Raise PermissionDenied unless the user owns the scope's model/team or is an admin."""
+    model_name, team_name, _stage = parse_scope(scope)
+    if model_name is not None:
+        model = find_model(session, model_name)
+        if not can_manage_model(session, user_id, model):
+            raise PermissionDenied(
+                f"Only the owners of `{model.name}` or an admin can change its budget."
+            )
+    elif team_name is not None:
+        team = find_team(session, team_name)
+        if not can_manage_team(session, user_id, team):
+            raise PermissionDenied(
+                f"Only the owners of team `{team.name}` or an admin can change its budget."
+            )
+    elif not is_admin(session, user_id):
+        raise PermissionDenied("Only an admin can change an organisation-wide stage budget.")
+
+
+def set_budget(
+    *,
+    session: Session,
+    user_id: str,
+    scope: str,
+    amount: Decimal,
+    thresholds: list[int] | None = None,
+    forecast: bool | None = None,
+    currency: str = "USD",
+) -> Budget:
+    """Create or change a budget after checking permission; audited with who and when.
+
+    A new budget is in `currency` (the organisation's); a changed one keeps its own.
+    """
+    spec = BudgetSpec.model_validate(
+        {"scope": scope, "monthly": amount, **({"thresholds": thresholds} if thresholds else {})}
+    )
+    check_budget_permission(session, user_id, spec.scope)
+    model_name, team_name, stage = parse_scope(spec.scope)
+    budget = session.scalars(select(Budget).where(Budget.scope == spec.scope)).first()
+    before = None
+    if budget is None:
+        budget = Budget(
+            scope=spec.scope,
+            model_name=model_name,
+            team_name=team_name,
+            stage=stage,
+            monthly_amount=spec.monthly,
+            thresholds=spec.thresholds,
+            forecast=bool(forecast),
+            forecast_threshold=100,
+            currency=currency,
+        )
+        session.add(budget)
+    else:
+        before = {"monthly": str(budget.monthly_amount), "thresholds": budget.thresholds}
+        if budget.monthly_amount != spec.monthly:
+            budget.amount_revision = (budget.amount_revision or 0) + 1  # fresh thresholds
+        budget.monthly_amount = spec.monthly
+        if thresholds:
+            budget.thresholds = spec.thresholds
+        if forecast is not None:
+            budget.forecast = forecast
+    budget.updated_by = user_id
+    budget.updated_at = utcnow()
+    session.add(
+        AuditLog(
+            actor=user_id,
+            action="budget.set",
+            target=spec.scope,
+            detail={
+                "before": before,
+                "after": {"monthly": str(spec.monthly), "thresholds": budget.thresholds},
+            },
+        )
+    )
+    session.flush()
+    return budget

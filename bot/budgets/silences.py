@@ -1,0 +1,98 @@
+"""Acknowledge or snooze a budget's alerts: permission-checked, recorded with who and when.
+
+A silence holds for the budget's current amount only (its amount revision): once the amount
+changes, the new thresholds alert again until someone silences them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.budgets.admin import check_budget_permission
+from bot.db.schema import AlertSilence, AuditLog, Budget
+from bot.errors import NotFoundError
+
+SNOOZE_DAYS = 7
+
+
+def find_budget(session: Session, scope: str) -> Budget:
+    """Return the budget with this scope, or raise NotFoundError."""
+    budget = session.scalars(select(Budget).where(Budget.scope == scope)).first()
+    if budget is None:
+        raise NotFoundError(f"There is no budget `{scope}` any more.")
+    return budget
+
+
+def acknowledge_budget(
+    *, session: Session, user_id: str, scope: str, period: str, now: dt.datetime
+) -> AlertSilence:
+    """Silence a budget for the rest of the month (except being exceeded); audited."""
+    budget = find_budget(session, scope)
+    check_budget_permission(session, user_id, scope)
+    silence = AlertSilence(
+        budget_scope=scope,
+        period=period,
+        kind="ack",
+        user_id=user_id,
+        at=now,
+        budget_revision=budget.amount_revision,
+    )
+    session.add(silence)
+    session.add(
+        AuditLog(
+            at=now,
+            actor=user_id,
+            action="budget.acknowledge",
+            target=scope,
+            detail={"period": period},
+        )
+    )
+    session.flush()
+    return silence
+
+
+def snooze_budget(
+    *,
+    session: Session,
+    user_id: str,
+    scope: str,
+    period: str,
+    now: dt.datetime,
+    days: int = SNOOZE_DAYS,
+) -> AlertSilence:
+    """Silence a budget's alerts for `days` days; audited."""
+    budget = find_budget(session, scope)
+    check_budget_permission(session, user_id, scope)
+    until = now + dt.timedelta(days=days)
+    silence = AlertSilence(
+        budget_scope=scope,
+        period=period,
+        kind="snooze",
+        until=until,
+        user_id=user_id,
+        at=now,
+        budget_revision=budget.amount_revision,
+    )
+    session.add(silence)
+    session.add(
+        AuditLog(
+            at=now,
+            actor=user_id,
+            action="budget.snooze",
+            target=scope,
+            detail={"period": period, "until": until.isoformat()},
+        )
+    )
+    session.flush()
+    return silence
+
+
+def budget_for_raise(*, session: Session, user_id: str, scope: str) -> tuple[Decimal, str]:
+    """Check the user may change the budget; return its current amount and its currency."""
+    budget = find_budget(session, scope)
+    check_budget_permission(session, user_id, scope)
+    return budget.monthly_amount, budget.currency

@@ -1,0 +1,113 @@
+"""Engine, sessions and migrations; the caller owns every session scope."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.errors import MlcostError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def dialect_insert(session: Session) -> Any:
+    """Return the session's dialect `insert`, which has ON CONFLICT (upserts, insert-if-absent)."""
+    return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+
+
+class DatabaseError(MlcostError):
+    """The database URL is unusable, or the database cannot be reached."""
+
+
+URL_EXAMPLE = "e.g. sqlite:///mlcost.db or postgresql+psycopg://user@host:5432/mlcost"
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine; SQLite gets foreign keys and a busy timeout.
+
+    A URL that cannot be parsed or names an unknown driver raises DatabaseError (the URL itself
+    is never echoed: it may hold a password).
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise DatabaseError(f"the database URL is not a URL ({URL_EXAMPLE})") from None
+    try:
+        return _create_engine(url)
+    except (NoSuchModuleError, ImportError, ArgumentError):
+        raise DatabaseError(
+            f"the database URL names an unknown database driver {parsed.drivername!r} "
+            f"({URL_EXAMPLE})"
+        ) from None
+
+
+def database_unavailable(exc: DBAPIError, url: URL) -> DatabaseError:
+    """Describe a failed connection in one line, password hidden."""
+    where = url.render_as_string(hide_password=True)
+    detail = str(exc.orig or exc).strip().splitlines()[0][:200] if str(exc.orig or exc) else ""
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        folder = Path(url.database).parent
+        if not folder.is_dir():
+            detail += f" (the folder {folder} does not exist)"
+    return DatabaseError(f"cannot use the database {where}: {detail or type(exc).__name__}")
+
+
+def _create_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Return a session factory bound to the engine."""
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """Open a session, commit when the block succeeds, roll back when it raises."""
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def alembic_config(url: str) -> Config:
+    """Build an Alembic config pointing at the packaged migrations."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(engine: Engine) -> None:
+    """Apply every migration up to head on the engine's database."""
+    cfg = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as connection:
+        cfg.attributes["connection"] = connection
+        command.upgrade(cfg, "head")

@@ -1,0 +1,434 @@
+"""The database schema: registry, ledger, alerts outbox, value metrics and reviews."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Date,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Numeric,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    false,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+STAGES = ("training", "serving", "storage", "data", "other")
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """A timezone-aware datetime stored as UTC on every dialect (SQLite drops offsets)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given; use an aware datetime")
+        return value.astimezone(dt.UTC)
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
+
+
+class ExactDecimal(TypeDecorator[Decimal]):
+    """NUMERIC on PostgreSQL; on SQLite (no decimal type) a scaled BIGINT, so sums stay exact.
+
+    SQLite's limit is therefore 9.2e18 scaled units per value or SUM: $922M at 10 places.
+    """
+
+    impl = Numeric
+    cache_ok = True
+
+    def __init__(self, precision: int, scale: int) -> None:
+        super().__init__(precision, scale, asdecimal=True)
+        self.precision = precision
+        self.scale = scale
+
+    def load_dialect_impl(self, dialect: Any) -> Any:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(BigInteger())
+        return dialect.type_descriptor(Numeric(self.precision, self.scale, asdecimal=True))
+
+    def process_bind_param(self, value: Any, dialect: Any) -> Any:
+        if value is None:
+            return None
+        exact = value if isinstance(value, Decimal) else Decimal(str(value))
+        if dialect.name == "sqlite":
+            return int(exact.scaleb(self.scale).to_integral_value(ROUND_HALF_EVEN))
+        return exact
+
+    def process_result_value(self, value: Any, dialect: Any) -> Decimal | None:
+        if value is None:
+            return None
+        if dialect.name == "sqlite":
+            return Decimal(int(value)).scaleb(-self.scale)
+        return value if isinstance(value, Decimal) else Decimal(str(value))
+
+
+Money = ExactDecimal(24, 10)
+Quantity = ExactDecimal(28, 6)
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def utcnow() -> dt.datetime:
+    """Return the current time, aware, in UTC."""
+    return dt.datetime.now(dt.UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Team(Base):
+    __tablename__ = "teams"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    channel: Mapped[str | None] = mapped_column(String(40))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    models: Mapped[list[MLModel]] = relationship(back_populates="team")
+    owners: Mapped[list[Owner]] = relationship(
+        primaryjoin="Team.id == Owner.team_id", cascade="all, delete-orphan", viewonly=False
+    )
+
+
+class MLModel(Base):
+    __tablename__ = "models"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
+    channel: Mapped[str | None] = mapped_column(String(40))
+    match: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    description: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default="active")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    team: Mapped[Team] = relationship(back_populates="models")
+    owners: Mapped[list[Owner]] = relationship(
+        primaryjoin="MLModel.id == Owner.model_id", cascade="all, delete-orphan", viewonly=False
+    )
+
+    @property
+    def effective_channel(self) -> str | None:
+        """Return the model's channel, or its team's."""
+        return self.channel or self.team.channel
+
+
+class Owner(Base):
+    """A Slack user who owns a team or a model."""
+
+    __tablename__ = "owners"
+    __table_args__ = (UniqueConstraint("team_id", "model_id", "user_id", name="uq_owners_scope"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    model_id: Mapped[int | None] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String(40))
+
+
+class Admin(Base):
+    __tablename__ = "admins"
+
+    user_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+
+
+class RegistrySetting(Base):
+    """Organisation-wide settings from the registry: FinOps channel, tag keys, stage rules."""
+
+    __tablename__ = "registry_settings"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSONType)
+
+
+class Budget(Base):
+    __tablename__ = "budgets"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    scope: Mapped[str] = mapped_column(String(250), unique=True)
+    model_name: Mapped[str | None] = mapped_column(String(100))
+    team_name: Mapped[str | None] = mapped_column(String(100))
+    stage: Mapped[str | None] = mapped_column(String(20))
+    monthly_amount: Mapped[Decimal] = mapped_column(Money)
+    thresholds: Mapped[list[int]] = mapped_column(JSONType, default=list)
+    forecast: Mapped[bool] = mapped_column(Boolean, default=False)
+    forecast_threshold: Mapped[int] = mapped_column(Integer, default=100)
+    # bumped whenever monthly_amount changes: the alerts of a new amount are new alerts
+    amount_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # the amount's currency: only spend billed in it counts against the budget
+    currency: Mapped[str] = mapped_column(String(3), default="USD", server_default="USD")
+    updated_by: Mapped[str | None] = mapped_column(String(40))
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class IngestionRun(Base):
+    __tablename__ = "ingestion_runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source: Mapped[str] = mapped_column(String(40))
+    location: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default="running")
+    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    rows_read: Mapped[int] = mapped_column(Integer, default=0)
+    rows_written: Mapped[int] = mapped_column(Integer, default=0)
+    api_requests: Mapped[int] = mapped_column(Integer, default=0)
+    # these four are 0 for a run billed in several currencies: see currency_totals
+    billed_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    effective_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    attributed_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    unallocated_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    # currency -> {"billed", "effective", "attributed", "unallocated"} as exact strings
+    currency_totals: Mapped[dict[str, dict[str, str]] | None] = mapped_column(JSONType)
+    replaced_rows: Mapped[int] = mapped_column(Integer, default=0)
+    scopes: Mapped[list[dict[str, str]]] = mapped_column(JSONType, default=list)
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class SourceFailure(Base):
+    """A poll source whose last fetch failed: which, when, and a short safe reason (/healthz)."""
+
+    __tablename__ = "source_failures"
+
+    source: Mapped[str] = mapped_column(String(300), primary_key=True)
+    failed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    error: Mapped[str] = mapped_column(String(100))
+    message: Mapped[str] = mapped_column(Text)
+
+
+class DailySpend(Base):
+    """One day of attributed spend for one resource, service and attribution."""
+
+    __tablename__ = "daily_spend"
+    __table_args__ = (
+        Index("ix_daily_spend_day_model", "day", "model"),
+        Index("ix_daily_spend_day_team", "day", "team"),
+        Index("ix_daily_spend_scope", "provider", "billing_account", "day"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(
+        ForeignKey("ingestion_runs.id", ondelete="CASCADE"), index=True
+    )
+    day: Mapped[dt.date] = mapped_column(Date)
+    billing_period: Mapped[dt.date] = mapped_column(Date)
+    provider: Mapped[str] = mapped_column(String(60))
+    billing_account: Mapped[str] = mapped_column(String(200))
+    sub_account: Mapped[str | None] = mapped_column(String(200))
+    service: Mapped[str] = mapped_column(String(200))
+    service_category: Mapped[str | None] = mapped_column(String(100))
+    usage_type: Mapped[str | None] = mapped_column(String(200))
+    region: Mapped[str | None] = mapped_column(String(60))
+    resource_id: Mapped[str | None] = mapped_column(String(1024))
+    instance_type: Mapped[str | None] = mapped_column(String(60))
+    charge_category: Mapped[str] = mapped_column(String(30), default="Usage")
+    # the ISO 4217 code the row was billed in; amounts in different currencies are never added
+    # (rows from before the column existed are USD: see migration 0005)
+    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
+    model: Mapped[str | None] = mapped_column(String(100))
+    stage: Mapped[str] = mapped_column(String(20))
+    team: Mapped[str | None] = mapped_column(String(100))
+    model_tag_value: Mapped[str | None] = mapped_column(String(256))
+    attribution: Mapped[str] = mapped_column(String(40))
+    billed_cost: Mapped[Decimal] = mapped_column(Money)
+    effective_cost: Mapped[Decimal] = mapped_column(Money)
+    usage_quantity: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
+    gpu_hours: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
+    estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class SpendRollup(Base):
+    """The ledger summed by (day, model, team, stage, currency): what budget evaluation reads.
+
+    The ledger keeps it in step: every ingestion sums again the days it replaced or wrote, in the
+    same transaction (bot.ingest.rollup.refresh_rollup).
+    """
+
+    __tablename__ = "spend_rollup"
+    __table_args__ = (
+        # budget evaluation groups a window by (model, team, stage): with this order the grouping
+        # streams from the index, which holds every column it reads
+        Index(
+            "ix_spend_rollup_scan",
+            "model",
+            "team",
+            "stage",
+            "currency",
+            "day",
+            "billed_cost",
+            "effective_cost",
+            "gpu_hours",
+        ),
+        Index("ix_spend_rollup_day", "day"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    day: Mapped[dt.date] = mapped_column(Date)
+    model: Mapped[str | None] = mapped_column(String(100))
+    team: Mapped[str | None] = mapped_column(String(100))
+    stage: Mapped[str] = mapped_column(String(20))
+    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
+    billed_cost: Mapped[Decimal] = mapped_column(Money)
+    effective_cost: Mapped[Decimal] = mapped_column(Money)
+    gpu_hours: Mapped[Decimal] = mapped_column(Quantity)
+
+
+class AuditLog(Base):
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    actor: Mapped[str] = mapped_column(String(40))
+    action: Mapped[str] = mapped_column(String(60))
+    target: Mapped[str] = mapped_column(String(250))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+
+
+class OutboxMessage(Base):
+    """A Slack post recorded before it is sent, so it is delivered once even across restarts."""
+
+    __tablename__ = "outbox"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dedupe_key: Mapped[str] = mapped_column(String(300), unique=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    channel: Mapped[str] = mapped_column(String(40))
+    thread_key: Mapped[str | None] = mapped_column(String(300))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    delivered_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    slack_ts: Mapped[str | None] = mapped_column(String(40))
+    slack_channel: Mapped[str | None] = mapped_column(String(40))
+
+
+class AlertSilence(Base):
+    """An Acknowledge or Snooze on a budget, recorded with who and when."""
+
+    __tablename__ = "alert_silences"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    budget_scope: Mapped[str] = mapped_column(String(250), index=True)
+    period: Mapped[str] = mapped_column(String(7))
+    kind: Mapped[str] = mapped_column(String(20))
+    until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    user_id: Mapped[str] = mapped_column(String(40))
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    reason: Mapped[str | None] = mapped_column(Text)
+    # the budget's amount_revision when given: a changed amount is not silenced by it
+    budget_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+
+class ValueMetric(Base):
+    """Value a model created on a day: predictions, decisions or any named unit."""
+
+    __tablename__ = "value_metrics"
+    __table_args__ = (
+        UniqueConstraint("model_name", "day", "metric", "source", name="uq_value_metrics_key"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    model_name: Mapped[str] = mapped_column(String(100), index=True)
+    day: Mapped[dt.date] = mapped_column(Date)
+    metric: Mapped[str] = mapped_column(String(60))
+    units: Mapped[Decimal] = mapped_column(Quantity)
+    revenue: Mapped[Decimal | None] = mapped_column(Money)
+    source: Mapped[str] = mapped_column(String(40), default="manual")
+    recorded_by: Mapped[str | None] = mapped_column(String(40))
+    recorded_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Review(Base):
+    """A team's monthly kill-or-keep review thread."""
+
+    __tablename__ = "reviews"
+    __table_args__ = (UniqueConstraint("month", "team_name", name="uq_reviews_month_team"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    month: Mapped[str] = mapped_column(String(7))
+    team_name: Mapped[str] = mapped_column(String(100))
+    channel: Mapped[str] = mapped_column(String(40))
+    parent_ts: Mapped[str | None] = mapped_column(String(40))
+    status: Mapped[str] = mapped_column(String(20), default="open")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    # bumped by every decision under the review's row lock (compare-and-set; see record_decision)
+    # and by every thread refresh that could not confirm what Slack shows (see refresh_messages)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+
+    items: Mapped[list[ReviewItem]] = relationship(
+        back_populates="review", cascade="all, delete-orphan"
+    )
+
+
+class ReviewItem(Base):
+    """One model in a review, with its recorded decision."""
+
+    __tablename__ = "review_items"
+    __table_args__ = (
+        UniqueConstraint("review_id", "model_name", name="uq_review_items_review_model"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    review_id: Mapped[int] = mapped_column(ForeignKey("reviews.id", ondelete="CASCADE"))
+    model_name: Mapped[str] = mapped_column(String(100))
+    message_ts: Mapped[str | None] = mapped_column(String(40))
+    snapshot: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    decision: Mapped[str | None] = mapped_column(String(20))
+    decided_by: Mapped[str | None] = mapped_column(String(40))
+    decided_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    reason: Mapped[str | None] = mapped_column(Text)
+    reminded_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    # set with a decision, cleared once Slack shows it; the delivery job retries what is still set
+    refresh_pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # why Slack refused the refresh for good (the flag is then cleared); reset by a new decision
+    refresh_error: Mapped[str | None] = mapped_column(Text)
+
+    review: Mapped[Review] = relationship(back_populates="items")
+
+
+class SignOff(Base):
+    """An owner's weekly sign-off of a model's spend."""
+
+    __tablename__ = "signoffs"
+    __table_args__ = (UniqueConstraint("model_name", "week_start", name="uq_signoffs_week"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    model_name: Mapped[str] = mapped_column(String(100))
+    week_start: Mapped[dt.date] = mapped_column(Date)
+    user_id: Mapped[str] = mapped_column(String(40))
+    signed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,1 @@
+"""Cost against value: value metrics, unit economics, verdicts and the release gate."""

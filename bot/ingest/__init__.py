@@ -1,0 +1,1 @@
+"""Ingestion: billing sources read into charges, attributed, written to the ledger."""

@@ -1,0 +1,372 @@
+"""Write attributed spend to the ledger: one transaction, replace-by-scope, reconciled."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy import and_, delete, or_, text
+from sqlalchemy.orm import Session
+
+from bot.db.bulk_insert import insert_arrow
+from bot.db.schema import DailySpend, IngestionRun, utcnow
+from bot.errors import IngestError
+from bot.ingest.attribution import AttributionRules, Attributor, ChargeFacts
+from bot.ingest.gpu import gpu_count
+from bot.ingest.rollup import ledger_day_range, refresh_rollup
+from bot.ingest.sources.base import (
+    TAG_PREFIX,
+    TAGS_JSON,
+    Progress,
+    ReplaceScope,
+    SpendSource,
+    decimal_sum,
+    row_tags,
+)
+from bot.registry.sync import load_attribution_rules
+
+_HOUR_UNITS = {"hrs", "hours", "hour", "hr", "h"}
+# What attribution (and the GPU count) looks at; it runs once per distinct combination.
+_FACT_COLUMNS = (
+    "service",
+    "service_category",
+    "usage_type",
+    "resource_id",
+    "instance_type",
+    "billing_account",
+    "sub_account",
+    "unit",
+)
+_ATTRIBUTION_COLUMNS = ("model", "stage", "team", "model_tag_value", "attribution")
+LEDGER_KEYS = (
+    "day",
+    "billing_period",
+    "provider",
+    "billing_account",
+    "sub_account",
+    "service",
+    "service_category",
+    "usage_type",
+    "region",
+    "resource_id",
+    "instance_type",
+    "charge_category",
+    "currency",
+    "estimated",
+    *_ATTRIBUTION_COLUMNS,
+)
+LEDGER_VALUES = ("billed_cost", "effective_cost", "usage_quantity", "gpu_hours")
+_OPTIONAL_TEXT = (
+    "sub_account",
+    "service_category",
+    "usage_type",
+    "region",
+    "resource_id",
+    "instance_type",
+)
+_GPUS = pa.decimal128(3, 0)
+_QUANTITY = pa.decimal128(34, 10)  # times a 3-digit GPU count, still within 38 digits
+
+
+@dataclass(frozen=True)
+class CurrencyTotals:
+    """One currency's totals of an ingestion: billed = attributed + unallocated, exactly."""
+
+    currency: str
+    billed: Decimal
+    effective: Decimal
+    attributed: Decimal
+    unallocated: Decimal
+
+    @property
+    def reconciled(self) -> bool:
+        """Return whether attributed + unallocated equals billed exactly."""
+        return self.attributed + self.unallocated == self.billed
+
+    def as_dict(self) -> dict[str, str]:
+        names = ("billed", "effective", "attributed", "unallocated")
+        return {name: str(getattr(self, name)) for name in names}
+
+
+@dataclass
+class IngestReport:
+    """What one ingestion read and wrote, and the reconciliation, per billing currency."""
+
+    run_id: int
+    source: str
+    location: str
+    rows_read: int
+    rows_written: int
+    totals: list[CurrencyTotals]
+    replaced_rows: int
+    api_requests: int
+    scopes: list[ReplaceScope] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reconciled(self) -> bool:
+        """Return whether attributed + unallocated equals billed exactly, in every currency."""
+        return all(t.reconciled for t in self.totals)
+
+    @property
+    def currencies(self) -> list[str]:
+        """Return the billing currencies read, sorted."""
+        return [t.currency for t in self.totals]
+
+    def _single(self, name: str) -> Decimal:
+        if len(self.totals) > 1:
+            raise ValueError(
+                f"this ingestion was billed in {', '.join(self.currencies)}: its {name} total "
+                "exists per currency only (see totals)"
+            )
+        return getattr(self.totals[0], name) if self.totals else Decimal(0)
+
+    @property
+    def billed_total(self) -> Decimal:
+        """Return the billed total of a single-currency ingestion."""
+        return self._single("billed")
+
+    @property
+    def effective_total(self) -> Decimal:
+        """Return the effective total of a single-currency ingestion."""
+        return self._single("effective")
+
+    @property
+    def attributed_total(self) -> Decimal:
+        """Return the attributed total of a single-currency ingestion."""
+        return self._single("attributed")
+
+    @property
+    def unallocated_total(self) -> Decimal:
+        """Return the unallocated total of a single-currency ingestion."""
+        return self._single("unallocated")
+
+    def reconciliation_lines(self) -> list[str]:
+        """Return the lines printed after every ingestion: one per billing currency."""
+        if not self.totals:
+            return ["reconciliation OK: nothing billed"]
+        return [
+            f"reconciliation {'OK' if t.reconciled else 'MISMATCH'}: billed {t.billed:.2f} "
+            f"{t.currency} = attributed {t.attributed:.2f} {t.currency} + unallocated "
+            f"{t.unallocated:.2f} {t.currency}"
+            for t in self.totals
+        ]
+
+    def reconciliation_line(self) -> str:
+        """Return the reconciliation lines as one text."""
+        return "\n".join(self.reconciliation_lines())
+
+
+def ingest(
+    source: SpendSource, *, session: Session, progress: Progress | None = None
+) -> IngestReport:
+    """Read a source, attribute it, replace its scopes in the ledger; the caller commits.
+
+    Ingestions write one at a time: on PostgreSQL a transaction-level advisory lock, taken once
+    the source has been read, makes a second one wait for the first to commit, so its deletes
+    see the rows the first wrote (under READ COMMITTED they would not: a concurrent re-ingestion
+    of the same scope, or of overlapping days in the rollup, would count twice). SQLite allows a
+    single writer anyway.
+    """
+    rules = load_attribution_rules(session=session)
+    data = source.read(rules.tag_keys_used(), progress)
+    lock_ledger(session)
+    run = IngestionRun(
+        source=source.kind,
+        location=source.location,
+        rows_read=data.rows_read,
+        api_requests=data.api_requests,
+        scopes=[s.as_dict() for s in data.scopes],
+    )
+    session.add(run)
+    # the days whose rollup must be summed again: those replaced, and those written below
+    condition = scope_condition(data.scopes)
+    touched = None if condition is None else ledger_day_range(session, condition)
+    replaced = replace_scopes(data.scopes, session=session)
+    session.flush()
+    target = DailySpend.metadata.tables[DailySpend.__tablename__]
+    written = 0
+    billed: dict[str, Decimal] = {}
+    attributed: dict[str, Decimal] = {}
+    for ledger in attribute_charges(data.charges, rules):
+        written += ledger.num_rows
+        if ledger.num_rows:
+            days = pc.min_max(ledger["day"])
+            touched = _widen(touched, days["min"].as_py(), days["max"].as_py())
+        for code in pc.unique(ledger["currency"]).to_pylist():
+            rows = ledger.filter(pc.equal(ledger["currency"], code))
+            billed[code] = billed.get(code, Decimal(0)) + decimal_sum(rows["billed_cost"])
+            attributed[code] = attributed.get(code, Decimal(0)) + decimal_sum(
+                pc.filter(rows["billed_cost"], pc.is_valid(rows["model"]))
+            )
+        run_ids = pc.fill_null(pa.nulls(ledger.num_rows, pa.int64()), run.id)
+        insert_arrow(
+            target, ledger.add_column(0, "run_id", run_ids), connection=session.connection()
+        )
+    if billed != data.billed_total:
+        # Raising makes the caller roll back, the rows inserted above included.
+        raise IngestError(
+            f"{source.location}: internal reconciliation failed "
+            f"(read {_amounts(data.billed_total)}, attributed {_amounts(billed)}); "
+            "nothing was written"
+        )
+    if touched is not None:
+        refresh_rollup(session, *touched)
+    totals = [
+        CurrencyTotals(
+            currency=code,
+            billed=billed.get(code, Decimal(0)),
+            effective=data.effective_total.get(code, Decimal(0)),
+            attributed=attributed.get(code, Decimal(0)),
+            unallocated=billed.get(code, Decimal(0)) - attributed.get(code, Decimal(0)),
+        )
+        for code in sorted(set(billed) | set(data.billed_total))
+    ]
+    run.rows_written = written
+    run.currency_totals = {t.currency: t.as_dict() for t in totals}
+    if len(totals) == 1:  # a run in several currencies has its totals per currency only
+        run.billed_total, run.effective_total = totals[0].billed, totals[0].effective
+        run.attributed_total, run.unallocated_total = totals[0].attributed, totals[0].unallocated
+    run.replaced_rows = replaced
+    run.status = "succeeded"
+    run.finished_at = utcnow()
+    session.flush()
+    return IngestReport(
+        run_id=run.id,
+        source=source.kind,
+        location=source.location,
+        rows_read=data.rows_read,
+        rows_written=written,
+        totals=totals,
+        replaced_rows=replaced,
+        api_requests=data.api_requests,
+        scopes=data.scopes,
+        notes=data.notes,
+    )
+
+
+def _amounts(by_currency: dict[str, Decimal]) -> str:
+    return ", ".join(f"{amount} {code}" for code, amount in sorted(by_currency.items())) or "0"
+
+
+# pg_advisory_xact_lock takes a bigint: a stable one derived from a name (not the scheduler's)
+LEDGER_LOCK_KEY = int.from_bytes(hashlib.sha256(b"mlcost:ledger").digest()[:8], "big", signed=True)
+
+
+def lock_ledger(session: Session) -> None:
+    """Wait until no other transaction writes the ledger; held until this one ends."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK_KEY})
+
+
+def scope_condition(scopes: Iterable[ReplaceScope]) -> Any:
+    """Return the condition matching the ledger rows these scopes cover (None for no scope)."""
+    conditions = []
+    for scope in scopes:
+        column = DailySpend.billing_period if scope.column == "billing_period" else DailySpend.day
+        conditions.append(
+            and_(
+                DailySpend.provider == scope.provider,
+                DailySpend.billing_account == scope.billing_account,
+                column >= scope.start,
+                column < scope.end,
+            )
+        )
+    return or_(*conditions) if conditions else None
+
+
+def replace_scopes(scopes: Iterable[ReplaceScope], *, session: Session) -> int:
+    """Delete the ledger rows that these scopes cover; return how many."""
+    condition = scope_condition(scopes)
+    if condition is None:
+        return 0
+    result = session.execute(delete(DailySpend).where(condition))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def _widen(span: tuple[dt.date, dt.date] | None, first: Any, last: Any) -> tuple[dt.date, dt.date]:
+    if span is None:
+        return first, last
+    return min(span[0], first), max(span[1], last)
+
+
+def attribute_charges(charges: pa.Table, rules: AttributionRules) -> Iterator[pa.Table]:
+    """Attribute grouped charges and fold them into ledger rows, one billing period at a time.
+
+    Attribution runs once per distinct set of facts it reads, not once per row.
+    """
+    tag_cols = [c for c in charges.column_names if c.startswith(TAG_PREFIX) or c == TAGS_JSON]
+    fact_cols = [*_FACT_COLUMNS, *tag_cols]
+    facts = _blank_nulls(charges.select(fact_cols), fact_cols)
+    attributed = _attribute_facts(facts.group_by(fact_cols, use_threads=False).aggregate([]), rules)
+    for period in pc.unique(charges["billing_period"]):
+        part = _blank_nulls(charges.filter(pc.equal(charges["billing_period"], period)), fact_cols)
+        yield _fold(part.join(attributed, keys=fact_cols, join_type="inner", use_threads=False))
+
+
+def _blank_nulls(table: pa.Table, names: list[str]) -> pa.Table:
+    """Replace nulls by empty strings in these columns (join keys: a null never matches)."""
+    for name in names:
+        column = table[name]
+        if column.null_count:
+            table = table.set_column(table.column_names.index(name), name, pc.fill_null(column, ""))
+    return table
+
+
+def _fold(rows: pa.Table) -> pa.Table:
+    """Turn attributed charges into ledger rows: DailySpend's columns, one row per key."""
+    table: dict[str, Any] = {}
+    for name in LEDGER_KEYS:
+        column = rows[name]
+        if name in _OPTIONAL_TEXT:
+            column = pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column)
+        elif name == "charge_category":
+            column = pc.if_else(pc.equal(column, ""), "Usage", column)
+        elif name == "estimated":
+            column = pc.fill_null(column, False)
+        table[name] = column
+    table["billed_cost"] = rows["billed"]
+    table["effective_cost"] = rows["effective"]
+    table["usage_quantity"] = rows["quantity"]
+    table["gpu_hours"] = pc.multiply(pc.cast(rows["quantity"], _QUANTITY), rows["gpus"])
+    folded = pa.table(table).group_by(list(LEDGER_KEYS), use_threads=False)
+    sums = folded.aggregate([(v, "sum") for v in LEDGER_VALUES])
+    return sums.rename_columns([c.removesuffix("_sum") for c in sums.column_names])
+
+
+def _attribute_facts(facts: pa.Table, rules: AttributionRules) -> pa.Table:
+    """Attribute each distinct set of facts once; add the attribution and GPU count columns."""
+    attributor = Attributor(rules)
+    wanted = rules.tag_keys_used()
+    found: dict[str, list[Any]] = {name: [] for name in (*_ATTRIBUTION_COLUMNS, "gpus")}
+    for row in facts.to_pylist():
+        result = attributor(
+            ChargeFacts(
+                service=row["service"],
+                tags=row_tags(row, wanted),
+                service_category=row["service_category"] or None,
+                usage_type=row["usage_type"] or None,
+                resource_id=row["resource_id"] or None,
+                instance_type=row["instance_type"] or None,
+                billing_account=row["billing_account"] or None,
+                sub_account=row["sub_account"] or None,
+            )
+        )
+        found["model"].append(result.model)
+        found["stage"].append(result.stage)
+        found["team"].append(result.team)
+        found["model_tag_value"].append(result.model_tag_value)
+        found["attribution"].append(result.rule)
+        hourly = row["unit"].lower() in _HOUR_UNITS
+        found["gpus"].append(gpu_count(row["instance_type"]) if hourly else 0)
+    columns = {name: facts[name] for name in facts.column_names}
+    for name in _ATTRIBUTION_COLUMNS:
+        columns[name] = pa.array(found[name], pa.string())
+    columns["gpus"] = pc.cast(pa.array(found["gpus"], pa.int8()), _GPUS)
+    return pa.table(columns)

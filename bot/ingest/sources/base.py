@@ -1,0 +1,370 @@
+"""The one interface every spend source implements, and the Arrow plumbing they share."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bot.errors import IngestError
+from bot.ingest.attribution import normalize_tag_key, normalize_tags
+
+COST_TYPE = pa.decimal128(30, 10)  # headroom: sums widen to 38 digits
+KEY_COLUMNS = (
+    "day",
+    "billing_period",
+    "provider",
+    "billing_account",
+    "sub_account",
+    "service",
+    "service_category",
+    "usage_type",
+    "region",
+    "resource_id",
+    "instance_type",
+    "charge_category",
+    "currency",
+    "unit",
+    "estimated",
+)
+VALUE_COLUMNS = ("billed", "effective", "quantity")
+TAG_PREFIX = "tag."
+TAGS_JSON = "tags_json"
+DEFAULT_CURRENCY = "USD"
+_CURRENCY_RE = re.compile(r"^[A-Z]{3}$")
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class ReplaceScope:
+    """Ledger rows a new ingestion replaces: by billing period (exports) or by day (polls)."""
+
+    provider: str
+    billing_account: str
+    column: str  # "billing_period" or "day"
+    start: dt.date
+    end: dt.date  # exclusive
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "provider": self.provider,
+            "billing_account": self.billing_account,
+            "column": self.column,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+        }
+
+
+@dataclass
+class SourceData:
+    """What a source read: grouped charges plus the facts needed to reconcile and replace.
+
+    The totals are per currency: amounts billed in different currencies are never added.
+    """
+
+    charges: pa.Table
+    rows_read: int
+    billed_total: dict[str, Decimal]
+    effective_total: dict[str, Decimal]
+    scopes: list[ReplaceScope]
+    api_requests: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class SpendSource(Protocol):
+    """A billing source: reads everything it covers in one call."""
+
+    kind: str
+    location: str
+
+    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData: ...
+
+
+class GroupedCharges:
+    """Aggregate Arrow batches by the key columns, keeping memory bound by distinct groups.
+
+    Groups never span billing periods, so each period is merged on its own: memory peaks with
+    the largest period, not with everything read. Each charge keeps its billing currency (a
+    3-letter ISO 4217 code); a charge without one takes `default_currency`, and `notes()` says
+    how many did.
+    """
+
+    def __init__(
+        self,
+        compact_every: int = 16,
+        *,
+        default_currency: str = DEFAULT_CURRENCY,
+        currency_field: str = "currency",
+        default_reason: str = "MLCOST_CURRENCY",
+    ) -> None:
+        self._periods: dict[Any, list[pa.Table]] = {}
+        self._compact_every = compact_every
+        self.rows = 0
+        self.billed: dict[str, Decimal] = {}
+        self.effective: dict[str, Decimal] = {}
+        self.default_currency = check_currency(default_currency, default_reason)
+        self.currency_field = currency_field
+        self.default_reason = default_reason
+        self.defaulted = 0
+        self._grouped_input = False
+
+    def add(self, table: pa.Table, rows: int | None = None) -> None:
+        """Add one canonical batch (key columns, tag columns and decimal values).
+
+        `rows` is how many source rows the batch stands for when it is already grouped (it may
+        still repeat a key; merging groups it again).
+        """
+        self.rows += table.num_rows if rows is None else rows
+        self._grouped_input = self._grouped_input or rows is not None
+        if table.num_rows == 0:
+            return
+        table = self._with_currency(table)
+        sums = table.group_by("currency", use_threads=False).aggregate(
+            [("billed", "sum"), ("effective", "sum")]
+        )
+        for row in sums.to_pylist():
+            code = row["currency"]
+            self.billed[code] = self.billed.get(code, Decimal(0)) + Decimal(row["billed_sum"])
+            self.effective[code] = self.effective.get(code, Decimal(0)) + Decimal(
+                row["effective_sum"]
+            )
+        for period, part in _by_period(table if rows is not None else _group(table)):
+            partials = self._periods.setdefault(period, [])
+            partials.append(part)
+            if len(partials) >= self._compact_every:
+                self._periods[period] = [_merge(partials)]
+
+    def _with_currency(self, table: pa.Table) -> pa.Table:
+        """Upper-case and check the currency column; fill blanks with the default."""
+        if "currency" not in table.column_names:
+            table = table.append_column("currency", as_string(None, len(table)))
+        at = table.column_names.index("currency")
+        codes = pc.utf8_trim_whitespace(as_string(table["currency"], len(table)))
+        for code in pc.unique(codes).to_pylist():
+            if code:
+                check_currency(code, self.currency_field)
+        codes = pc.utf8_upper(codes)
+        blank = pc.equal(codes, "")
+        missing = pc.sum(blank).as_py() or 0
+        if missing:
+            self.defaulted += missing
+            codes = pc.if_else(blank, self.default_currency, codes)
+        return table.set_column(at, "currency", codes)
+
+    def notes(self) -> list[str]:
+        """Say how many charges took the default currency, if any did."""
+        if not self.defaulted:
+            return []
+        what = "grouped charge(s)" if self._grouped_input else "row(s)"
+        return [
+            f"{self.defaulted:,} {what} had no {self.currency_field}; counted in "
+            f"{self.default_currency} ({self.default_reason})"
+        ]
+
+    def result(self) -> pa.Table:
+        """Return the grouped charges (one chunk per billing period)."""
+        if not self._periods:
+            return empty_charges()
+        for period, partials in self._periods.items():
+            self._periods[period] = [_merge(partials)]  # frees the partials as it goes
+        merged = [partials[0] for partials in self._periods.values()]
+        return pa.concat_tables(merged, promote_options="default")
+
+
+def _by_period(table: pa.Table) -> Iterator[tuple[Any, pa.Table]]:
+    periods = pc.unique(table["billing_period"])
+    if len(periods) == 1:
+        yield periods[0].as_py(), table
+        return
+    for period in periods:
+        yield period.as_py(), table.filter(pc.equal(table["billing_period"], period))
+
+
+def _merge(partials: list[pa.Table]) -> pa.Table:
+    # Permissive: batches added already grouped may carry narrower decimals than grouped sums.
+    return _group(pa.concat_tables(partials, promote_options="permissive"))
+
+
+def check_currency(code: str, what: str) -> str:
+    """Return the code, upper-cased, if it is a 3-letter ISO 4217 code; raise IngestError if not."""
+    if not _CURRENCY_RE.fullmatch(code.upper()):
+        raise IngestError(
+            f"{what} has {code[:40]!r}, which is not a 3-letter ISO 4217 currency code "
+            "such as USD or EUR"
+        )
+    return code.upper()
+
+
+def decimal_sum(column: pa.ChunkedArray | pa.Array) -> Decimal:
+    """Return the exact sum of a decimal column (zero when empty)."""
+    total = pc.sum(column).as_py()
+    return Decimal(0) if total is None else Decimal(total)
+
+
+def _group(table: pa.Table) -> pa.Table:
+    keys = [c for c in table.column_names if c not in VALUE_COLUMNS]
+    grouped = table.group_by(keys, use_threads=False).aggregate([(v, "sum") for v in VALUE_COLUMNS])
+    return grouped.rename_columns([c.removesuffix("_sum") for c in grouped.column_names])
+
+
+def empty_charges() -> pa.Table:
+    """Return an empty canonical table."""
+    fields = [pa.field(c, pa.string()) for c in KEY_COLUMNS]
+    fields[0] = pa.field("day", pa.date32())
+    fields[1] = pa.field("billing_period", pa.date32())
+    fields[KEY_COLUMNS.index("estimated")] = pa.field("estimated", pa.bool_())
+    fields += [pa.field(v, COST_TYPE) for v in VALUE_COLUMNS]
+    return pa.schema(fields).empty_table()
+
+
+# --- column helpers -----------------------------------------------------------------------
+
+
+def as_string(column: pa.Array | pa.ChunkedArray | None, length: int) -> pa.Array:
+    """Return a string column with nulls as empty strings (group keys must not be null)."""
+    if column is None:
+        return pa.array([""] * length, pa.string())
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        column = pc.cast(column, pa.string())
+    return pc.fill_null(column, "")
+
+
+def as_decimal(column: pa.Array | pa.ChunkedArray | None, length: int, what: str) -> pa.Array:
+    """Cast a cost column (double or text) to exact decimal; nulls are zero."""
+    if column is None:
+        return pa.array([Decimal(0)] * length, COST_TYPE)
+    try:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            column = pc.utf8_trim_whitespace(column)
+            column = pc.if_else(pc.equal(column, ""), None, column)
+            # Parse wide, then round half-even to the ledger's 10 places: exact, never float.
+            wide = pc.cast(column, pa.decimal128(36, 18))
+            rounded = pc.round(wide, ndigits=10, round_mode="half_to_even")
+            return pc.fill_null(pc.cast(rounded, COST_TYPE, safe=False), Decimal(0))
+        return pc.fill_null(pc.cast(column, COST_TYPE), Decimal(0))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise IngestError(f"column {what} has a value that is not a number ({exc})") from None
+
+
+_NAIVE_RE = r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)$"
+
+
+def as_date(column: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
+    """Convert timestamps (typed, or text with or without `T`/`Z`/offset) to UTC dates."""
+    if pa.types.is_timestamp(column.type):
+        if column.type.tz is not None and column.type.tz.upper() not in ("UTC", "+00:00", "Z"):
+            column = pc.cast(column, pa.timestamp(column.type.unit, "UTC"))
+        result = pc.cast(column, pa.date32())
+    elif pa.types.is_date(column.type):
+        result = pc.cast(column, pa.date32())
+    else:
+        text = pc.utf8_trim_whitespace(pc.cast(column, pa.string()))
+        text = pc.replace_substring_regex(text, _NAIVE_RE, r"\1T\2Z")
+        text = pc.replace_substring_regex(text, r"^(\d{4}-\d{2}-\d{2})$", r"\1T00:00:00Z")
+        text = pc.replace_substring_regex(text, r" ?UTC$", "Z")
+        try:
+            result = pc.cast(pc.cast(text, pa.timestamp("us", "UTC")), pa.date32())
+        except pa.ArrowInvalid as exc:
+            detail = str(exc).split(":")[1].strip() if ":" in str(exc) else str(exc)
+            raise IngestError(f"column {what} has a bad date: {detail}") from None
+    if result.null_count:
+        raise IngestError(f"column {what} is empty on {result.null_count} row(s)")
+    return result
+
+
+def parse_tags_json(raw: str) -> dict[str, str]:
+    """Parse a FOCUS/Azure Tags cell: JSON, or Azure's object without braces."""
+    text = raw.strip()
+    if not text or text in ("NULL", "null", "{}"):
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            value = json.loads("{" + text + "}")
+        except json.JSONDecodeError:
+            raise IngestError(f"Tags value is not JSON: {text[:80]!r}") from None
+    if not isinstance(value, dict):
+        raise IngestError(f"Tags value is not a JSON object: {text[:80]!r}")
+    return normalize_tags(value)
+
+
+def row_tags(row: dict[str, Any], wanted: set[str]) -> dict[str, str]:
+    """Collect a grouped row's tags (tag columns or JSON), keeping only the wanted keys."""
+    tags: dict[str, str] = {}
+    raw_json = row.get(TAGS_JSON)
+    if raw_json:
+        tags.update(parse_tags_json(raw_json))
+    for key, value in row.items():
+        if key.startswith(TAG_PREFIX) and value:
+            tags.setdefault(key[len(TAG_PREFIX) :], value)
+    return {k: v for k, v in tags.items() if k in wanted}
+
+
+def filter_tags_json(column: pa.Array, wanted: set[str]) -> pa.Array:
+    """Reduce a Tags JSON column to the wanted keys so grouping does not explode."""
+    cache: dict[str | None, str] = {}
+    out = []
+    for raw in column.to_pylist():
+        if raw not in cache:
+            tags = parse_tags_json(raw) if raw else {}
+            kept = {k: v for k, v in tags.items() if k in wanted}
+            cache[raw] = json.dumps(kept, sort_keys=True) if kept else ""
+        out.append(cache[raw])
+    return pa.array(out, pa.string())
+
+
+def tag_columns(names: Iterable[str], prefixes: tuple[str, ...]) -> dict[str, str]:
+    """Map normalised tag keys to the columns that carry them (CUR styles)."""
+    found: dict[str, str] = {}
+    for name in names:
+        for prefix in prefixes:
+            if name.startswith(prefix):
+                found.setdefault(normalize_tag_key(name[len(prefix) :]), name)
+    return found
+
+
+def aws_error_reason(exc: Exception) -> str:
+    """Describe a boto3 failure in one line: `Code: Message`, else the exception itself."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and "Error" in response:
+        return f"{response['Error'].get('Code')}: {response['Error'].get('Message')}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def month_start(day: dt.date) -> dt.date:
+    """Return the first day of the day's month."""
+    return day.replace(day=1)
+
+
+def next_month(day: dt.date) -> dt.date:
+    """Return the first day of the following month."""
+    return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
+def period_scopes(charges: pa.Table) -> list[ReplaceScope]:
+    """Return the (provider, account, billing period) scopes present in grouped charges."""
+    if charges.num_rows == 0:
+        return []
+    keys = (
+        charges.select(["provider", "billing_account", "billing_period"])
+        .group_by(["provider", "billing_account", "billing_period"])
+        .aggregate([])
+    )
+    scopes = []
+    for row in keys.to_pylist():
+        start = row["billing_period"]
+        scopes.append(
+            ReplaceScope(
+                row["provider"], row["billing_account"], "billing_period", start, next_month(start)
+            )
+        )
+    return sorted(scopes, key=lambda s: (s.provider, s.billing_account, s.start))

@@ -1,0 +1,235 @@
+"""AWS Cost Explorer `get_cost_and_usage`, daily, grouped by the model tag and one more key."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from bot.errors import IngestError
+from bot.ingest.attribution import normalize_tag_key
+from bot.ingest.sources.base import (
+    COST_TYPE,
+    DEFAULT_CURRENCY,
+    TAG_PREFIX,
+    GroupedCharges,
+    Progress,
+    ReplaceScope,
+    SourceData,
+    aws_error_reason,
+    month_start,
+)
+from bot.money import parse_money
+
+METRICS = ["UnblendedCost", "AmortizedCost", "UsageQuantity"]
+_DIMENSIONS = {
+    "SERVICE": "service",
+    "USAGE_TYPE": "usage_type",
+    "REGION": "region",
+    "LINKED_ACCOUNT": "sub_account",
+    "INSTANCE_TYPE": "instance_type",
+}
+
+
+def make_ce_client() -> Any:
+    """Create a Cost Explorer client that retries throttling with backoff."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "ce",
+        region_name="us-east-1",
+        config=Config(retries={"mode": "standard", "max_attempts": 8}),
+    )
+
+
+def parse_group_by(spec: str) -> dict[str, str]:
+    """Parse `SERVICE`, `USAGE_TYPE` or `TAG:ml:stage` into a CE GroupBy entry."""
+    if spec.upper().startswith("TAG:"):
+        return {"Type": "TAG", "Key": spec[4:]}
+    if spec.upper() in _DIMENSIONS:
+        return {"Type": "DIMENSION", "Key": spec.upper()}
+    raise IngestError(
+        f"cost-explorer: cannot group by {spec!r}; use SERVICE, USAGE_TYPE, "
+        "REGION, LINKED_ACCOUNT, INSTANCE_TYPE or TAG:<key>"
+    )
+
+
+class CostExplorerSource:
+    """Poll Cost Explorer for [start, end); the window replaces those days for the account."""
+
+    kind = "cost-explorer"
+
+    def __init__(
+        self,
+        client: Any,
+        start: dt.date,
+        end: dt.date,
+        *,
+        model_tag_key: str,
+        second_group: str = "SERVICE",
+        billing_account: str = "aws",
+        default_currency: str = DEFAULT_CURRENCY,
+    ) -> None:
+        if end <= start:
+            raise IngestError(f"cost-explorer: end {end} must be after start {start}")
+        self.client = client
+        self.start, self.end = start, end
+        self.model_tag_key = model_tag_key
+        self.group_by = [{"Type": "TAG", "Key": model_tag_key}, parse_group_by(second_group)]
+        self.billing_account = billing_account
+        self.default_currency = default_currency
+        self.location = f"cost-explorer:{start}..{end}"
+
+    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
+        requests = 0
+        token: str | None = None
+        # each cost metric carries its currency as its Unit ("USD")
+        grouped = GroupedCharges(
+            default_currency=self.default_currency, currency_field="the cost metrics' Unit"
+        )
+        while True:
+            params: dict[str, Any] = {
+                "TimePeriod": {"Start": self.start.isoformat(), "End": self.end.isoformat()},
+                "Granularity": "DAILY",
+                "Metrics": METRICS,
+                "GroupBy": self.group_by,
+            }
+            if token:
+                params["NextPageToken"] = token
+            try:
+                page = self.client.get_cost_and_usage(**params)
+            except Exception as exc:
+                raise IngestError(
+                    f"cost-explorer: request failed ({aws_error_reason(exc)})"
+                ) from None
+            requests += 1
+            table = response_to_table(page, self.billing_account)
+            grouped.add(table)
+            if progress:
+                progress(table.num_rows)
+            token = page.get("NextPageToken")
+            if not token:
+                break
+        charges = grouped.result()
+        start, end = self.start, self.end
+        if charges.num_rows:
+            # Replace every day the response carried, even outside the asked window.
+            days = charges["day"].to_pylist()
+            start, end = min(start, min(days)), max(end, max(days) + dt.timedelta(days=1))
+        scope = ReplaceScope("AWS", self.billing_account, "day", start, end)
+        return SourceData(
+            charges=charges,
+            rows_read=grouped.rows,
+            billed_total=grouped.billed,
+            effective_total=grouped.effective,
+            scopes=[scope],
+            api_requests=requests,
+            notes=grouped.notes(),
+        )
+
+
+def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
+    """Turn one GetCostAndUsage response into canonical charge rows."""
+    definitions = page.get("GroupDefinitions") or []
+    rows: dict[str, list[Any]] = {
+        name: []
+        for name in (
+            "day",
+            "billing_period",
+            "provider",
+            "billing_account",
+            "sub_account",
+            "service",
+            "service_category",
+            "usage_type",
+            "region",
+            "resource_id",
+            "instance_type",
+            "charge_category",
+            "currency",
+            "unit",
+            "estimated",
+            "billed",
+            "effective",
+            "quantity",
+        )
+    }
+    tag_rows: dict[str, list[str]] = {}
+    for result in page.get("ResultsByTime", []):
+        day = dt.date.fromisoformat(result["TimePeriod"]["Start"])
+        groups = result.get("Groups") or []
+        if not groups and result.get("Total"):
+            groups = [{"Keys": [], "Metrics": result["Total"]}]
+        for group in groups:
+            values = {
+                "service": "",
+                "usage_type": "",
+                "region": "",
+                "sub_account": "",
+                "instance_type": "",
+            }
+            tags: dict[str, str] = {}
+            for definition, key in zip(definitions, group.get("Keys", []), strict=False):
+                if definition["Type"] == "TAG":
+                    _, _, value = key.partition("$")
+                    tags[normalize_tag_key(definition["Key"])] = value
+                elif definition["Key"] in _DIMENSIONS:
+                    values[_DIMENSIONS[definition["Key"]]] = key
+            metrics = group.get("Metrics", {})
+            billed = _amount(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost")
+            effective = (
+                _amount(metrics, "AmortizedCost", "NetAmortizedCost")
+                if any(m in metrics for m in ("AmortizedCost", "NetAmortizedCost"))
+                else billed
+            )
+            rows["day"].append(day)
+            rows["billing_period"].append(month_start(day))
+            rows["provider"].append("AWS")
+            rows["billing_account"].append(billing_account)
+            rows["service_category"].append("")
+            rows["resource_id"].append("")
+            rows["charge_category"].append("Usage")
+            rows["currency"].append(
+                _unit(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost")
+            )
+            rows["unit"].append(metrics.get("UsageQuantity", {}).get("Unit", "") or "")
+            rows["estimated"].append(bool(result.get("Estimated", False)))
+            for name, value in values.items():
+                rows[name].append(value)
+            rows["billed"].append(billed)
+            rows["effective"].append(effective)
+            rows["quantity"].append(_amount(metrics, "UsageQuantity"))
+            for key in tags:
+                tag_rows.setdefault(key, [""] * (len(rows["day"]) - 1))
+            for key, column in tag_rows.items():
+                column.append(tags.get(key, ""))
+    table: dict[str, Any] = {
+        k: v for k, v in rows.items() if k not in ("billed", "effective", "quantity")
+    }
+    table["day"] = pa.array(rows["day"], pa.date32())
+    table["billing_period"] = pa.array(rows["billing_period"], pa.date32())
+    table["estimated"] = pa.array(rows["estimated"], pa.bool_())
+    for key, column in sorted(tag_rows.items()):
+        table[TAG_PREFIX + key] = pa.array(column, pa.string())
+    for name in ("billed", "effective", "quantity"):
+        table[name] = pa.array(rows[name], COST_TYPE)
+    return pa.table(
+        {k: (pa.array(v, pa.string()) if isinstance(v, list) else v) for k, v in table.items()}
+    )
+
+
+def _unit(metrics: dict[str, Any], *names: str) -> str:
+    for name in names:
+        if name in metrics:
+            return str(metrics[name].get("Unit") or "")
+    return ""
+
+
+def _amount(metrics: dict[str, Any], *names: str) -> Decimal:
+    for name in names:
+        if name in metrics:
+            return parse_money(metrics[name].get("Amount")).quantize(Decimal("1e-10"))
+    return Decimal(0)

@@ -1,0 +1,1 @@
+"""Getting word out: the outbox, the poll-and-alert cycle, scheduled jobs."""

@@ -1,0 +1,1 @@
+"""The monthly kill-or-keep review and the weekly owner sign-off."""

@@ -1,0 +1,134 @@
+"""Scheduled work of the review and sign-off loop; each job is safe to run every day.
+
+Register them daily (e.g. 09:00 in MLCOST_TIMEZONE) on the scheduler:
+
+- `run_monthly_review_job(services)`: from the first working day (Mon-Fri) of a month through
+  the 7th, posts last month's review to every team once (later runs find it posted);
+- `run_review_reminders_job(services)`: one reminder per review thread for models still
+  undecided MLCOST_REVIEW_REMINDER_DAYS after the review opened; also retries review posts
+  and chart uploads that failed;
+- `run_weekly_signoff_job(services)`: each owner's digest of last week (Mon-Sun) with a
+  Sign-off button; the first run of a week sends it (Mondays, normally), later runs find it sent.
+
+Exactly-once comes from the outbox's dedupe keys, not from the scheduler running once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from zoneinfo import ZoneInfo
+
+from bot.bootstrap import AppServices
+from bot.db.engine import session_scope
+from bot.notify.outbox import HistoryLookup, deliver_pending
+from bot.periods import month_of, previous_month
+from bot.review.service import (
+    ReviewPostReport,
+    deliver_reviews,
+    enqueue_reminders,
+    post_reviews,
+    refresh_pending_messages,
+)
+from bot.review.signoff import SIGNOFF_KIND, enqueue_digests, week_start_of
+from bot.slack.notifier import SlackNotifier
+
+log = logging.getLogger(__name__)
+
+CATCH_UP_LAST_DAY = 7
+
+
+def local_today(services: AppServices) -> dt.date:
+    """Return today's date in the configured time zone."""
+    return services.clock().astimezone(ZoneInfo(services.settings.timezone)).date()
+
+
+def first_working_day(year: int, month: int) -> dt.date:
+    """Return the first Monday-to-Friday day of the month."""
+    day = dt.date(year, month, 1)
+    while day.weekday() >= 5:
+        day += dt.timedelta(days=1)
+    return day
+
+
+def run_monthly_review_job(services: AppServices) -> ReviewPostReport | None:
+    """Post last month's review to every team from the month's first working day to the 7th."""
+    today = local_today(services)
+    if (
+        not first_working_day(today.year, today.month)
+        <= today
+        <= today.replace(day=CATCH_UP_LAST_DAY)
+    ):
+        return None
+    month = previous_month(month_of(today))
+    report = post_reviews(
+        session_factory=services.session_factory,
+        notifier=SlackNotifier(services.client),
+        month=month,
+        settings=services.settings,
+        now=services.clock(),
+        find_posted=HistoryLookup(services.client),
+        clock=services.clock,
+    )
+    log.info(
+        "review %s: opened %d, delivered %d, failed %d, charts %d",
+        month.label,
+        len(report.opened),
+        len(report.delivered),
+        len(report.failed),
+        len(report.charts),
+    )
+    return report
+
+
+def run_review_reminders_job(services: AppServices) -> int:
+    """Remind each review thread once about undecided models; retry pending review posts."""
+    now = services.clock()
+    with session_scope(services.session_factory) as session:
+        count = enqueue_reminders(
+            session=session, now=now, after_days=services.settings.review_reminder_days
+        )
+    deliver_reviews(
+        session_factory=services.session_factory,
+        notifier=SlackNotifier(services.client),
+        now=now,
+        find_posted=HistoryLookup(services.client),
+        currency=services.settings.currency,
+        clock=services.clock,
+    )
+    return count
+
+
+def run_weekly_signoff_job(services: AppServices) -> int:
+    """Send each owner last week's digest with Sign-off buttons, once per owner and week."""
+    now = services.clock()
+    week_start = week_start_of(local_today(services)) - dt.timedelta(days=7)
+    with session_scope(services.session_factory) as session:
+        count = enqueue_digests(
+            session=session, week_start=week_start, currency=services.settings.currency, now=now
+        )
+    deliver_pending(
+        session_factory=services.session_factory,
+        notifier=SlackNotifier(services.client),
+        clock=services.clock,
+        find_posted=HistoryLookup(services.client),
+        kinds=(SIGNOFF_KIND,),
+    )
+    return count
+
+
+def run_review_refresh_job(services: AppServices) -> int:
+    """Update review threads whose decision was recorded while Slack could not be updated."""
+    report = refresh_pending_messages(
+        session_factory=services.session_factory,
+        notifier=SlackNotifier(services.client),
+        currency=services.settings.currency,
+    )
+    if report.refreshed or report.retrying or report.given_up:
+        log.info(
+            "review threads refreshed: %d, still pending: %d, refused by Slack: %d",
+            len(report.refreshed),
+            len(report.retrying),
+            len(report.given_up),
+        )
+    return len(report.refreshed)

@@ -1,0 +1,310 @@
+"""Blocks for budget, anomaly and unallocated alerts, their buttons and the Raise budget modal."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from bot.anomalies.detect import Anomaly
+from bot.budgets.evaluate import Driver, Drivers
+from bot.budgets.plan import ACTUAL, EXCEEDED, BudgetAlert
+from bot.money import format_money, format_percent
+from bot.slack.guard import (
+    MAX_CONTEXT_TEXT,
+    MAX_FALLBACK_TEXT,
+    MAX_FIELD_TEXT,
+    MAX_HEADER,
+    MAX_SECTION_TEXT,
+    clip,
+)
+from bot.slack.mrkdwn import clip as clip_mrkdwn
+from bot.slack.mrkdwn import code, escape, fit_lines, users
+
+ACK_ACTION = "budget_ack"
+SNOOZE_ACTION = "budget_snooze"
+RAISE_ACTION = "budget_raise"
+RAISE_CALLBACK = "budget_raise_submit"
+ACTIONS_BLOCK = "budget_alert_actions"
+AMOUNT_BLOCK = "amount"
+
+Blocks = list[dict[str, Any]]
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {
+        "type": "section",
+        "text": {"type": "mrkdwn", "text": clip_mrkdwn(text, MAX_SECTION_TEXT)},
+    }
+
+
+def _context(text: str) -> dict[str, Any]:
+    text = clip_mrkdwn(text, MAX_CONTEXT_TEXT)
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _header(text: str) -> dict[str, Any]:
+    return {"type": "header", "text": {"type": "plain_text", "text": clip(text, MAX_HEADER)}}
+
+
+def _mentions(owners: Iterable[str]) -> str:
+    return users(sorted(owners), " ")
+
+
+def command_hint(scope: str) -> str:
+    """Return the slash command that shows a budget scope in detail."""
+    head = scope.split("/")[0]
+    kind, _, name = head.partition(":")
+    if kind in ("model", "team"):
+        return f"/mlcost {kind} {name}"
+    return "/mlcost top"
+
+
+@dataclass(frozen=True)
+class AlertContext:
+    """Where an alert goes and what it can say beyond the numbers."""
+
+    channel: str
+    owners: frozenset[str] = frozenset()
+    drivers: Drivers = field(default_factory=Drivers)
+    currency: str = "USD"
+    basis: str = "billed"
+
+
+def _driver_field(
+    title: str, drivers: list[Driver], currency: str, total: Decimal
+) -> dict[str, Any]:
+    lines = []
+    for driver in drivers:
+        share = f" ({format_percent(driver.cost * 100 / total)})" if total > 0 else ""
+        lines.append(
+            f"{escape(clip(driver.label, 60))}: {format_money(driver.cost, currency)}{share}"
+        )
+    body = fit_lines(lines, MAX_FIELD_TEXT - len(title) - 3) if drivers else "–"
+    return {"type": "mrkdwn", "text": f"*{title}*\n{body}"}
+
+
+def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Blocks]:
+    """Render a budget alert: what crossed, by how much, the forecast, drivers and buttons."""
+    status = alert.status
+    money = lambda value: format_money(value, ctx.currency)  # noqa: E731
+    budget, spent = money(status.amount), money(status.month_to_date)
+    through = status.as_of.strftime("%b %-d")
+    if alert.kind == ACTUAL and alert.threshold >= EXCEEDED:
+        over = status.month_to_date - status.amount * alert.threshold / 100
+        phrase = (
+            f"is over its {status.month.label} budget"
+            if alert.threshold == EXCEEDED
+            else f"passed {alert.threshold} % of its {status.month.label} budget"
+        )
+        icon = ":red_circle:"
+        how_much = f"*{money(over)}* past the {alert.threshold} % line"
+    elif alert.kind == ACTUAL:
+        over = status.month_to_date - status.amount * alert.threshold / 100
+        phrase = f"passed {alert.threshold} % of its {status.month.label} budget"
+        icon = ":warning:"
+        how_much = f"{money(over)} past the {alert.threshold} % line"
+    else:
+        phrase = f"is forecast to pass {alert.threshold} % of its {status.month.label} budget"
+        icon = ":crystal_ball:"
+        how_much = f"{money(status.amount * alert.threshold / 100 - status.month_to_date)} to go"
+    headline = f"{status.scope} {phrase}"  # plain text: the header
+    headline_md = f"{escape(clip(status.scope, 200))} {phrase}"
+    lines = [
+        f"*{spent}* spent through {through} of a *{budget}* budget: "
+        f"*{format_percent(status.percent)}*, {how_much}."
+    ]
+    if status.forecast is not None:
+        lines.append(
+            f"Forecast for the month: *{money(status.forecast.amount)}* "
+            f"({format_percent(status.forecast_percent)}), {status.forecast.method}."
+        )
+    else:
+        lines.append(
+            f"No forecast yet: only {max(0, (status.as_of - status.month.start).days + 1)}"
+            " days of this month are known."
+        )
+    if ctx.owners:
+        lines.append(f"Owners: {_mentions(ctx.owners)}")
+    if alert.kind == ACTUAL or status.forecast is None:
+        text = f"{icon} {headline_md}: {spent} of {budget} ({format_percent(status.percent)})."
+    else:
+        text = (
+            f"{icon} {headline_md}: forecast {money(status.forecast.amount)} of {budget} "
+            f"({format_percent(status.forecast_percent)}), {spent} spent so far."
+        )
+    value = json.dumps({"scope": status.scope, "period": status.month.label}, ensure_ascii=False)
+    total = status.month_to_date
+    blocks: Blocks = [
+        _header(headline),
+        _section(f"{icon} " + "\n".join(lines)),
+        {
+            "type": "section",
+            "fields": [
+                _driver_field("Top stages", ctx.drivers.stages, ctx.currency, total),
+                _driver_field("Top resources", ctx.drivers.resources, ctx.currency, total),
+                _driver_field("Biggest days", ctx.drivers.days, ctx.currency, total),
+            ],
+        },
+        _context(
+            f"Details: {code(command_hint(status.scope))} · {escape(ctx.basis)} cost · as of "
+            f"{status.as_of.isoformat()}"
+        ),
+        {
+            "type": "actions",
+            "block_id": ACTIONS_BLOCK,
+            "elements": [
+                {
+                    "type": "button",
+                    "action_id": ACK_ACTION,
+                    "value": value,
+                    "text": {"type": "plain_text", "text": "Acknowledge"},
+                },
+                {
+                    "type": "button",
+                    "action_id": SNOOZE_ACTION,
+                    "value": value,
+                    "text": {"type": "plain_text", "text": "Snooze 7 days"},
+                },
+                {
+                    "type": "button",
+                    "action_id": RAISE_ACTION,
+                    "value": value,
+                    "style": "primary",
+                    "text": {"type": "plain_text", "text": "Raise budget"},
+                },
+            ],
+        },
+    ]
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
+
+
+def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Blocks]:
+    """Render an anomaly: the day against its baseline, the excess in dollars, suspects."""
+    money = lambda value: format_money(value, ctx.currency)  # noqa: E731
+    day = anomaly.day.strftime("%b %-d")
+    baseline = anomaly.baseline
+    if anomaly.kind == "gpu":
+        phrase = f"GPU-hours of {{}} jumped on {day}"
+        body = (
+            f"*{anomaly.value:,.1f} GPU-hours* against a usual {baseline.median:,.1f} "
+            f"(median of {baseline.days} days), about *{money(anomaly.excess_cost)}* more, and "
+            "the model's workload does not explain it: look for orphaned pods, retry loops or "
+            "daemon jobs."
+        )
+    else:
+        phrase = f"Unusual spend for {{}} on {day}"
+        body = (
+            f"*{money(anomaly.value)}* against a usual {money(baseline.median)} "
+            f"(median of {baseline.days} days, normal up to {money(baseline.ceiling)}): "
+            f"*{money(anomaly.excess_cost)}* more than usual."
+        )
+    headline = phrase.format(anomaly.scope)  # plain text: the header
+    headline_md = phrase.format(escape(clip(anomaly.scope, 200)))
+    lines = [body]
+    owners = f"Owners: {_mentions(ctx.owners)}" if ctx.owners else ""
+    if anomaly.resources:
+        increases = []
+        for resource, growth, new in anomaly.resources:
+            note = " (new: not seen in the baseline)" if new else ""
+            increases.append(f"• {code(clip(resource, 120))} +{growth:,.1f} GPU-hours{note}")
+        room = MAX_SECTION_TEXT - len(body) - len(owners) - 100
+        lines.append("Largest increases:\n" + fit_lines(increases, room))
+    if owners:
+        lines.append(owners)
+    text = f":rotating_light: {headline_md}: {money(anomaly.excess_cost)} above usual."
+    blocks: Blocks = [
+        _header(headline),
+        _section(":rotating_light: " + "\n".join(lines)),
+        _context(f"Details: {code(command_hint(anomaly.scope))} · {escape(ctx.basis)} cost"),
+    ]
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
+
+
+def build_unallocated_alert(
+    lines: list[tuple[str, str | None, Decimal]], total: Decimal, week_label: str, currency: str
+) -> tuple[str, Blocks]:
+    """Render the weekly unallocated alert from (service, tag value, cost) lines, largest first."""
+    amount = format_money(total, currency)
+    headline = f"{amount} of spend had no owner in {week_label}"
+    items = []
+    for service, tag, cost in lines[:10]:
+        hint = f" (tagged {code(clip(tag, 60))}, not a registered model)" if tag else " (untagged)"
+        items.append(f"• {escape(clip(service, 80))}{hint}: *{format_money(cost, currency)}*")
+    if len(lines) > 10:
+        items.append(f"…and {len(lines) - 10} more")
+    blocks: Blocks = [
+        _header(headline),
+        _section("\n".join(items) or "Nothing unallocated."),
+        _context(
+            "Register the model or fix the tag so this spend has an owner · `/mlcost unallocated`"
+        ),
+    ]
+    return f":mag: {headline}", blocks
+
+
+def replace_actions(blocks: Blocks, note: str) -> Blocks:
+    """Return the alert's blocks with its buttons replaced by a note saying who did what."""
+    kept = [b for b in blocks if b.get("block_id") != ACTIONS_BLOCK]
+    return [*kept, _context(note)]
+
+
+def acknowledged_note(user_id: str, when: dt.datetime, scope: str, period: str) -> str:
+    """Say who acknowledged a budget alert (mrkdwn, for replace_actions)."""
+    return (
+        f":white_check_mark: Acknowledged by {users([user_id])} on {format_when(when)}: "
+        f"no more alerts for {code(scope)} in {escape(period)} unless it is exceeded."
+    )
+
+
+def snoozed_note(user_id: str, until: dt.datetime) -> str:
+    """Say who snoozed a budget alert and until when (mrkdwn, for replace_actions)."""
+    return f":zzz: Snoozed by {users([user_id])} until {format_when(until)}."
+
+
+def raised_note(user_id: str, scope: str, amount: str, when: dt.datetime) -> str:
+    """Say who raised a budget, in the alert's thread (mrkdwn)."""
+    return (
+        f":moneybag: {users([user_id])} set the monthly budget of {code(scope)} to "
+        f"{escape(amount)} on {format_when(when)}."
+    )
+
+
+def build_raise_modal(
+    scope: str, period: str, current: Decimal, currency: str, metadata: dict[str, Any]
+) -> dict[str, Any]:
+    """Return the Raise budget modal view."""
+    return {
+        "type": "modal",
+        "callback_id": RAISE_CALLBACK,
+        "private_metadata": json.dumps(
+            {"scope": scope, "period": period, **metadata}, ensure_ascii=False
+        ),
+        "title": {"type": "plain_text", "text": "Raise budget"},
+        "submit": {"type": "plain_text", "text": "Save"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            _section(
+                f"Monthly budget of {code(clip(scope, 200))}: currently "
+                f"*{format_money(current, currency)}*."
+            ),
+            {
+                "type": "input",
+                "block_id": AMOUNT_BLOCK,
+                "label": {"type": "plain_text", "text": "New monthly budget"},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": AMOUNT_BLOCK,
+                    "initial_value": f"{current.normalize():f}",
+                },
+            },
+        ],
+    }
+
+
+def format_when(when: dt.datetime) -> str:
+    """Render a time for a note in an alert."""
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,112 @@
+"""Blocks for `/mlcost budget list|show|set`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.budgets.board import BudgetBoard, BudgetStatus
+from bot.db.schema import Budget
+from bot.money import format_money, format_percent
+from bot.slack.blocks.common import basis_words, context, fields, header, month_words, section
+from bot.slack.guard import MAX_SECTION_TEXT, clip
+from bot.slack.mrkdwn import code, escape, fit_lines, user
+
+MAX_LINES = 40
+
+
+def _status_line(status: BudgetStatus, currency: str) -> str:
+    flag = ""
+    if status.used is not None and status.used >= 100:
+        flag = " :red_circle:"
+    elif status.forecast_used is not None and status.forecast_used >= 100:
+        flag = " :large_orange_circle:"
+    return (
+        f"• {code(clip(status.scope, 100))} {format_money(status.spent, currency)} of "
+        f"{format_money(status.amount, currency)} · *{format_percent(status.used)}* · "
+        f"forecast {format_money(status.forecast.amount, currency)} "
+        f"({format_percent(status.forecast_used)}){flag}"
+        f"{_not_counted(status, ' · ')}"
+    )
+
+
+def _not_counted(status: BudgetStatus, prefix: str) -> str:
+    """Say what the scope spent in other currencies, which its budget does not count."""
+    if not status.not_counted:
+        return ""
+    amounts = ", ".join(f"{v:,.2f} {iso}" for iso, v in status.not_counted.items())
+    return f"{prefix}not counted: {amounts} (billed in another currency)"
+
+
+def build_budget_list_blocks(board: BudgetBoard, currency: str) -> tuple[str, list[dict[str, Any]]]:
+    """Return every budget with spend, percent used and forecast, most used first."""
+    span = board.span
+    lines = [_status_line(s, s.currency) for s in board.statuses[:MAX_LINES]]
+    if len(board.statuses) > MAX_LINES:
+        lines.append(f"…and {len(board.statuses) - MAX_LINES} more")
+    over = sum(1 for s in board.statuses if s.used is not None and s.used >= 100)
+    text = (
+        f"{len(board.statuses)} budgets for {span.month.start:%B %Y} "
+        f"({month_words(span)}); {over} already over."
+    )
+    body = (
+        fit_lines(lines, MAX_SECTION_TEXT)
+        or "No budgets yet. Set one: `/mlcost budget set model:recsys 12000`"
+    )
+    blocks = [
+        header(f"Budgets · {span.month.start:%B %Y}"),
+        section(body),
+        context(
+            f"{basis_words(board.basis)} · spent {month_words(span)} · :red_circle: over "
+            "budget · :large_orange_circle: forecast over budget"
+        ),
+    ]
+    return text, blocks
+
+
+def build_budget_show_blocks(
+    status: BudgetStatus, board: BudgetBoard, currency: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """Return one budget in detail, in the budget's own currency."""
+    currency = status.currency
+    span = board.span
+    who = user(status.updated_by) if status.updated_by else "the registry"
+    when = f"{status.updated_at:%d %b %Y %H:%M} UTC" if status.updated_at else "unknown"
+    pairs = [
+        ("Monthly budget", f"*{format_money(status.amount, currency)}*"),
+        (
+            f"Spent ({month_words(span)})",
+            f"{format_money(status.spent, currency)} · *{format_percent(status.used)}*",
+        ),
+        (
+            "Month-end forecast",
+            f"{format_money(status.forecast.amount, currency)} · "
+            f"{format_percent(status.forecast_used)}\n"
+            f"_{status.forecast.describe()}_",
+        ),
+        ("Alerts at", ", ".join(f"{t} %" for t in status.thresholds) or "none"),
+        ("Forecast alerts", "on" if status.forecast_alerts else "off"),
+        ("Last changed", f"{who}, {when}"),
+    ]
+    if status.not_counted:
+        pairs.insert(2, ("Other currencies", _not_counted(status, "")))
+    text = (
+        f"Budget {code(clip(status.scope, 250))}: {format_money(status.spent, currency)} of "
+        f"{format_money(status.amount, currency)} ({format_percent(status.used)}); forecast "
+        f"{format_money(status.forecast.amount, currency)}."
+    )
+    blocks = [header(f"Budget {status.scope}"), fields(pairs), context(basis_words(board.basis))]
+    return text, blocks
+
+
+def build_budget_set_blocks(
+    budget: Budget, before: str | None, user_id: str, currency: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """Confirm a budget change, saying who changed it and what it was."""
+    amount = format_money(budget.monthly_amount, currency)
+    was = f" (was {escape(before)})" if before else " (new)"
+    alerts = ", ".join(f"{t} %" for t in budget.thresholds)
+    text = (
+        f"{user(user_id)} set the monthly budget of {code(budget.scope)} to {amount}{was}; "
+        f"alerts at {alerts}."
+    )
+    return text, [section(f":white_check_mark: {text}")]

@@ -1,0 +1,61 @@
+"""The App Home view: a per-user dashboard (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.money import format_money, format_percent
+from bot.slack.blocks.common import basis_words, context, divider, header, month_words, section
+from bot.slack.guard import clip
+from bot.slack.mrkdwn import escape
+from bot.spend.home import HomeDashboard
+
+MAX_MODELS = 40  # a Home view holds 100 blocks; two per model plus the frame
+
+
+def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
+    """Return the `home` view for views.publish."""
+    span = board.span
+    blocks: list[dict[str, Any]] = [
+        header(f"Your models · {span.month.start:%B %Y}"),
+        context(
+            f"{basis_words('billed')} · {month_words(span)} · data through {span.as_of:%d %b %Y}"
+        ),
+    ]
+    for line in board.models[:MAX_MODELS]:
+        budget = "no budget"
+        if line.budget:
+            budget = (
+                f"*{format_percent(line.budget_used)}* of {format_money(line.budget, currency)}"
+            )
+        forecast = format_money(line.forecast.amount, currency)
+        if line.budget:
+            forecast += f" ({format_percent(line.forecast.amount * 100 / line.budget)})"
+        alarm = (
+            " :large_orange_circle:" if (line.budget and line.forecast.amount > line.budget) else ""
+        )
+        to_date = format_money(line.month_to_date, currency)
+        blocks.append(
+            section(
+                f"*{escape(clip(line.name, 80))}*"
+                f"{alarm}\nMonth to date *{to_date}* · "
+                f"budget {budget} · forecast {forecast}"
+            )
+        )
+    if len(board.models) > MAX_MODELS:
+        blocks.append(section(f"…and {len(board.models) - MAX_MODELS} more models"))
+    if not board.models:
+        blocks.append(
+            section(
+                "You don't own any models yet. An owner or admin can add you: "
+                "`/mlcost owner set &lt;model&gt; @you`."
+            )
+        )
+    blocks += [
+        divider(),
+        context(
+            "`/mlcost model &lt;name&gt;` for a chart · `/mlcost budget list` · `/mlcost help`"
+            + (" · you are an mlcost admin" if board.admin else "")
+        ),
+    ]
+    return {"type": "home", "blocks": blocks}

@@ -1,0 +1,104 @@
+"""Blocks for `/mlcost model`: the numbers beside the chart."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from bot.money import format_money, format_percent, percent_of
+from bot.slack.blocks.common import (
+    basis_words,
+    context,
+    fields,
+    header,
+    mention_channel,
+    mention_users,
+    month_words,
+    section,
+    signed_percent,
+)
+from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
+from bot.slack.mrkdwn import clip as clip_mrkdwn
+from bot.slack.mrkdwn import code, escape, fit_lines
+from bot.spend.model_report import ModelReport
+
+
+def build_model_report_blocks(
+    report: ModelReport, currency: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """Return the fallback text and blocks for one model's report."""
+    span = report.span
+    money = lambda v: format_money(v, currency)  # noqa: E731
+    to_date = "total" if span.month_complete else "to date"
+    budget_line = "no budget set"
+    if report.budget:
+        budget_line = f"{money(report.budget)} · *{format_percent(report.budget_used)}* used"
+    forecast_line = f"{money(report.forecast.amount)}"
+    if report.forecast_used is not None:
+        forecast_line += f" · {format_percent(report.forecast_used)} of budget"
+    forecast_line += f"\n_{report.forecast.describe()}_"
+    change = report.change_vs_last_month
+    change_line = (
+        f"{signed_percent(change)} vs {money(report.last_month_same_days)} "
+        f"({span.same_days_last_month().label})"
+        if change is not None
+        else "no spend in the same days last month"
+    )
+    change_line += f"\nlast month total {money(report.last_month_total)}"
+    summary = [
+        (f"Month {to_date} ({month_words(span)})", f"*{money(report.month_to_date)}*"),
+        ("Budget", budget_line),
+        ("Month-end forecast", forecast_line),
+        ("Change vs last month", change_line),
+        ("GPU-hours", f"{report.gpu_hours.quantize(Decimal(1)):,} GPU-h"),
+        ("Owners", mention_users(report.owners) or "none — `/mlcost owner set`"),
+        ("Channel", mention_channel(report.channel) if report.channel else "none"),
+        ("Cost basis", basis_words(report.basis)),
+    ]
+    stage_lines = []
+    for stage, cost in report.by_stage:
+        share = percent_of(cost, report.month_to_date)
+        line = f"• {escape(clip(stage, 40))}: *{money(cost)}* ({format_percent(share)})"
+        if stage in report.stage_budgets:
+            used = percent_of(cost, report.stage_budgets[stage])
+            line += f" · {format_percent(used)} of its {money(report.stage_budgets[stage])} budget"
+        stage_lines.append(line)
+    resource_lines = [
+        f"• {code(clip(r.resource, 80))} ({escape(clip(r.service, 40))}, "
+        f"{escape(clip(r.stage, 40))}): *{money(r.cost)}*"
+        for r in report.top_resources
+    ]
+    title = f"{report.model} · team {report.team} · {span.month.start:%B %Y}"
+    text = (
+        f"{escape(report.model)}: {money(report.month_to_date)} month {to_date} "
+        f"({month_words(span)}); "
+        + (
+            f"{format_percent(report.budget_used)} of its {money(report.budget)} budget; "
+            if report.budget
+            else "no budget; "
+        )
+        + f"forecast {money(report.forecast.amount)} ({report.forecast.describe()}); "
+        f"{basis_words(report.basis)}."
+    )
+    blocks = [
+        header(title),
+        fields(summary),
+        section(
+            "*Cost by stage, month "
+            + to_date
+            + "*\n"
+            + (fit_lines(stage_lines, MAX_SECTION_TEXT - 60) or "No spend this month.")
+        ),
+        section(
+            "*Top resources, month "
+            + to_date
+            + "*\n"
+            + (fit_lines(resource_lines, MAX_SECTION_TEXT - 60) or "None.")
+        ),
+        context(
+            f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
+            f"chart window {span.window.label} · "
+            f"{code(f'/mlcost model {clip(report.model, 100)} 90d')} for a longer view"
+        ),
+    ]
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks

@@ -1,0 +1,111 @@
+"""Blocks for `/mlcost team` and `/mlcost top`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.money import format_money, format_percent
+from bot.slack.blocks.common import (
+    basis_words,
+    context,
+    fields,
+    header,
+    mention_channel,
+    mention_users,
+    month_words,
+    section,
+    signed_percent,
+)
+from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
+from bot.slack.mrkdwn import clip as clip_mrkdwn
+from bot.slack.mrkdwn import escape, fit_lines
+from bot.spend.team_report import GROWTH_FLOOR, ModelLine, TeamReport, TopModels
+
+MAX_LINES = 25
+
+
+def _model_line(rank: int, line: ModelLine, currency: str) -> str:
+    money = format_money(line.month_to_date, currency)
+    parts = [f"{rank}. *{escape(clip(line.name, 60))}* {money}"]
+    if line.change is not None:
+        parts.append(f"{signed_percent(line.change)} vs last month")
+    elif line.month_to_date > 0:
+        parts.append("new this month")
+    if line.budget:
+        parts.append(f"{format_percent(line.budget_used)} of {format_money(line.budget, currency)}")
+    parts.append(f"forecast {format_money(line.forecast.amount, currency)}")
+    return " · ".join(parts)
+
+
+def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, list[dict[str, Any]]]:
+    """Return the fallback text and blocks for a team's ranked models."""
+    span, total = report.span, report.total
+    money = lambda v: format_money(v, currency)  # noqa: E731
+    budget = (
+        f"{money(total.budget)} · *{format_percent(total.budget_used)}* used"
+        if total.budget
+        else "no team budget"
+    )
+    summary = [
+        (f"Month to date ({month_words(span)})", f"*{money(total.month_to_date)}*"),
+        ("Budget", budget),
+        ("Month-end forecast", f"{money(total.forecast.amount)}\n_{total.forecast.describe()}_"),
+        (
+            "Change vs last month",
+            f"{signed_percent(total.change)} vs {money(total.last_month_same_days)}",
+        ),
+        ("Owners", mention_users(report.owners) or "none"),
+        ("Channel", mention_channel(report.channel) if report.channel else "none"),
+    ]
+    ranked = [_model_line(i, line, currency) for i, line in enumerate(report.models[:MAX_LINES], 1)]
+    if len(report.models) > MAX_LINES:
+        ranked.append(f"…and {len(report.models) - MAX_LINES} more")
+    text = (
+        f"Team {escape(clip(report.team, 100))}: {money(total.month_to_date)} month to date "
+        f"across "
+        f"{len(report.models)} models; forecast {money(total.forecast.amount)}; "
+        f"{basis_words(report.basis)}."
+    )
+    blocks = [
+        header(f"team {report.team} · {span.month.start:%B %Y}"),
+        fields(summary),
+        section(
+            "*Models, ranked by month-to-date spend*\n"
+            + (fit_lines(ranked, MAX_SECTION_TEXT - 60) or "No models.")
+        ),
+        context(
+            f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
+            "`/mlcost model &lt;name&gt;` for one model's detail"
+        ),
+    ]
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
+
+
+def build_top_blocks(top: TopModels, currency: str) -> tuple[str, list[dict[str, Any]]]:
+    """Return the fallback text and blocks for the biggest and fastest-growing models."""
+    span = top.span
+    biggest = [_model_line(i, line, currency) for i, line in enumerate(top.biggest, 1)]
+    growing = [_model_line(i, line, currency) for i, line in enumerate(top.growing, 1)]
+    text = (
+        f"Top {len(top.biggest)} models {month_words(span)}: "
+        + ", ".join(
+            f"{escape(clip(line.name, 60))} {format_money(line.month_to_date, currency)}"
+            for line in top.biggest[:5]
+        )
+        + f"; {basis_words(top.basis)}."
+    )
+    blocks = [
+        header(f"Biggest and fastest-growing models · {span.month.start:%B %Y}"),
+        section(
+            f"*Biggest, month to date ({month_words(span)})* — all models "
+            f"{format_money(top.total, currency)}\n"
+            + (fit_lines(biggest, MAX_SECTION_TEXT - 200) or "No spend yet.")
+        ),
+        section(
+            f"*Fastest-growing vs the same days last month* (at least "
+            f"{format_money(GROWTH_FLOOR, currency)} this month)\n"
+            + (fit_lines(growing, MAX_SECTION_TEXT - 200) or "No model is growing.")
+        ),
+        context(f"{basis_words(top.basis)} · data through {span.as_of:%d %b %Y}"),
+    ]
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks

@@ -1,0 +1,103 @@
+"""The review chart: each model's cost by stage this month, with last month's total marked."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from bot.db.schema import STAGES
+
+STAGE_COLOURS = {
+    "training": "#1d3557",
+    "serving": "#e63946",
+    "storage": "#a8dadc",
+    "data": "#457b9d",
+    "other": "#adb5bd",
+}
+
+
+def render_review_chart(
+    month: str, team: str, snapshots: Sequence[dict[str, Any]], currency: str = "USD"
+) -> bytes:
+    """Render the review chart with names shown literally (`$...$` is not math)."""
+    from matplotlib import rc_context
+
+    with rc_context({"text.parse_math": False}):
+        return _render_review_chart(month, team, snapshots, currency)
+
+
+def _render_review_chart(
+    month: str, team: str, snapshots: Sequence[dict[str, Any]], currency: str = "USD"
+) -> bytes:
+    """Render horizontal stacked bars of cost by stage per model as PNG bytes."""
+    figure = review_figure(month, team, snapshots, currency)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def review_figure(
+    month: str, team: str, snapshots: Sequence[dict[str, Any]], currency: str = "USD"
+) -> Figure:
+    """Draw the review chart: stacked bars of cost by stage per model.
+
+    Models billed in different currencies get a panel each, with its own axis: amounts in
+    different currencies are never drawn on one scale. A snapshot without a currency (stored
+    before it was kept) takes `currency`.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for snap in snapshots:
+        groups.setdefault(str(snap.get("currency") or currency), []).append(snap)
+    panels = sorted(groups.items()) or [(currency, [])]
+    heights = [max(1.1, 0.55 * len(snaps) + 0.9) for _, snaps in panels]
+    figure = Figure(figsize=(9, max(2.5, sum(heights) + 0.5)), dpi=100)
+    for index, (code, snaps) in enumerate(panels):
+        axes = figure.add_subplot(len(panels), 1, index + 1)
+        _draw_panel(axes, snaps, code)
+        if index == 0:
+            axes.set_title(f"{team}: cost by model and stage, {month}")
+    figure.tight_layout()
+    return figure
+
+
+def _draw_panel(axes: Any, snapshots: Sequence[dict[str, Any]], currency: str) -> None:
+    """Draw one currency's models: stacked bars by stage, last month's total marked."""
+    rows = {
+        snap["model"]: {
+            stage: float(Decimal(str(value)))  # floats only for drawing
+            for stage, value in snap["current"]["cost_by_stage"].items()
+        }
+        for snap in snapshots
+    }
+    frame = pd.DataFrame.from_dict(rows, orient="index").fillna(0.0)
+    stages = [s for s in STAGES if s in frame.columns] + [
+        s for s in frame.columns if s not in STAGES
+    ]
+    frame = frame.reindex(columns=stages, fill_value=0.0)
+    frame = frame.loc[frame.sum(axis=1).sort_values().index]
+    previous = [float(Decimal(str(s["previous"]["cost"]))) for s in snapshots]
+    previous_by_model = dict(zip([s["model"] for s in snapshots], previous, strict=True))
+    left = [0.0] * len(frame)
+    for stage in stages:
+        values = frame[stage].tolist()
+        axes.barh(
+            frame.index, values, left=left, label=stage, color=STAGE_COLOURS.get(stage, "#6c757d")
+        )
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    axes.scatter(
+        [previous_by_model[m] for m in frame.index],
+        frame.index,
+        marker="|",
+        s=300,
+        color="black",
+        label="last month",
+        zorder=3,
+    )
+    axes.set_xlabel(f"cost ({currency})")
+    axes.legend(loc="lower right", fontsize="small")
+    axes.grid(axis="x", alpha=0.3)

@@ -1,0 +1,60 @@
+"""The App Home dashboard: the models a user owns, this month."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from bot.db.schema import DailySpend, MLModel, Team
+from bot.registry.catalog import is_admin, model_owner_ids
+from bot.spend.daily import ReportingWindow, reporting_window
+from bot.spend.reports import display_currency
+from bot.spend.team_report import ModelLine, daily_by_model, model_budgets, model_line
+
+
+@dataclass
+class HomeDashboard:
+    user_id: str
+    span: ReportingWindow
+    models: list[ModelLine]
+    admin: bool
+    currency: str = "USD"
+
+
+def owned_models(session: Session, user_id: str) -> list[str]:
+    """Return the names of the models the user owns (directly, or as owner of an unowned team)."""
+    models = session.scalars(
+        select(MLModel).options(
+            selectinload(MLModel.owners), selectinload(MLModel.team).selectinload(Team.owners)
+        )
+    )
+    return sorted(m.name for m in models if user_id in model_owner_ids(m))
+
+
+def home_dashboard(
+    *, session: Session, user_id: str, today: dt.date, currency: str = "USD"
+) -> HomeDashboard:
+    """Summarise each model the user owns: month to date, budget used, forecast.
+
+    In one currency (`currency` is the organisation's): spend billed in several is refused.
+    """
+    span = reporting_window(session, today, None)
+    names = owned_models(session, user_id)
+    lines: list[ModelLine] = []
+    owned = [DailySpend.model.in_(names)]
+    currency = display_currency(
+        session,
+        setting=currency,
+        period=span.query_period(),
+        where=owned,
+        what="Your models' spend",
+    )
+    if names:
+        series = daily_by_model(session, span, "billed", owned)
+        budgets = model_budgets(session, currency)
+        lines = [model_line(n, series.get(n, {}), span, budgets.get(n)) for n in names]
+        lines.sort(key=lambda line: (-line.month_to_date, line.name))
+    return HomeDashboard(user_id, span, lines, is_admin(session, user_id), currency)

@@ -1,0 +1,205 @@
+"""One model's spend: month-to-date, budget, forecast, stages, GPU-hours, top resources."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from bot.db.schema import STAGES, Budget, DailySpend
+from bot.money import format_money, percent_of
+from bot.registry.catalog import find_model, model_owner_ids
+from bot.slack.charts.spend_chart import SpendChart
+from bot.spend.daily import ReportingWindow, in_period, reporting_window
+from bot.spend.forecast import Forecast, forecast_month
+from bot.spend.reports import cost_column, display_currency
+
+ZERO = Decimal(0)
+TOP_RESOURCES = 5
+
+
+@dataclass(frozen=True)
+class ResourceCost:
+    resource: str
+    service: str
+    stage: str
+    cost: Decimal
+
+
+@dataclass
+class ModelReport:
+    """Everything `/mlcost model` shows; money is Decimal."""
+
+    model: str
+    team: str
+    owners: list[str]
+    channel: str | None
+    basis: str
+    span: ReportingWindow
+    daily_by_stage: dict[dt.date, dict[str, Decimal]]
+    month_to_date: Decimal
+    by_stage: list[tuple[str, Decimal]]
+    gpu_hours: Decimal
+    top_resources: list[ResourceCost]
+    forecast: Forecast
+    budget: Decimal | None
+    last_month_same_days: Decimal
+    last_month_total: Decimal
+    stage_budgets: dict[str, Decimal] = field(default_factory=dict)
+    currency: str = "USD"  # the spend's one currency; budgets in others are not compared
+
+    @property
+    def budget_used(self) -> Decimal | None:
+        """Return month-to-date as a percentage of the budget."""
+        return percent_of(self.month_to_date, self.budget) if self.budget else None
+
+    @property
+    def forecast_used(self) -> Decimal | None:
+        """Return the forecast as a percentage of the budget."""
+        return percent_of(self.forecast.amount, self.budget) if self.budget else None
+
+    @property
+    def change_vs_last_month(self) -> Decimal | None:
+        """Return the change against the same days of last month, in percent."""
+        if self.last_month_same_days == 0:
+            return None
+        return percent_of(self.month_to_date - self.last_month_same_days, self.last_month_same_days)
+
+    def daily_totals(self) -> dict[dt.date, Decimal]:
+        """Return spend per day over every stage."""
+        return {day: sum(stages.values(), ZERO) for day, stages in self.daily_by_stage.items()}
+
+
+def model_report(
+    *,
+    session: Session,
+    name: str,
+    today: dt.date,
+    window: str | None = None,
+    basis: str = "billed",
+    currency: str = "USD",
+) -> ModelReport:
+    """Build the report for a model; NotFoundError names the closest models.
+
+    `currency` is the organisation's (MLCOST_CURRENCY); the report is in its spend's one
+    currency, and refuses spend billed in several (CurrencyError).
+    """
+    model = find_model(session, name)
+    span = reporting_window(session, today, window)
+    currency = display_currency(
+        session,
+        setting=currency,
+        period=span.query_period(),
+        where=[DailySpend.model == model.name],
+        what=f"`{model.name}`'s spend",
+    )
+    cost = cost_column(basis)
+    start, end = span.query_start(), span.query_end()
+    rows = session.execute(
+        select(DailySpend.day, DailySpend.stage, func.sum(cost), func.sum(DailySpend.gpu_hours))
+        .where(DailySpend.model == model.name, DailySpend.day >= start, DailySpend.day < end)
+        .group_by(DailySpend.day, DailySpend.stage)
+    )
+    by_day: dict[dt.date, dict[str, Decimal]] = defaultdict(dict)
+    gpu_hours = ZERO
+    month_start, as_of = span.month.start, span.as_of
+    for day, stage, total, gpu in rows:
+        by_day[day][stage] = Decimal(total or 0)
+        if month_start <= day <= as_of:
+            gpu_hours += Decimal(gpu or 0)
+    daily = {day: sum(stages.values(), ZERO) for day, stages in by_day.items()}
+    known = {day: v for day, v in daily.items() if day <= as_of}
+    stage_totals: dict[str, Decimal] = defaultdict(lambda: ZERO)
+    for day, stages in by_day.items():
+        if month_start <= day <= as_of:
+            for stage, value in stages.items():
+                stage_totals[stage] += value
+    month_to_date = sum(stage_totals.values(), ZERO)
+    budgets = {
+        b.stage: b.monthly_amount
+        for b in session.scalars(
+            select(Budget).where(Budget.model_name == model.name, Budget.currency == currency)
+        )
+    }
+    shown = {
+        day: stages
+        for day, stages in by_day.items()
+        if span.window.start <= day <= as_of and day < span.window.end
+    }
+    return ModelReport(
+        model=model.name,
+        team=model.team.name,
+        owners=sorted(model_owner_ids(model)),
+        channel=model.effective_channel,
+        basis=basis,
+        span=span,
+        daily_by_stage=dict(sorted(shown.items())),
+        month_to_date=month_to_date,
+        by_stage=sorted(stage_totals.items(), key=lambda kv: kv[1], reverse=True),
+        gpu_hours=gpu_hours,
+        top_resources=_top_resources(session, model.name, span, basis),
+        forecast=forecast_month(known, span.month, as_of),
+        budget=budgets.get(None),
+        last_month_same_days=in_period(daily, span.same_days_last_month()),
+        last_month_total=in_period(daily, span.previous_month),
+        stage_budgets={stage: amount for stage, amount in budgets.items() if stage},
+        currency=currency,
+    )
+
+
+def _top_resources(
+    session: Session, model: str, span: ReportingWindow, basis: str
+) -> list[ResourceCost]:
+    cost = cost_column(basis)
+    rows = session.execute(
+        select(
+            DailySpend.resource_id,
+            DailySpend.service,
+            DailySpend.stage,
+            func.sum(cost).label("cost"),
+        )
+        .where(
+            DailySpend.model == model,
+            DailySpend.day >= span.month.start,
+            DailySpend.day <= span.as_of,
+        )
+        .group_by(DailySpend.resource_id, DailySpend.service, DailySpend.stage)
+        .order_by(func.sum(cost).desc())
+        .limit(TOP_RESOURCES)
+    )
+    return [
+        ResourceCost(resource or "(no resource id)", service, stage, Decimal(total or 0))
+        for resource, service, stage, total in rows
+    ]
+
+
+def model_chart(report: ModelReport, currency: str) -> SpendChart:
+    """Describe the model's chart: daily spend by stage, burn, budget and forecast."""
+    span = report.span
+    stacks: dict[str, dict[dt.date, Decimal]] = {stage: {} for stage in STAGES}
+    for day, stages in report.daily_by_stage.items():
+        for stage, value in stages.items():
+            stacks.setdefault(stage, {})[day] = value
+    daily = report.daily_totals()
+    month_actual = {d: v for d, v in daily.items() if span.month.start <= d <= span.as_of}
+    return SpendChart(
+        title=f"{report.model} — daily spend by stage",
+        subtitle=(
+            f"{span.window.start:%d %b} to {span.month.end - dt.timedelta(days=1):%d %b %Y}"
+            f" · {report.basis} cost · data through {span.as_of:%d %b}"
+            f" · forecast: {report.forecast.describe()}"
+        ),
+        currency=currency,
+        stacks=stacks,
+        month_start=span.month.start,
+        month_end=span.month.end,
+        first_day=min(span.window.start, span.month.start),
+        month_actual=month_actual,
+        projected=report.forecast.projected,
+        budget=report.budget,
+        forecast_label=f"forecast {format_money(report.forecast.amount, currency)}",
+    )

@@ -1,0 +1,282 @@
+"""Spend reports from the ledger, aggregated in SQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from bot.db.schema import DailySpend
+from bot.errors import CurrencyError, UsageError
+from bot.periods import Period
+
+DIMENSIONS: dict[str, Any] = {
+    "model": DailySpend.model,
+    "stage": DailySpend.stage,
+    "team": DailySpend.team,
+    "service": DailySpend.service,
+    "provider": DailySpend.provider,
+    "account": DailySpend.billing_account,
+    "region": DailySpend.region,
+    "resource": DailySpend.resource_id,
+    "day": DailySpend.day,
+    "category": DailySpend.charge_category,
+    "tag": DailySpend.model_tag_value,
+}
+BASES = ("billed", "effective")
+
+
+def cost_column(basis: str, table: Any = DailySpend) -> Any:
+    """Return the ledger's (or the rollup's) column for a cost basis."""
+    if basis not in BASES:
+        raise UsageError(f"cost basis must be billed or effective, not {basis!r}")
+    return table.billed_cost if basis == "billed" else table.effective_cost
+
+
+@dataclass
+class SpendLine:
+    group: dict[str, Any]
+    cost: Decimal
+    gpu_hours: Decimal
+    currency: str = "USD"
+
+
+@dataclass(frozen=True)
+class SpendTotals:
+    """One currency's totals: attributed + unallocated = the basis total, exactly."""
+
+    currency: str
+    billed: Decimal
+    effective: Decimal
+    total: Decimal
+    attributed: Decimal
+    unallocated: Decimal
+
+    def as_json(self) -> dict[str, str]:
+        names = ("billed", "effective", "total", "attributed", "unallocated")
+        return {"currency": self.currency, **{name: str(getattr(self, name)) for name in names}}
+
+
+@dataclass
+class SpendReport:
+    """Spend per group and currency for a period, with totals per currency that reconcile.
+
+    Amounts in different currencies are never added: every line has one currency, and the
+    totals are one per currency. The single-total properties refuse a multi-currency report.
+    """
+
+    period: Period
+    by: list[str]
+    basis: str
+    lines: list[SpendLine] = field(default_factory=list)
+    totals: list[SpendTotals] = field(default_factory=list)
+    estimated_days: int = 0
+
+    @property
+    def currencies(self) -> list[str]:
+        """Return the currencies the period's spend was billed in, sorted."""
+        return [t.currency for t in self.totals]
+
+    def single(self) -> SpendTotals | None:
+        """Return the totals of a one-currency report (None when empty); refuse several."""
+        if len(self.totals) > 1:
+            raise CurrencyError(
+                f"Spend in {self.period.label} is billed in {' and '.join(self.currencies)}; "
+                "amounts in different currencies are not added. `mlcost report spend` shows "
+                "them side by side."
+            )
+        return self.totals[0] if self.totals else None
+
+    def _single(self, name: str) -> Decimal:
+        totals = self.single()
+        return Decimal(0) if totals is None else Decimal(getattr(totals, name))
+
+    @property
+    def total(self) -> Decimal:
+        """Return the one currency's total on the report's basis."""
+        return self._single("total")
+
+    @property
+    def billed(self) -> Decimal:
+        """Return the one currency's billed total."""
+        return self._single("billed")
+
+    @property
+    def effective(self) -> Decimal:
+        """Return the one currency's effective total."""
+        return self._single("effective")
+
+    @property
+    def attributed(self) -> Decimal:
+        """Return the one currency's attributed total."""
+        return self._single("attributed")
+
+    @property
+    def unallocated(self) -> Decimal:
+        """Return the one currency's unallocated total."""
+        return self._single("unallocated")
+
+    @property
+    def currency(self) -> str | None:
+        """Return the one currency of the report (None when empty); refuse several."""
+        totals = self.single()
+        return None if totals is None else totals.currency
+
+    def as_json(self) -> dict[str, Any]:
+        """Return a machine-readable form: money as exact strings, each with its currency."""
+        return {
+            "period": {
+                "start": self.period.start.isoformat(),
+                "end": self.period.end.isoformat(),
+                "label": self.period.label,
+            },
+            "cost_basis": self.basis,
+            "by": self.by,
+            "rows": [
+                {
+                    **{
+                        k: (v.isoformat() if isinstance(v, dt.date) else v)
+                        for k, v in line.group.items()
+                    },
+                    "currency": line.currency,
+                    "cost": str(line.cost),
+                    "gpu_hours": str(line.gpu_hours),
+                }
+                for line in self.lines
+            ],
+            "totals": [t.as_json() for t in self.totals],
+            "estimated_days": self.estimated_days,
+        }
+
+
+def parse_dimensions(text: str) -> list[str]:
+    """Parse `model,stage` into known dimension names."""
+    names = [part.strip().lower() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in DIMENSIONS]
+    if unknown or not names:
+        raise UsageError(
+            f"cannot group by {', '.join(unknown) or 'nothing'}; choose from "
+            f"{', '.join(DIMENSIONS)}"
+        )
+    return names
+
+
+def spend_report(
+    *,
+    session: Session,
+    period: Period,
+    by: list[str],
+    basis: str = "billed",
+    where: dict[str, str | None] | None = None,
+) -> SpendReport:
+    """Aggregate spend in the period by the given dimensions, largest first."""
+    cost = cost_column(basis)
+    in_period = [DailySpend.day >= period.start, DailySpend.day < period.end]
+    for name, value in (where or {}).items():
+        in_period.append(
+            DIMENSIONS[name] == value if value is not None else DIMENSIONS[name].is_(None)
+        )
+    columns = [DIMENSIONS[name].label(name) for name in by]
+    currency = DailySpend.currency.label("currency")
+    query = (
+        select(
+            *columns,
+            currency,
+            func.sum(cost).label("cost"),
+            func.sum(DailySpend.gpu_hours).label("gpu"),
+        )
+        .where(*in_period)
+        .group_by(*columns, currency)
+        .order_by(currency, func.sum(cost).desc())
+    )
+    report = SpendReport(period=period, by=by, basis=basis)
+    for row in session.execute(query):
+        group = {name: row._mapping[name] for name in by}
+        report.lines.append(
+            SpendLine(group, Decimal(row.cost or 0), Decimal(row.gpu or 0), row.currency)
+        )
+    for row in session.execute(
+        select(
+            currency,
+            func.sum(DailySpend.billed_cost),
+            func.sum(DailySpend.effective_cost),
+            func.sum(cost).filter(DailySpend.model.is_not(None)),
+            func.sum(cost).filter(DailySpend.model.is_(None)),
+        )
+        .where(*in_period)
+        .group_by(currency)
+        .order_by(currency)
+    ):
+        billed, effective = Decimal(row[1] or 0), Decimal(row[2] or 0)
+        report.totals.append(
+            SpendTotals(
+                currency=row.currency,
+                billed=billed,
+                effective=effective,
+                total=billed if basis == "billed" else effective,
+                attributed=Decimal(row[3] or 0),
+                unallocated=Decimal(row[4] or 0),
+            )
+        )
+    report.estimated_days = int(
+        session.scalar(
+            select(func.count(func.distinct(DailySpend.day))).where(
+                *in_period, DailySpend.estimated.is_(True)
+            )
+        )
+        or 0
+    )
+    return report
+
+
+def ledger_currencies(
+    session: Session, *, period: Period | None = None, where: Sequence[Any] = ()
+) -> list[str]:
+    """Return the currencies the ledger's spend (in a period, matching conditions) is billed in."""
+    conditions = list(where)
+    if period is not None:
+        conditions += [DailySpend.day >= period.start, DailySpend.day < period.end]
+    query = select(DailySpend.currency).where(*conditions).distinct()
+    return sorted(session.scalars(query))
+
+
+def check_currency_setting(session: Session, setting: str) -> None:
+    """Refuse an organisation currency (MLCOST_CURRENCY) in which the ledger holds no spend.
+
+    mlcost never converts or relabels money: a setting of EUR over a ledger billed in USD would
+    show dollars as euros, and compare them with euro budgets.
+    """
+    found = ledger_currencies(session)
+    if found and setting not in found:
+        only = " only" if len(found) == 1 else ""
+        raise CurrencyError(
+            f"MLCOST_CURRENCY is {setting}, but the ledger holds spend billed in "
+            f"{' and '.join(found)}{only}; mlcost does not convert or relabel amounts. Set "
+            f"MLCOST_CURRENCY to the organisation's billing currency ({found[0]}"
+            f"{' or ' + ' or '.join(found[1:]) if len(found) > 1 else ''}), or ingest the "
+            f"{setting} billing."
+        )
+
+
+def display_currency(
+    session: Session, *, setting: str, period: Period, where: Sequence[Any] = (), what: str
+) -> str:
+    """Return the one currency a single-currency view shows: that of its spend, else the setting.
+
+    Refuses spend billed in several currencies (they are never added) and a setting the ledger
+    contradicts. `what` names the spend for the message, e.g. "`recsys`'s spend".
+    """
+    check_currency_setting(session, setting)
+    found = ledger_currencies(session, period=period, where=where)
+    if len(found) > 1:
+        raise CurrencyError(
+            f"{what} in {period.label} is billed in {' and '.join(found)}; amounts in different "
+            "currencies are never added. `mlcost report spend --by model` shows each currency "
+            "on its own."
+        )
+    return found[0] if found else setting

@@ -1,0 +1,1 @@
+"""Waste: money that burns silently, and what to do about it."""
