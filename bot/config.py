@@ -47,7 +47,7 @@ class Settings(BaseSettings):
         default=None, validation_alias="MLCOST_AWS_BILLING_ACCOUNT"
     )
 
-    # Unit economics, the monthly review and the release gate (issue 5).
+    # Unit economics, the monthly review and the release gate.
     review_reminder_days: int = Field(default=3, validation_alias="MLCOST_REVIEW_REMINDER_DAYS")
     verdict_cost_rise_pct: Decimal = Field(
         default=Decimal(10), validation_alias="MLCOST_VERDICT_COST_RISE_PCT"

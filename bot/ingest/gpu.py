@@ -6,6 +6,17 @@ import re
 from decimal import Decimal
 
 # GPUs (or accelerator chips) per instance, from the providers' instance-type pages.
+# g5, g6 and g6e share one size ladder: 1 GPU up to 16xlarge, 4 at 12x/24xlarge, 8 at 48xlarge.
+_G5_SIZES = {
+    "xlarge": 1,
+    "2xlarge": 1,
+    "4xlarge": 1,
+    "8xlarge": 1,
+    "16xlarge": 1,
+    "12xlarge": 4,
+    "24xlarge": 4,
+    "48xlarge": 8,
+}
 _AWS_FAMILY_SIZES: dict[str, dict[str, int]] = {
     "p3": {"2xlarge": 1, "8xlarge": 4, "16xlarge": 8},
     "p3dn": {"24xlarge": 8},
@@ -27,37 +38,10 @@ _AWS_FAMILY_SIZES: dict[str, dict[str, int]] = {
         "metal": 8,
     },
     "g4ad": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 2, "16xlarge": 4},
-    "g5": {
-        "xlarge": 1,
-        "2xlarge": 1,
-        "4xlarge": 1,
-        "8xlarge": 1,
-        "16xlarge": 1,
-        "12xlarge": 4,
-        "24xlarge": 4,
-        "48xlarge": 8,
-    },
+    "g5": _G5_SIZES,
     "g5g": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 2, "metal": 2},
-    "g6": {
-        "xlarge": 1,
-        "2xlarge": 1,
-        "4xlarge": 1,
-        "8xlarge": 1,
-        "16xlarge": 1,
-        "12xlarge": 4,
-        "24xlarge": 4,
-        "48xlarge": 8,
-    },
-    "g6e": {
-        "xlarge": 1,
-        "2xlarge": 1,
-        "4xlarge": 1,
-        "8xlarge": 1,
-        "16xlarge": 1,
-        "12xlarge": 4,
-        "24xlarge": 4,
-        "48xlarge": 8,
-    },
+    "g6": _G5_SIZES,
+    "g6e": _G5_SIZES,
     "gr6": {"4xlarge": 1, "8xlarge": 1},
     "trn1": {"2xlarge": 1, "32xlarge": 16},
     "trn1n": {"32xlarge": 16},

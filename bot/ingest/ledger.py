@@ -21,6 +21,7 @@ from bot.ingest.attribution import AttributionRules, Attributor, ChargeFacts
 from bot.ingest.gpu import gpu_count
 from bot.ingest.rollup import ledger_day_range, refresh_rollup
 from bot.ingest.sources.base import (
+    KEY_COLUMNS,
     TAG_PREFIX,
     TAGS_JSON,
     Progress,
@@ -44,23 +45,8 @@ _FACT_COLUMNS = (
     "unit",
 )
 _ATTRIBUTION_COLUMNS = ("model", "stage", "team", "model_tag_value", "attribution")
-LEDGER_KEYS = (
-    "day",
-    "billing_period",
-    "provider",
-    "billing_account",
-    "sub_account",
-    "service",
-    "service_category",
-    "usage_type",
-    "region",
-    "resource_id",
-    "instance_type",
-    "charge_category",
-    "currency",
-    "estimated",
-    *_ATTRIBUTION_COLUMNS,
-)
+# a charge's key columns but its unit (the GPU count has used it), then its attribution
+LEDGER_KEYS = (*(c for c in KEY_COLUMNS if c != "unit"), *_ATTRIBUTION_COLUMNS)
 LEDGER_VALUES = ("billed_cost", "effective_cost", "usage_quantity", "gpu_hours")
 _OPTIONAL_TEXT = (
     "sub_account",
