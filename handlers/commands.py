@@ -17,6 +17,7 @@ from bot.slack.command_router import CommandRouter, Invocation, Reply, Subcomman
 from bot.slack.error_boundary import handle_error
 from bot.slack.guard import MAX_BLOCKS, checked_message
 from bot.slack.middleware import services_of, unit_of_work_for
+from bot.slack.mrkdwn import code
 from handlers import subcommands
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ def acknowledge_command(
     if not text or text.split()[0].lower() in ("help", "-h", "--help"):
         ack()  # the worker answers with help
     else:
-        ack(response_type="ephemeral", text=f"Working on `/mlcost {text[:80]}`…")
+        ack(response_type="ephemeral", text=f"Working on {code('/mlcost ' + text[:80])}…")
     services = services_of(context)
     command_workers().submit(handle_command, body, respond, client, services, command_router())
 
