@@ -1,14 +1,13 @@
-"""Slack listeners: each module has register(app, services)."""
+"""Slack listeners: each module's register(app) wires its module-level listener functions."""
 
 from __future__ import annotations
 
 from slack_bolt import App
 
-from bot.bootstrap import AppServices
 from handlers import alerts, commands, home, review_actions
 
 
-def register_all(app: App, services: AppServices) -> None:
+def register_all(app: App) -> None:
     """Register every listener module on the app."""
     for module in (commands, home, alerts, review_actions):
-        module.register(app, services)
+        module.register(app)

@@ -1,4 +1,4 @@
-"""`/mlcost <subcommand> ...`: parsing, the subcommand table, help and suggestions (pure)."""
+"""`/mlcost <subcommand> ...`: parsing, the subcommand table, permissions, help and suggestions."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.errors import UsageError
-from bot.slack.mrkdwn import escape
+from bot.slack.blocks.help import build_help_blocks
 
 if TYPE_CHECKING:
     from bot.bootstrap import AppServices
+    from bot.slack.middleware import UnitOfWork
 
 MAX_COMMAND_TEXT = 2000
 HELP_WORDS = ("help", "-h", "--help", "?")
@@ -26,9 +27,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 @dataclass(frozen=True)
 class ChartFile:
+    """A chart to upload beside a reply; rendered only after the transaction has closed."""
+
     filename: str
-    data: bytes
     title: str
+    render: Callable[[], bytes]
 
 
 @dataclass
@@ -48,21 +51,58 @@ class Invocation:
     user_id: str
     channel_id: str
     args: list[str]
-    session: Session
     settings: Settings
     now: dt.datetime
     team_id: str | None = None
     services: AppServices | None = None  # for subcommands that post to Slack themselves
+    open_session: Session | None = None  # the request's transaction, if the subcommand has one
+
+    @property
+    def session(self) -> Session:
+        """Return the request's session (only for subcommands run in a transaction)."""
+        if self.open_session is None:
+            raise RuntimeError("this subcommand runs outside the request's transaction")
+        return self.open_session
+
+
+Permission = Callable[[Session, Invocation], None]
+"""Raise PermissionDenied (with the message a person sees) unless the invocation is allowed."""
 
 
 @dataclass(frozen=True)
 class Subcommand:
+    """A subcommand: its names, help, the function that answers and who may run it."""
+
     name: str
     usage: str
     example: str
     summary: str
     run: Callable[[Invocation], Reply]
     aliases: tuple[str, ...] = ()
+    permission: Permission | None = None
+    in_transaction: bool = True  # False: it opens its own short transactions (it calls Slack)
+
+    def __call__(self, inv: Invocation) -> Reply:
+        """Answer the invocation (the permission is the router's to check)."""
+        return self.run(inv)
+
+
+def subcommand(
+    name: str,
+    *,
+    usage: str,
+    example: str,
+    aliases: tuple[str, ...] = (),
+    permission: Permission | None = None,
+    in_transaction: bool = True,
+) -> Callable[[Callable[[Invocation], Reply]], Subcommand]:
+    """Declare a subcommand; its help summary is the function's docstring's first line."""
+
+    def declare(run: Callable[[Invocation], Reply]) -> Subcommand:
+        summary = (run.__doc__ or "").strip().splitlines()[0] if run.__doc__ else name
+        return Subcommand(name, usage, example, summary, run, aliases, permission, in_transaction)
+
+    return declare
 
 
 def split_command_text(text: str) -> list[str]:
@@ -103,27 +143,32 @@ class CommandRouter:
             return None, words[1:], name
         return sub, words[1:], None
 
+    def dispatch(self, sub: Subcommand, inv: Invocation, unit_of_work: UnitOfWork) -> Reply:
+        """Check the subcommand's permission and run it, in one transaction unless it opts out."""
+        if not sub.in_transaction:
+            if sub.permission is not None:
+                check = sub.permission
+                unit_of_work(lambda session: check(session, inv))
+            return sub.run(inv)
+        return unit_of_work(lambda session: _run_in_transaction(sub, inv, session))
+
     def help_reply(self, unknown: str | None = None) -> Reply:
         """Every subcommand with an example; prefixed by a hint for an unknown one."""
-        lines = []
-        intro = "*mlcost* — ML cloud spend, legible and governed. Subcommands:"
+        suggestion = None
         if unknown is not None:
             close = difflib.get_close_matches(unknown, list(self._by_name), n=1)
-            hint = f" Did you mean `{close[0]}`?" if close else ""
-            intro = f"I don't know `{_safe(unknown)}`.{hint} Here is what I can do:"
-        for sub in self.subcommands:
-            lines.append(
-                f"• `/mlcost {escape(sub.usage)}` — {escape(sub.summary)}\n"
-                f"    e.g. `{escape(sub.example)}`"
-            )
-        lines.append("• `/mlcost help` — this list")
-        body = "\n".join(lines)
-        blocks = [
-            {"type": "section", "text": {"type": "mrkdwn", "text": intro}},
-            {"type": "section", "text": {"type": "mrkdwn", "text": body[:2990]}},
-        ]
-        return Reply(text=intro + "\n" + body, blocks=blocks)
+            suggestion = close[0] if close else None
+        entries = [(sub.usage, sub.summary, sub.example) for sub in self.subcommands]
+        text, blocks = build_help_blocks(entries, unknown, suggestion)
+        return Reply(text=text, blocks=blocks)
 
 
-def _safe(text: str) -> str:
-    return escape(text.replace("`", "'")[:40])
+def _run_in_transaction(sub: Subcommand, inv: Invocation, session: Session) -> Reply:
+    """Check the permission and run the subcommand on the transaction's session."""
+    inv.open_session = session
+    try:
+        if sub.permission is not None:
+            sub.permission(session, inv)
+        return sub.run(inv)
+    finally:
+        inv.open_session = None  # the reply outlives the transaction; the session must not

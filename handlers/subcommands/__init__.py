@@ -1,5 +1,5 @@
-"""Subcommand modules; each exposes SUBCOMMANDS, listed here in help order."""
+"""Subcommand modules, one per subcommand (team also has `top`), listed here in help order."""
 
-from handlers.subcommands import budget, model, owner, review, spend, team, waste
+from handlers.subcommands import budget, gate, model, owner, review, team, unallocated, value, waste
 
-MODULES = [model, team, budget, owner, spend, review, waste]
+MODULES = [model, team, budget, owner, unallocated, value, review, gate, waste]

@@ -16,7 +16,8 @@ from bot.slack.blocks.budget import (
     build_budget_show_blocks,
 )
 from bot.slack.command_args import clip_word, cost_basis, split_options
-from bot.slack.command_router import Invocation, Reply, Subcommand
+from bot.slack.command_router import Invocation, Reply, subcommand
+from bot.slack.permissions import scope_owners_or_admins
 
 USAGE = "budget list | show <scope> | set <scope> <amount> [--alert 50,80,100]"
 SET_USAGE = "budget set <scope> <amount> [--alert 50,80,100]"
@@ -34,8 +35,23 @@ def parse_thresholds(text: str) -> list[int]:
     return values
 
 
+def _scope_to_set(args: list[str]) -> str | None:
+    """Return the scope that `budget set <scope> <amount>` would change, else None."""
+    words, _options = split_options(args, ["--alert", "--cost"])
+    if len(words) == 3 and words[0].lower() == "set":
+        return normalise_scope(words[1])
+    return None
+
+
+@subcommand(
+    "budget",
+    usage=USAGE,
+    example="/mlcost budget set model:recsys 15000 --alert 50,80,100",
+    aliases=("budgets",),
+    permission=scope_owners_or_admins(_scope_to_set),
+)
 def handle_budget_command(inv: Invocation) -> Reply:
-    """List, show or set budgets."""
+    """List, show or set monthly budgets (owners and admins set)."""
     words, options = split_options(inv.args, ["--alert", "--cost"])
     action = words[0].lower() if words else "list"
     rest = words[1:]
@@ -91,15 +107,3 @@ def _set(inv: Invocation, rest: list[str], options: dict[str, str]) -> Reply:
     before = format_money(existing, budget.currency) if existing is not None else None
     text, blocks = build_budget_set_blocks(budget, before, inv.user_id, budget.currency)
     return Reply(text=text, blocks=blocks, in_channel=True)
-
-
-SUBCOMMANDS = [
-    Subcommand(
-        "budget",
-        USAGE,
-        "/mlcost budget set model:recsys 15000 --alert 50,80,100",
-        "list, show or set monthly budgets (owners and admins set)",
-        handle_budget_command,
-        aliases=("budgets",),
-    ),
-]

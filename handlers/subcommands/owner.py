@@ -6,14 +6,31 @@ from bot.errors import UsageError
 from bot.registry.ownership import set_model_owners
 from bot.slack.blocks.common import mention_channel, mention_users, section
 from bot.slack.command_args import clip_word, parse_channel, parse_user, split_options
-from bot.slack.command_router import Invocation, Reply, Subcommand
+from bot.slack.command_router import Invocation, Reply, subcommand
 from bot.slack.mrkdwn import code
+from bot.slack.permissions import model_owners_or_admins
 
 USAGE = "owner set <model> <@user>... [#channel]"
 
 
+def _model_to_change(args: list[str]) -> str | None:
+    """Return the model `owner set <model> ...` would change, else None."""
+    words, _options = split_options(args, [])
+    return words[1] if len(words) >= 3 and words[0].lower() == "set" else None
+
+
+@subcommand(
+    "owner",
+    usage=USAGE,
+    example="/mlcost owner set recsys @alice @bob #recsys-costs",
+    aliases=("owners",),
+    permission=model_owners_or_admins(
+        _model_to_change,
+        "Only the current owners of `{model}` or an admin can change its owners.",
+    ),
+)
 def handle_owner_command(inv: Invocation) -> Reply:
-    """Replace a model's owners, and optionally its channel."""
+    """Change who owns a model and where its alerts go (owners and admins)."""
     words, _options = split_options(inv.args, [])
     if len(words) < 3 or words[0].lower() != "set":
         raise UsageError(
@@ -52,15 +69,3 @@ def handle_owner_command(inv: Invocation) -> Reply:
         + "."
     )
     return Reply(text=text, blocks=[section(f":white_check_mark: {text}")], in_channel=True)
-
-
-SUBCOMMANDS = [
-    Subcommand(
-        "owner",
-        USAGE,
-        "/mlcost owner set recsys @alice @bob #recsys-costs",
-        "change who owns a model and where its alerts go (owners and admins)",
-        handle_owner_command,
-        aliases=("owners",),
-    ),
-]

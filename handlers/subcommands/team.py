@@ -8,7 +8,7 @@ from bot.errors import UsageError
 from bot.slack.blocks.team import build_team_report_blocks, build_top_blocks
 from bot.slack.charts.spend_chart import render_spend_chart
 from bot.slack.command_args import clip_word, cost_basis, split_options
-from bot.slack.command_router import ChartFile, Invocation, Reply, Subcommand
+from bot.slack.command_router import ChartFile, Invocation, Reply, subcommand
 from bot.spend.team_report import team_chart, team_report, top_models
 
 TEAM_USAGE = "team <name> [30d|90d|YYYY-MM] [--cost effective]"
@@ -16,8 +16,9 @@ TOP_USAGE = "top [n] [--cost effective]"
 MAX_TOP = 25
 
 
+@subcommand("team", usage=TEAM_USAGE, example="/mlcost team ranking")
 def handle_team_command(inv: Invocation) -> Reply:
-    """A team's models ranked by spend, with a chart stacked by model."""
+    """Rank a team's models by spend, with a chart stacked by model."""
     words, options = split_options(inv.args, ["--cost"])
     if not words or len(words) > 2:
         raise UsageError(f"Usage: `/mlcost {TEAM_USAGE}`, e.g. `/mlcost team ranking`")
@@ -31,15 +32,18 @@ def handle_team_command(inv: Invocation) -> Reply:
     )
     currency = report.currency
     text, blocks = build_team_report_blocks(report, currency)
-    png = render_spend_chart(team_chart(report, currency))
+    spec = team_chart(report, currency)
     chart = ChartFile(
-        f"mlcost-team-{report.team}.png", png, f"team {report.team}: daily spend by model"
+        f"mlcost-team-{report.team}.png",
+        f"team {report.team}: daily spend by model",
+        render=lambda: render_spend_chart(spec),  # after the transaction: rendering is slow
     )
     return Reply(text=text, blocks=blocks, in_channel=True, charts=[chart])
 
 
+@subcommand("top", usage=TOP_USAGE, example="/mlcost top 10")
 def handle_top_command(inv: Invocation) -> Reply:
-    """The biggest and the fastest-growing models this month."""
+    """Show the biggest and the fastest-growing models this month."""
     words, options = split_options(inv.args, ["--cost"])
     count = 10
     if len(words) > 1 or (words and not re.fullmatch(r"[0-9]{1,3}", words[0])):
@@ -60,21 +64,3 @@ def handle_top_command(inv: Invocation) -> Reply:
     )
     text, blocks = build_top_blocks(top, top.currency)
     return Reply(text=text, blocks=blocks)
-
-
-SUBCOMMANDS = [
-    Subcommand(
-        "team",
-        TEAM_USAGE,
-        "/mlcost team ranking",
-        "a team's models ranked by spend, with a chart",
-        handle_team_command,
-    ),
-    Subcommand(
-        "top",
-        TOP_USAGE,
-        "/mlcost top 10",
-        "the biggest and the fastest-growing models this month",
-        handle_top_command,
-    ),
-]

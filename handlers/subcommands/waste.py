@@ -5,14 +5,15 @@ from __future__ import annotations
 from bot.errors import UsageError
 from bot.slack.blocks.waste import build_waste_blocks
 from bot.slack.command_args import clip_word
-from bot.slack.command_router import Invocation, Reply, Subcommand
+from bot.slack.command_router import Invocation, Reply, subcommand
 from bot.waste.findings import find_configured_waste, findings_for
 
 USAGE = "waste [team|model]"
 
 
+@subcommand("waste", usage=USAGE, example="/mlcost waste ranking")
 def handle_waste(inv: Invocation) -> Reply:
-    """List this week's waste findings, largest first; for one team or model if named."""
+    """List idle, orphaned and stale spend, Spot candidates and serving that does not scale."""
     if len(inv.args) > 1:
         raise UsageError(
             f"Usage: `/mlcost {USAGE}`; `{clip_word(' '.join(inv.args))}` is more than one name"
@@ -25,15 +26,3 @@ def handle_waste(inv: Invocation) -> Reply:
         findings = findings_for(inv.session, findings, inv.args[0])
     text, blocks = build_waste_blocks(findings, inv.settings.currency)
     return Reply(text=text, blocks=blocks)
-
-
-SUBCOMMANDS = [
-    Subcommand(
-        "waste",
-        USAGE,
-        "/mlcost waste ranking",
-        "idle endpoints, orphaned resources, stale checkpoints, killed models still "
-        "spending, Spot candidates, serving that does not scale",
-        handle_waste,
-    ),
-]

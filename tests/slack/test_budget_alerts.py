@@ -176,7 +176,7 @@ def test_snooze_and_acknowledge_stop_repeats_and_are_recorded(slack: SlackHarnes
     assert {alpha, platform} <= set(posted_keys(slack))
 
     click(slack, alpha, "budget_ack", "U0STRANGER")
-    slack.fake.wait_for("chat.postEphemeral")
+    refusal = slack.responses(1)[0]  # the clicker's response_url: only they see it
     click(slack, alpha, "budget_ack", "U0AAA111")
     click(slack, platform, "budget_snooze", "U0PPP111")
     updates = slack.fake.wait_for("chat.update", 2)
@@ -184,8 +184,8 @@ def test_snooze_and_acknowledge_stop_repeats_and_are_recorded(slack: SlackHarnes
     assert any("Acknowledged by <@U0AAA111> on 2026-11-20 12:00 UTC" in n for n in notes)
     assert any("Snoozed by <@U0PPP111> until 2026-11-27 12:00 UTC" in n for n in notes)
     assert all("budget_alert_actions" not in n for n in notes)  # buttons replaced by the note
-    ephemeral = slack.fake.calls_to("chat.postEphemeral")[0].params
-    assert ephemeral["user"] == "U0STRANGER" and "Only the owners" in ephemeral["text"]
+    assert refusal["response_type"] == "ephemeral" and refusal["replace_original"] is False
+    assert "Only the owners" in refusal["text"]
     with session_scope(slack.session_factory) as session:
         silences = [
             (s.budget_scope, s.kind, s.user_id, s.at, s.until)
@@ -234,7 +234,7 @@ def test_raise_budget_opens_a_modal_for_owners_only_and_changes_the_budget(
     cycle(slack, T0)
     alpha = "budget:model:alpha:2026-11:actual:50"
     click(slack, alpha, "budget_raise", "U0PPP111")
-    slack.fake.wait_for("chat.postEphemeral")
+    assert "Only the owners" in slack.responses(1)[0]["text"]
     assert slack.fake.calls_to("views.open") == []
     click(slack, alpha, "budget_raise", "U0AAA111")
     view = slack.fake.wait_for("views.open")[0].params["view"]

@@ -26,10 +26,10 @@ from bot.review.jobs import (
 from bot.review.service import record_decision
 from bot.review.signoff import enqueue_digests
 from bot.slack.app import build_app
+from bot.slack.blocks.decision import build_decision_view
 from bot.slack.notifier import SlackNotifier
 from bot.web.health import health_snapshot
 from bot.web.server import make_http_server, serve_in_thread
-from handlers.review_actions import build_decision_view
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
 from tests.slack.conftest import SlackHarness, seed

@@ -29,15 +29,20 @@ from bot.budgets.evaluate import BudgetStatus, Driver, Drivers
 from bot.budgets.forecast import BudgetForecast
 from bot.budgets.plan import ACTUAL, FORECAST, BudgetAlert
 from bot.db.schema import Budget
+from bot.economics.gate import GateCheck, GateResult
 from bot.periods import month_period, trailing_days
 from bot.slack.blocks import alerts as alert_blocks
 from bot.slack.blocks import budget as budget_blocks
+from bot.slack.blocks import common as common_blocks
+from bot.slack.blocks import gate as gate_blocks
+from bot.slack.blocks import help as help_blocks
 from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import model as model_blocks
 from bot.slack.blocks import review as review_blocks
 from bot.slack.blocks import spend as spend_blocks
 from bot.slack.blocks import team as team_blocks
 from bot.slack.blocks import waste as waste_blocks
+from bot.slack.blocks.decision import build_decision_view
 from bot.slack.guard import MAX_FALLBACK_TEXT, checked_message, checked_view
 from bot.spend.daily import ReportingWindow
 from bot.spend.forecast import Forecast
@@ -47,7 +52,6 @@ from bot.spend.reports import SpendLine, SpendReport, SpendTotals
 from bot.spend.team_report import ModelLine, TeamReport, TopModels
 from bot.spend.unallocated import UnallocatedReport
 from bot.waste.findings import WasteFinding
-from handlers.review_actions import build_decision_view
 
 NOV = month_period("2026-11")
 AS_OF = dt.date(2026, 11, 19)
@@ -432,6 +436,26 @@ def case_decision_view(draw: Any) -> Built:
     )
 
 
+def case_gate(draw: Any) -> Built:
+    checks = many(
+        draw,
+        draw(count),
+        st.builds(GateCheck, hostile(), st.booleans(), hostile(300)),
+    )
+    return gate_blocks.build_gate_blocks(GateResult(draw(hostile()), AS_OF, checks))
+
+
+def case_help(draw: Any) -> Built:
+    entries = many(
+        draw, draw(st.sampled_from([1, 10, 12])), st.tuples(hostile(), hostile(), hostile())
+    )
+    unknown = draw(st.one_of(st.none(), hostile(60)))
+    text, blocks = help_blocks.build_help_blocks(
+        entries, unknown, draw(st.one_of(st.none(), hostile(20)))
+    )
+    return text, [*blocks, common_blocks.chart_failure_note(draw(hostile(60)))]
+
+
 CASES: dict[str, Callable[[Any], Built]] = {
     "build_budget_alert": case_budget_alert,
     "build_anomaly_alert": case_anomaly_alert,
@@ -455,6 +479,8 @@ CASES: dict[str, Callable[[Any], Built]] = {
     "mark_signed_off": case_mark_signed_off,
     "replace_actions": case_replace_actions,
     "build_decision_view": case_decision_view,
+    "build_gate_blocks": case_gate,
+    "build_help_blocks": case_help,
 }
 
 

@@ -95,3 +95,11 @@ def signed_percent(value: Decimal | None) -> str:
 def day_words(day: dt.date) -> str:
     """Return `19 Nov 2026`."""
     return f"{day.day} {day:%b %Y}"
+
+
+def chart_failure_note(error: str) -> dict[str, Any]:
+    """Return a context note saying why a chart was not posted (Slack's error code)."""
+    return context(
+        f":warning: I could not post the chart here ({mrkdwn.code(error)}); "
+        "invite me with `/invite @mlcost` and try again."
+    )

@@ -1,0 +1,82 @@
+"""The one error boundary for commands, buttons, modals and events.
+
+`@app.error` calls `handle_error`, and so does the `/mlcost` worker pool's entry point (those
+commands run off Bolt's threads, where Bolt would only log a one-line message).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt import BoltResponse, Respond
+from slack_sdk import WebClient
+
+from bot.errors import MlcostError, new_reference
+from bot.slack.guard import clip
+from bot.slack.mrkdwn import escape_message
+
+log = logging.getLogger(__name__)
+
+MAX_FIELD_ERROR = 150  # Slack's limit on a modal field's error message
+
+
+def handle_error(
+    error: Exception,
+    body: dict[str, Any],
+    response: BoltResponse | None,
+    client: WebClient,
+    respond: Respond | None,
+) -> BoltResponse | None:
+    """Tell the person what went wrong (a reference for the unexpected); log the traceback."""
+    kind = body.get("type") or body.get("command") or "request"
+    if isinstance(error, MlcostError):
+        log.warning("%s refused: %s", kind, error)
+        text = f":warning: {escape_message(error)}"
+    else:
+        ref = new_reference()
+        log.error("unhandled error in %s (reference %s)", kind, ref, exc_info=error)
+        text = (
+            f":x: Sorry, something went wrong on our side (reference `{ref}`). "
+            "Please try again; if it keeps happening, give the reference to your mlcost admin."
+        )
+    if body.get("type") == "view_submission" and response is not None:
+        # Not acknowledged yet: the modal itself can say it (Slack shows nothing for a 500).
+        return BoltResponse(status=200, body=_modal_answer(error, body, text))
+    _tell(client, respond, body, text)
+    return BoltResponse(status=200, body="") if response is not None else None
+
+
+def _modal_answer(error: Exception, body: dict[str, Any], text: str) -> dict[str, Any]:
+    """Put a refusal under the modal's input (the person can fix it), else replace the view."""
+    field = _input_block(body)
+    if isinstance(error, MlcostError) and field is not None:
+        return {"response_action": "errors", "errors": {field: clip(str(error), MAX_FIELD_ERROR)}}
+    return {"response_action": "update", "view": _error_view(text)}
+
+
+def _input_block(body: dict[str, Any]) -> str | None:
+    blocks = (body.get("view") or {}).get("blocks") or []
+    return next((b.get("block_id") for b in blocks if b.get("type") == "input"), None)
+
+
+def _error_view(text: str) -> dict[str, Any]:
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "mlcost"},
+        "close": {"type": "plain_text", "text": "Close"},
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+    }
+
+
+def _tell(client: WebClient, respond: Respond | None, body: dict[str, Any], text: str) -> None:
+    """Send an ephemeral note via the response_url, else to the user in the channel."""
+    user = (body.get("user") or {}).get("id") or body.get("user_id")
+    channel = (body.get("channel") or {}).get("id") or body.get("channel_id")
+    try:
+        if respond is not None:
+            respond(response_type="ephemeral", replace_original=False, text=text)
+        elif user and channel:
+            client.chat_postEphemeral(channel=channel, user=user, text=text)
+    except Exception as exc:  # the error is logged already; a note that cannot go out is not
+        log.warning("could not tell %s about an error: %s", user, type(exc).__name__)
