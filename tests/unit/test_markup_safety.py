@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 
 import bot.slack.blocks
 from bot.anomalies.detect import Anomaly, Baseline
-from bot.budgets.board import BudgetBoard
-from bot.budgets.board import BudgetStatus as BoardStatus
+from bot.budgets.board import BudgetBoard, BudgetBoardRow
 from bot.budgets.evaluate import BudgetStatus, Driver, Drivers
 from bot.budgets.forecast import BudgetForecast
 from bot.budgets.plan import ACTUAL, FORECAST, BudgetAlert
@@ -251,9 +250,9 @@ def case_raise_modal(draw: Any) -> Built:
     )
 
 
-def board_status(draw: Any) -> BoardStatus:
+def board_status(draw: Any) -> BudgetBoardRow:
     amount = draw(money)
-    return BoardStatus(
+    return BudgetBoardRow(
         draw(hostile(250)),
         amount,
         [50, 80, 100],
