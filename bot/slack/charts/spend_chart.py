@@ -12,17 +12,11 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money
+from bot.slack.charts.colours import STAGE_COLOURS
 
 WIDTH_IN, HEIGHT_IN, DPI = 12, 5, 100
 WIDTH_PX, HEIGHT_PX = WIDTH_IN * DPI, HEIGHT_IN * DPI
 RENDER_TIMEOUT_S = 60
-STAGE_COLOURS = {
-    "training": "#1d3557",
-    "serving": "#457b9d",
-    "storage": "#a8dadc",
-    "data": "#e9c46a",
-    "other": "#b0b0b0",
-}
 SERIES_COLOURS = [
     "#1d3557",
     "#457b9d",
