@@ -29,6 +29,13 @@ from bot.errors import MlcostError
 from bot.ingest.ledger import IngestReport, ingest
 from bot.ingest.sources.base import Progress, SourceData, SpendSource
 from bot.ingest.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
+from bot.notify.messages import (
+    AlertContext,
+    AnomalyAlertMessage,
+    BudgetAlertMessage,
+    UnallocatedAlertMessage,
+    WasteDigestMessage,
+)
 from bot.notify.outbox import (
     DeliveryReport,
     FindPosted,
@@ -36,15 +43,9 @@ from bot.notify.outbox import (
     deliver_pending,
     enqueue_many,
 )
+from bot.notify.render import planned_post
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
 from bot.registry.catalog import model_owner_ids
-from bot.slack.blocks.alerts import (
-    AlertContext,
-    build_anomaly_alert,
-    build_budget_alert,
-    build_unallocated_alert,
-)
-from bot.slack.blocks.waste import build_waste_digest
 from bot.slack.notifier import Notifier
 from bot.spend.reports import check_currency_setting, cost_column
 from bot.waste.findings import WasteFinding, find_configured_waste
@@ -217,8 +218,8 @@ def plan_budget_posts(
             currency=status.currency,  # the budget's: it counts only spend billed in it
             basis=basis,
         )
-        text, blocks = build_budget_alert(alert, ctx)
-        posts.append(PlannedPost(alert.dedupe_key, f"budget_{alert.kind}", channel, text, blocks))
+        message = BudgetAlertMessage(alert, ctx)
+        posts.append(planned_post(alert.dedupe_key, f"budget_{alert.kind}", channel, message))
     return posts, unroutable, len(statuses)
 
 
@@ -250,10 +251,8 @@ def plan_anomaly_posts(
             currency=settings.currency,
             basis=settings.budget_cost_basis,
         )
-        text, blocks = build_anomaly_alert(anomaly, ctx)
-        posts.append(
-            PlannedPost(anomaly.dedupe_key, f"anomaly_{anomaly.kind}", channel, text, blocks)
-        )
+        message = AnomalyAlertMessage(anomaly, ctx)
+        posts.append(planned_post(anomaly.dedupe_key, f"anomaly_{anomaly.kind}", channel, message))
     return posts, unroutable
 
 
@@ -310,8 +309,8 @@ def plan_unallocated_post(
             unroutable.append(key)
             continue
         label = week_label(monday, sunday)
-        text, blocks = build_unallocated_alert(lines, total, label, code)
-        posts.append(PlannedPost(key, "unallocated", router.finops_channel, text, blocks))
+        message = UnallocatedAlertMessage(lines, total, label, code)
+        posts.append(planned_post(key, "unallocated", router.finops_channel, message))
     return posts, unroutable
 
 
@@ -344,9 +343,9 @@ def plan_waste_posts(
     label = week_label(monday, sunday)
     posts = []
     for channel, found in sorted(by_channel.items()):
-        text, blocks = build_waste_digest(found, label, sorted(owners[channel]), settings.currency)
+        message = WasteDigestMessage(found, label, sorted(owners[channel]), settings.currency)
         posts.append(
-            PlannedPost(f"waste:{monday.isoformat()}:{channel}", "waste", channel, text, blocks)
+            planned_post(f"waste:{monday.isoformat()}:{channel}", "waste", channel, message)
         )
     return posts, unroutable
 

@@ -24,17 +24,18 @@ from bot.db.engine import dialect_insert, session_scope
 from bot.db.schema import AuditLog, MLModel, OutboxMessage, Review, ReviewItem, Team
 from bot.economics.unit_costs import economics_for, verdict_rules
 from bot.errors import MlcostError, NotFoundError, PermissionDenied, UsageError
-from bot.notify.outbox import PERMANENT_ERRORS, FindPosted, deliver_pending, enqueue
+from bot.notify.messages import (
+    DECISIONS,
+    DecisionState,
+    ReviewItemMessage,
+    ReviewParentMessage,
+    ReviewReminderMessage,
+)
+from bot.notify.outbox import PERMANENT_ERRORS, FindPosted, deliver_pending
+from bot.notify.render import enqueue_message, render
 from bot.periods import Period, previous_month
 from bot.registry.catalog import can_manage_model, is_admin, model_owner_ids
 from bot.review.signoff import signoff_counts
-from bot.slack.blocks.review import (
-    DECISIONS,
-    DecisionState,
-    build_reminder_message,
-    build_review_item_message,
-    build_review_parent_message,
-)
 from bot.slack.guard import MessageTooLarge
 from bot.slack.notifier import SLACK_FAILURES, Notifier
 
@@ -68,15 +69,15 @@ def state_of(item: ReviewItem) -> DecisionState:
     return DecisionState(item.id, item.decision, item.decided_by, item.decided_at, item.reason)
 
 
-def item_message(item: ReviewItem, currency: str) -> tuple[str, list[dict[str, Any]]]:
-    """Render a review item's message from its snapshot and decision."""
-    return build_review_item_message(item.snapshot, state_of(item), currency)
+def item_message(item: ReviewItem, currency: str) -> ReviewItemMessage:
+    """Return a review item's message: its snapshot and decision."""
+    return ReviewItemMessage(item.snapshot, state_of(item), currency)
 
 
-def parent_message(review: Review, currency: str) -> tuple[str, list[dict[str, Any]]]:
-    """Render a review's parent message from its items."""
+def parent_message(review: Review, currency: str) -> ReviewParentMessage:
+    """Return a review's parent message: its items' snapshots and decisions."""
     items = sorted(review.items, key=lambda i: i.id)
-    return build_review_parent_message(
+    return ReviewParentMessage(
         review.month, review.team_name, [(i.snapshot, state_of(i)) for i in items], currency
     )
 
@@ -145,25 +146,21 @@ def open_reviews(
             snapshot["signoffs"] = {"signed": signed, "weeks": weeks}
             review.items.append(ReviewItem(model_name=model.name, snapshot=snapshot))
         session.flush()
-        text, blocks = parent_message(review, settings.currency)
         key = parent_key(month.label, team.name)
-        enqueue(
+        enqueue_message(
             session=session,
             dedupe_key=key,
             kind="review.parent",
             channel=team.channel,
-            text=text,
-            blocks=blocks,
+            message=parent_message(review, settings.currency),
         )
         for item in sorted(review.items, key=lambda i: i.id):
-            text, blocks = item_message(item, settings.currency)
-            enqueue(
+            enqueue_message(
                 session=session,
                 dedupe_key=item_key(month.label, team.name, item.model_name),
                 kind="review.item",
                 channel=team.channel,
-                text=text,
-                blocks=blocks,
+                message=item_message(item, settings.currency),
                 thread_key=key,
             )
         session.add(
@@ -362,8 +359,8 @@ def refresh_messages(
                 sync_message_ts(session=session, reviews=[review])
                 review_id, channel = review.id, review.channel
                 item_ts, parent_ts = item.message_ts, review.parent_ts
-                item_shown = item_message(item, currency) if item_ts else None
-                parent_shown = parent_message(review, currency) if parent_ts else None
+                item_shown = render(item_message(item, currency)) if item_ts else None
+                parent_shown = render(parent_message(review, currency)) if parent_ts else None
             if item_ts and item_shown:
                 notifier.update(channel, item_ts, *item_shown)
             if parent_ts and parent_shown:
@@ -521,7 +518,7 @@ def enqueue_reminders(*, session: Session, now: dt.datetime, after_days: int) ->
         waiting = [i for i in review.items if i.decision is None and i.reminded_at is None]
         if not waiting or review.parent_ts is None:
             continue
-        text, blocks = build_reminder_message(
+        message = ReviewReminderMessage(
             review.month,
             [
                 (i.model_name, i.snapshot.get("owners") or [])
@@ -530,13 +527,12 @@ def enqueue_reminders(*, session: Session, now: dt.datetime, after_days: int) ->
             after_days,
         )
         key = parent_key(review.month, review.team_name)
-        if enqueue(
+        if enqueue_message(
             session=session,
             dedupe_key=reminder_key(review.month, review.team_name),
             kind="review.reminder",
             channel=review.channel,
-            text=text,
-            blocks=blocks,
+            message=message,
             thread_key=key,
         ):
             count += 1

@@ -16,6 +16,8 @@ from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import Budget, DailySpend, OutboxMessage
 from bot.economics.gate import evaluate_gate
+from bot.notify.messages import Message
+from bot.notify.render import render
 from bot.periods import month_period
 from bot.review.service import item_message, open_reviews, parent_message
 from bot.review.signoff import enqueue_digests
@@ -34,8 +36,8 @@ def seed_two_currencies(session: Session) -> None:
     session.flush()
 
 
-def shown(message: tuple[str, list[dict[str, object]]]) -> str:
-    text, blocks = message
+def shown(message: Message) -> str:
+    text, blocks = render(message)
     return text + json.dumps(blocks, ensure_ascii=False)
 
 

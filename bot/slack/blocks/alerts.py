@@ -5,14 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from bot.anomalies.detect import Anomaly
-from bot.budgets.evaluate import Driver, Drivers
+from bot.budgets.evaluate import Driver
 from bot.budgets.plan import ACTUAL, EXCEEDED, BudgetAlert
 from bot.money import format_money, format_percent
+from bot.notify.messages import AlertContext
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
     MAX_FALLBACK_TEXT,
@@ -61,17 +61,6 @@ def command_hint(scope: str) -> str:
     if kind in ("model", "team"):
         return f"/mlcost {kind} {name}"
     return "/mlcost top"
-
-
-@dataclass(frozen=True)
-class AlertContext:
-    """Where an alert goes and what it can say beyond the numbers."""
-
-    channel: str
-    owners: frozenset[str] = frozenset()
-    drivers: Drivers = field(default_factory=Drivers)
-    currency: str = "USD"
-    basis: str = "billed"
 
 
 def _driver_field(

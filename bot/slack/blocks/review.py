@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money, format_percent, percent_of
+from bot.notify.messages import DECISIONS, DecisionState
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
     MAX_FALLBACK_TEXT,
@@ -21,12 +21,6 @@ from bot.slack.guard import (
 from bot.slack.mrkdwn import bold, escape, fit_lines, user, users
 from bot.slack.mrkdwn import clip as clip_mrkdwn
 
-DECISIONS = {
-    "keep": "Keep",
-    "kill": "Kill",
-    "rightsize": "Right-size",
-    "discuss": "Needs discussion",
-}
 DECISION_ICONS = {
     "keep": ":white_check_mark:",
     "kill": ":skull:",
@@ -46,17 +40,6 @@ VERDICT_ICONS = {
 DECIDE_ACTION_PREFIX = "review_decide_"
 SIGNOFF_ACTION = "signoff"
 MAX_DIGEST_MODELS = 40
-
-
-@dataclass(frozen=True)
-class DecisionState:
-    """A review item's id and recorded decision, as the message shows it."""
-
-    item_id: int
-    decision: str | None = None
-    decided_by: str | None = None
-    decided_at: dt.datetime | None = None
-    reason: str | None = None
 
 
 def _d(value: Any) -> Decimal | None:
