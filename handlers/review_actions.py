@@ -15,7 +15,8 @@ from slack_sdk import WebClient
 from bot.bootstrap import AppServices
 from bot.db.engine import session_scope
 from bot.errors import MlcostError
-from bot.review.service import REFRESH_FAILURES, check_can_decide, record_decision, refresh_messages
+from bot.review.decisions import check_can_decide, record_decision
+from bot.review.refresh import REFRESH_FAILURES, refresh_messages
 from bot.review.signoff import record_signoff
 from bot.slack.blocks.review import DECIDE_ACTION_PREFIX, DECISIONS, SIGNOFF_ACTION, mark_signed_off
 from bot.slack.guard import MAX_MODAL_TITLE, clip

@@ -105,7 +105,7 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
 def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
     """Open and post the month's reviews; a review already posted is not posted again."""
     from bot.notify.outbox import HistoryLookup
-    from bot.review.service import post_reviews
+    from bot.review.delivery import post_reviews
     from bot.slack.client import make_web_client
     from bot.slack.notifier import SlackNotifier
 

@@ -19,8 +19,9 @@ from bot.economics.gate import evaluate_gate
 from bot.notify.messages import Message
 from bot.notify.render import render
 from bot.periods import month_period
-from bot.review.service import item_message, open_reviews, parent_message
+from bot.review.open import open_reviews
 from bot.review.signoff import enqueue_digests
+from bot.review.threads import item_message, parent_message
 from bot.slack.charts.review import render_review_chart, review_figure
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
