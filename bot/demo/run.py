@@ -16,7 +16,8 @@ from bot.ingest.ledger import ingest
 from bot.ingest.sources.exports import RecentExportSource, recent_periods
 from bot.ingest.sources.focus import FocusSource
 from bot.money import format_money, format_percent
-from bot.notify.cycle import PlannedPost, plan_alerts
+from bot.notify.outbox import PlannedPost
+from bot.notify.plan import plan_alerts
 from bot.periods import month_period
 from bot.registry.sync import import_registry, load_registry_file
 from bot.slack.blocks.waste import render_waste_text

@@ -30,7 +30,8 @@ from bot.ingest.sources.athena import build_query
 from bot.ingest.sources.cost_explorer import CostExplorerSource
 from bot.ingest.sources.cur import CurSource
 from bot.ingest.sources.focus import FocusSource
-from bot.notify.cycle import Router, plan_alerts, plan_unallocated_post
+from bot.notify.plan import plan_alerts, plan_unallocated_post
+from bot.notify.routing import Router
 from bot.periods import month_period
 from bot.registry.sync import export_registry, parse_registry
 from bot.slack.blocks.budget import build_budget_show_blocks
