@@ -33,7 +33,8 @@ from bot.ingest.sources.focus import FocusSource
 from bot.notify.plan import plan_alerts, plan_unallocated_post
 from bot.notify.routing import Router
 from bot.periods import month_period
-from bot.registry.sync import export_registry, parse_registry
+from bot.registry.spec import parse_registry
+from bot.registry.sync import export_registry
 from bot.slack.blocks.budget import build_budget_show_blocks
 from bot.spend.reports import spend_report
 from bot.waste.findings import find_configured_waste
