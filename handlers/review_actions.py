@@ -18,7 +18,8 @@ from bot.errors import MlcostError
 from bot.review.decisions import check_can_decide, record_decision
 from bot.review.refresh import REFRESH_FAILURES, refresh_messages
 from bot.review.signoff import record_signoff
-from bot.slack.blocks.review import DECIDE_ACTION_PREFIX, DECISIONS, SIGNOFF_ACTION, mark_signed_off
+from bot.slack.blocks.review import DECIDE_ACTION_PREFIX, DECISIONS
+from bot.slack.blocks.signoff import SIGNOFF_ACTION, mark_signed_off
 from bot.slack.guard import MAX_MODAL_TITLE, clip
 from bot.slack.mrkdwn import bold, escape, escape_message
 from bot.slack.notifier import SlackNotifier

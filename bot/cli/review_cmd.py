@@ -13,7 +13,7 @@ from bot.economics.unit_costs import ModelEconomics, economics_for, verdict_rule
 from bot.money import format_money, format_percent
 from bot.periods import Period, month_of, month_period, previous_month
 from bot.slack.app import ConfigurationError
-from bot.slack.blocks.review import format_change, format_unit_cost, format_units
+from bot.slack.blocks.economics import format_change, format_unit_cost, format_units
 
 
 def register(commands: Any) -> None:

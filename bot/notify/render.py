@@ -27,8 +27,8 @@ from bot.slack.blocks.review import (
     build_reminder_message,
     build_review_item_message,
     build_review_parent_message,
-    build_signoff_digest,
 )
+from bot.slack.blocks.signoff import build_signoff_digest
 from bot.slack.blocks.waste import build_waste_digest
 
 

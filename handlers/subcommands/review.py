@@ -21,7 +21,7 @@ from bot.periods import Period, month_of, month_period, previous_month, trailing
 from bot.registry.catalog import can_manage_model, find_model
 from bot.review.delivery import post_reviews
 from bot.review.summary import may_post_reviews, review_status
-from bot.slack.blocks.review import build_economics_blocks, format_units, month_title
+from bot.slack.blocks.economics import build_economics_blocks, format_units, month_title
 from bot.slack.command_router import Invocation, Reply, Subcommand
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT
 from bot.slack.mrkdwn import bold, clip, code, escape, fit_lines
