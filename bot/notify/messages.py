@@ -17,7 +17,7 @@ from bot.budgets.evaluate import Drivers
 if TYPE_CHECKING:
     from bot.anomalies.detect import Anomaly
     from bot.budgets.plan import BudgetAlert
-    from bot.waste.findings import WasteFinding
+    from bot.waste.checks import WasteFinding
 
 # a review's decisions and how they are labelled
 DECISIONS = {

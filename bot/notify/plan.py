@@ -35,7 +35,8 @@ from bot.notify.outbox import (
 from bot.notify.render import planned_post
 from bot.notify.routing import Router
 from bot.spend.reports import check_currency_setting, cost_column
-from bot.waste.findings import WasteFinding, find_configured_waste
+from bot.waste.checks import WasteFinding
+from bot.waste.findings import find_configured_waste
 
 log = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ from bot.spend.model_report import ModelReport, ResourceCost
 from bot.spend.reports import SpendLine, SpendReport, SpendTotals
 from bot.spend.team_report import ModelLine, TeamReport, TopModels
 from bot.spend.unallocated import UnallocatedReport
-from bot.waste.findings import WasteFinding
+from bot.waste.checks import WasteFinding
 from handlers.review_actions import build_decision_view
 
 NOV = month_period("2026-11")
