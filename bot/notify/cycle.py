@@ -20,13 +20,8 @@ from bot.db.engine import session_scope
 from bot.errors import MlcostError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import SpendSource
-from bot.notify.outbox import (
-    DeliveryReport,
-    FindPosted,
-    PlannedPost,
-    deliver_pending,
-    enqueue_many,
-)
+from bot.notify.delivery import DeliveryReport, deliver_pending
+from bot.notify.outbox import FindPosted, PlannedPost, enqueue_many
 from bot.notify.plan import ALL_CHECKS, CycleReport, plan_alerts
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
 from bot.notify.sources import source_name

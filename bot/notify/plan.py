@@ -21,6 +21,7 @@ from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_s
 from bot.config import Settings
 from bot.db.schema import AlertSilence, DailySpend, OutboxMessage
 from bot.ingest.ledger import IngestReport
+from bot.notify.delivery import DeliveryReport
 from bot.notify.messages import (
     AlertContext,
     AnomalyAlertMessage,
@@ -28,10 +29,7 @@ from bot.notify.messages import (
     UnallocatedAlertMessage,
     WasteDigestMessage,
 )
-from bot.notify.outbox import (
-    DeliveryReport,
-    PlannedPost,
-)
+from bot.notify.outbox import PlannedPost
 from bot.notify.render import planned_post
 from bot.notify.routing import Router
 from bot.spend.reports import check_currency_setting, cost_column

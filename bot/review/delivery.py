@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session, selectinload, sessionmaker
 from bot.config import Settings
 from bot.db.engine import dialect_insert, session_scope
 from bot.db.schema import OutboxMessage, Review
-from bot.notify.outbox import FindPosted, deliver_pending
+from bot.notify.delivery import deliver_pending
+from bot.notify.outbox import FindPosted
 from bot.periods import Period
 from bot.review.open import open_reviews
 from bot.review.threads import chart_key, delivered_ts, parent_key, sync_message_ts

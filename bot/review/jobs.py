@@ -21,7 +21,8 @@ from zoneinfo import ZoneInfo
 
 from bot.bootstrap import AppServices
 from bot.db.engine import session_scope
-from bot.notify.outbox import HistoryLookup, deliver_pending
+from bot.notify.delivery import deliver_pending
+from bot.notify.outbox import HistoryLookup
 from bot.periods import month_of, previous_month
 from bot.review.delivery import ReviewPostReport, deliver_reviews, post_reviews
 from bot.review.open import enqueue_reminders

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db.engine import session_scope
 from bot.db.schema import Review, ReviewItem
-from bot.notify.outbox import PERMANENT_ERRORS
+from bot.notify.delivery import PERMANENT_ERRORS
 from bot.notify.render import render
 from bot.review.decisions import load_item, lock_review
 from bot.review.threads import item_message, parent_message, sync_message_ts
