@@ -32,7 +32,7 @@ import http.client
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import exists, or_, select, update
 from sqlalchemy.orm import Session, aliased, sessionmaker
@@ -174,73 +174,100 @@ def deliver_pending(
     with session_scope(session_factory) as session:
         report.dead += fail_orphaned_replies(session)
     for _ in range(limit):
-        claimed = _claim(session_factory, clock(), kinds, lease)
-        if claimed is None:
+        claim = _claim(session_factory, clock(), kinds, lease)
+        if claim is None:
             break
-        message_id, key, channel, payload, thread_ts, attempts, created_at = claimed
-        posted = None
         try:
-            if attempts > 1 and find_posted is not None:
-                since = created_at - dt.timedelta(minutes=1)
-                posted = _look_up(find_posted, channel, key, since, thread_ts)
-                if posted is not None:
-                    report.recovered.append(key)
-            if posted is None:
-                blocks = payload["blocks"]
-                posted = _post(notifier, channel, payload["text"], blocks, thread_ts, key)
+            posted = _send(notifier, find_posted, claim, report)
         except Exception as exc:
-            permanent = _is_permanent(exc)
-            if isinstance(exc, LookupDeferred):  # wait as the failed lookup was told
-                reason, delay_of = str(exc), exc.cause
-            else:
-                reason, delay_of = _error_text(exc), exc
-            log.log(
-                logging.ERROR if permanent else logging.WARNING,
-                "outbox %s not delivered (attempt %d%s): %s",
-                key,
-                attempts,
-                ", giving up" if permanent else "",
-                reason,
-            )
-            orphans: list[str] = []
-            with session_scope(session_factory) as session:
-                row = session.get(OutboxMessage, message_id)
-                if row is not None and (row.status, row.attempts) != ("sending", attempts):
-                    # our lease ran out and another worker claimed (or delivered) the message:
-                    # its outcome stands; writing ours could send the message again
-                    log.warning(
-                        "outbox %s: claimed again while attempt %d ran; keeping %s",
-                        key,
-                        attempts,
-                        row.status,
-                    )
-                    row = None
-                    permanent = False
-                if row is not None:
-                    row.status = "failed" if permanent else "pending"
-                    row.last_error = reason
-                    row.next_attempt_at = (
-                        None if permanent else clock() + _retry_delay(delay_of, attempts)
-                    )
-                if permanent:
-                    session.flush()
-                    orphans = fail_orphaned_replies(session)
+            permanent, orphans = _record_failure(session_factory, claim, exc, clock)
             if permanent:
-                report.dead.append(key)
+                report.dead.append(claim.key)
                 report.dead += orphans
                 continue
-            report.failed.append(key)
+            report.failed.append(claim.key)
             break
         with session_scope(session_factory) as session:
-            row = session.get(OutboxMessage, message_id)
+            row = session.get(OutboxMessage, claim.id)
             if row is not None:
                 row.status = "delivered"
                 row.delivered_at = clock()
                 row.slack_ts = posted.ts
                 row.slack_channel = posted.channel
                 row.last_error = None
-        report.delivered.append(key)
+        report.delivered.append(claim.key)
     return report
+
+
+class Claim(NamedTuple):
+    """A message this worker claimed: what to post, where, and which attempt this is."""
+
+    id: int
+    key: str
+    channel: str
+    payload: dict[str, Any]
+    thread_ts: str | None
+    attempts: int
+    created_at: dt.datetime
+
+
+def _send(
+    notifier: Notifier, find_posted: FindPosted | None, claim: Claim, report: DeliveryReport
+) -> Posted:
+    """Post a claimed message, unless a lookup finds an earlier attempt's post (recovered)."""
+    if claim.attempts > 1 and find_posted is not None:
+        since = claim.created_at - dt.timedelta(minutes=1)
+        posted = _look_up(find_posted, claim.channel, claim.key, since, claim.thread_ts)
+        if posted is not None:
+            report.recovered.append(claim.key)
+            return posted
+    text, blocks = claim.payload["text"], claim.payload["blocks"]
+    return _post(notifier, claim.channel, text, blocks, claim.thread_ts, claim.key)
+
+
+def _record_failure(
+    session_factory: sessionmaker[Session],
+    claim: Claim,
+    exc: Exception,
+    clock: Callable[[], dt.datetime],
+) -> tuple[bool, list[str]]:
+    """Record why a claimed message was not delivered; return (permanent, orphaned replies)."""
+    key, attempts = claim.key, claim.attempts
+    permanent = _is_permanent(exc)
+    if isinstance(exc, LookupDeferred):  # wait as the failed lookup was told
+        reason, delay_of = str(exc), exc.cause
+    else:
+        reason, delay_of = _error_text(exc), exc
+    log.log(
+        logging.ERROR if permanent else logging.WARNING,
+        "outbox %s not delivered (attempt %d%s): %s",
+        key,
+        attempts,
+        ", giving up" if permanent else "",
+        reason,
+    )
+    orphans: list[str] = []
+    with session_scope(session_factory) as session:
+        row = session.get(OutboxMessage, claim.id)
+        if row is not None and (row.status, row.attempts) != ("sending", attempts):
+            # our lease ran out and another worker claimed (or delivered) the message:
+            # its outcome stands; writing ours could send the message again
+            log.warning(
+                "outbox %s: claimed again while attempt %d ran; keeping %s",
+                key,
+                attempts,
+                row.status,
+            )
+            row = None
+            permanent = False
+        if row is not None:
+            row.status = "failed" if permanent else "pending"
+            row.last_error = reason
+            row.next_attempt_at = None if permanent else clock() + _retry_delay(delay_of, attempts)
+        if permanent:
+            session.flush()
+            orphans = fail_orphaned_replies(session)
+    return permanent, orphans
 
 
 def _look_up(
@@ -309,7 +336,8 @@ def _claim(
     now: dt.datetime,
     kinds: tuple[str, ...] | None,
     lease: dt.timedelta,
-) -> tuple[int, str, str, dict[str, Any], str | None, int, dt.datetime] | None:
+) -> Claim | None:
+    """Claim the next due message (a lease, attempts + 1), or return None when none is due."""
     posted_parent = aliased(OutboxMessage)
     with session_scope(factory) as session:
         due = or_(
@@ -356,7 +384,7 @@ def _claim(
             )
             if getattr(claimed, "rowcount", 0) != 1:
                 continue
-            return (
+            return Claim(
                 row.id,
                 row.dedupe_key,
                 row.channel,
