@@ -117,56 +117,11 @@ def build_review_parent_message(
 ) -> tuple[str, list[dict[str, Any]]]:
     """The team's parent message: totals, flagged models, unsigned models, decisions so far."""
     totals = period_totals([s for s, _ in items], "current", currency) or {currency: Decimal(0)}
-    befores = period_totals([s for s, _ in items], "previous", currency) or {currency: Decimal(0)}
     title = f"Monthly cost review · {team} · {month_title(month)}"  # plain text: the header
     title_md = f"Monthly cost review · {escape(clip(team, 100))} · {month_title(month)}"
-    flagged = [s for s, _ in items if s["verdict"]["flagged"]]
-    changes = {
-        code: (format_change(percent_of(total - befores[code], befores[code])), befores[code])
-        for code, total in totals.items()
-    }  # one amount per currency: amounts in different currencies are never added
-    if len(totals) == 1:
-        ((code, total),) = totals.items()
-        change, before = changes[code]
-        head = (
-            f"*{len(items)} models* cost *{format_money(total, code)}* in {month_title(month)} "
-            f"({change} vs {format_money(before, code)} the month before)."
-        )
-    else:
-        costs = " + ".join(
-            f"*{format_money(total, code)}* ({changes[code][0]} vs "
-            f"{format_money(changes[code][1], code)})"
-            for code, total in totals.items()
-        )
-        head = (
-            f"*{len(items)} models* cost {costs} in {month_title(month)}, each against the "
-            "month before (amounts in different currencies are not added)."
-        )
-    lines = []
-    for snap, state in items:
-        outcome = f" → *{DECISIONS[state.decision]}*" if state.decision else ""
-        icon = VERDICT_ICONS.get(snap["verdict"]["kind"], "")
-        cost = format_money(
-            dec(snap["current"]["cost"]) or Decimal(0), snap_currency(snap, currency)
-        )
-        name, headline = (
-            model_name(snap["model"]),
-            escape(clip(str(snap["verdict"]["headline"]), 200)),
-        )
-        lines.append(f"{icon} {name}: {cost}, {headline}{outcome}")
-    notes = []
-    if flagged:
-        names = fit_lines([model_name(s["model"]) for s in flagged], 600, sep=", ")
-        notes.append(f"\n:rotating_light: Flagged: {names}")
-    unsigned = [
-        model_name(s["model"])
-        for s, _ in items
-        if (s.get("signoffs") or {}).get("weeks")
-        and s["signoffs"].get("signed", 0) < s["signoffs"]["weeks"]
-    ]
-    if unsigned:
-        notes.append(f":memo: Not signed off every week: {fit_lines(unsigned, 600, sep=', ')}")
-    tail = "\n".join(notes)
+    head = _review_head(month, items, totals, currency)
+    lines = [_review_line(snap, state, currency) for snap, state in items]
+    tail = "\n".join(_review_notes([s for s, _ in items]))
     room = MAX_SECTION_TEXT - len(head) - len(tail) - 2
     body = "\n".join(part for part in (head, fit_lines(lines, room), tail) if part)
     decided = [(s, st) for s, st in items if st.decision]
@@ -197,6 +152,63 @@ def build_review_parent_message(
         )
         text = f"{title_md}: {len(items)} models, {format_totals(totals)}"
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
+
+
+def _review_head(
+    month: str,
+    items: Sequence[tuple[dict[str, Any], DecisionState]],
+    totals: dict[str, Decimal],
+    currency: str,
+) -> str:
+    """Return the month's cost against the month before, one amount per currency (never added)."""
+    befores = period_totals([s for s, _ in items], "previous", currency) or {currency: Decimal(0)}
+    changes = {
+        code: (format_change(percent_of(total - befores[code], befores[code])), befores[code])
+        for code, total in totals.items()
+    }
+    if len(totals) == 1:
+        ((code, total),) = totals.items()
+        change, before = changes[code]
+        return (
+            f"*{len(items)} models* cost *{format_money(total, code)}* in {month_title(month)} "
+            f"({change} vs {format_money(before, code)} the month before)."
+        )
+    costs = " + ".join(
+        f"*{format_money(total, code)}* ({changes[code][0]} vs "
+        f"{format_money(changes[code][1], code)})"
+        for code, total in totals.items()
+    )
+    return (
+        f"*{len(items)} models* cost {costs} in {month_title(month)}, each against the "
+        "month before (amounts in different currencies are not added)."
+    )
+
+
+def _review_line(snap: dict[str, Any], state: DecisionState, currency: str) -> str:
+    """Return a model's line in the parent message: verdict, cost, headline, decision."""
+    outcome = f" → *{DECISIONS[state.decision]}*" if state.decision else ""
+    icon = VERDICT_ICONS.get(snap["verdict"]["kind"], "")
+    cost = format_money(dec(snap["current"]["cost"]) or Decimal(0), snap_currency(snap, currency))
+    headline = escape(clip(str(snap["verdict"]["headline"]), 200))
+    return f"{icon} {model_name(snap['model'])}: {cost}, {headline}{outcome}"
+
+
+def _review_notes(snaps: Sequence[dict[str, Any]]) -> list[str]:
+    """Return the notes under the lines: flagged models, models not signed off every week."""
+    notes = []
+    flagged = [s for s in snaps if s["verdict"]["flagged"]]
+    if flagged:
+        names = fit_lines([model_name(s["model"]) for s in flagged], 600, sep=", ")
+        notes.append(f"\n:rotating_light: Flagged: {names}")
+    unsigned = [
+        model_name(s["model"])
+        for s in snaps
+        if (s.get("signoffs") or {}).get("weeks")
+        and s["signoffs"].get("signed", 0) < s["signoffs"]["weeks"]
+    ]
+    if unsigned:
+        notes.append(f":memo: Not signed off every week: {fit_lines(unsigned, 600, sep=', ')}")
+    return notes
 
 
 def review_summary(items: Sequence[tuple[dict[str, Any], DecisionState]], currency: str) -> str:
