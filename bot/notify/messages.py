@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from bot.budgets.evaluate import Drivers
+from bot.budgets.drivers import Drivers
 
 if TYPE_CHECKING:
     from bot.anomalies.detect import Anomaly

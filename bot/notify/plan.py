@@ -16,7 +16,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.anomalies.detect import Anomaly, find_anomalies_between
-from bot.budgets.evaluate import Drivers, evaluate_budgets, ledger_first_day, top_drivers
+from bot.budgets.drivers import Drivers, top_drivers
+from bot.budgets.evaluate import evaluate_budgets, ledger_first_day
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
 from bot.config import Settings
 from bot.db.schema import AlertSilence, DailySpend, OutboxMessage

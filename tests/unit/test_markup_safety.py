@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 import bot.slack.blocks
 from bot.anomalies.detect import Anomaly, Baseline
 from bot.budgets.board import BudgetBoard, BudgetBoardRow
-from bot.budgets.evaluate import BudgetStatus, Driver, Drivers
+from bot.budgets.drivers import Driver, Drivers
+from bot.budgets.evaluate import BudgetStatus
 from bot.budgets.forecast import BudgetForecast
 from bot.budgets.plan import ACTUAL, FORECAST, BudgetAlert
 from bot.db.schema import Budget

@@ -9,7 +9,8 @@ from decimal import Decimal
 from typing import Any
 
 from bot.anomalies.detect import Anomaly
-from bot.budgets.evaluate import BudgetStatus, Driver
+from bot.budgets.drivers import Driver
+from bot.budgets.evaluate import BudgetStatus
 from bot.budgets.plan import ACTUAL, EXCEEDED, BudgetAlert
 from bot.money import format_money, format_percent
 from bot.notify.messages import AlertContext
