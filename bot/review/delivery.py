@@ -117,6 +117,26 @@ def _chart_claimed(session: Session, key: str) -> bool:
     )
 
 
+def _claim_chart(session: Session, key: str, channel: str, now: dt.datetime) -> bool:
+    """Claim a chart's upload with an outbox row in status `uploading`; return whether we did."""
+    insert_fn = dialect_insert(session)
+    claimed = session.execute(
+        insert_fn(OutboxMessage)
+        .values(
+            dedupe_key=key,
+            kind="review.chart",
+            channel=channel,
+            payload={"text": "", "blocks": []},
+            status="uploading",
+            attempts=1,
+            created_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["dedupe_key"])
+        .returning(OutboxMessage.id)
+    ).first()
+    return claimed is not None
+
+
 def upload_chart(
     *,
     session_factory: sessionmaker[Session],
@@ -138,22 +158,7 @@ def upload_chart(
             select(Review).where(Review.id == review_id).options(selectinload(Review.items))
         ).one()
         key = chart_key(review.month, review.team_name)
-        insert_fn = dialect_insert(session)
-        claimed = session.execute(
-            insert_fn(OutboxMessage)
-            .values(
-                dedupe_key=key,
-                kind="review.chart",
-                channel=review.channel,
-                payload={"text": "", "blocks": []},
-                status="uploading",
-                attempts=1,
-                created_at=now,
-            )
-            .on_conflict_do_nothing(index_elements=["dedupe_key"])
-            .returning(OutboxMessage.id)
-        ).first()
-        if claimed is None:
+        if not _claim_chart(session, key, review.channel, now):
             return False
         channel, parent_ts = review.channel, review.parent_ts
         snaps = [i.snapshot for i in sorted(review.items, key=lambda i: i.id)]
