@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, Review, ReviewItem, ValueMetric
 from bot.economics.value_metrics import daily_values, primary_metric
-from bot.periods import trailing_days
+from bot.periods import Period, trailing_days
 from bot.waste.spot import SpotAdvisor
 
 log = logging.getLogger(__name__)
@@ -316,25 +316,7 @@ def serving_without_autoscaling(
     view, so it leaves out the larger swings within a day.
     """
     window = trailing_days(SCALING_DAYS, as_of)
-    rows = session.execute(
-        select(DailySpend.model, DailySpend.day, func.sum(DailySpend.billed_cost))
-        .where(
-            DailySpend.day >= window.start,
-            DailySpend.day < window.end,
-            DailySpend.stage == "serving",
-            DailySpend.model.is_not(None),
-            DailySpend.currency == currency,
-        )
-        .group_by(DailySpend.model, DailySpend.day)
-    ).all()
-    cost: dict[str, dict[dt.date, Decimal]] = {}
-    for model, day, amount in rows:
-        cost.setdefault(str(model), {})[day] = Decimal(amount or 0)
-    traffic: dict[str, dict[str, dict[dt.date, Decimal]]] = {}
-    for (model, day, metric), row in daily_values(
-        session=session, period=window, models=list(cost)
-    ).items():
-        traffic.setdefault(model, {}).setdefault(metric, {})[day] = row.units
+    cost, traffic = _serving_cost_and_traffic(session, window, currency)
     for model, daily_cost in sorted(cost.items()):
         primary = primary_metric(traffic.get(model, {}))
         if primary is None:
@@ -368,6 +350,32 @@ def serving_without_autoscaling(
             "a Kubernetes HPA or KEDA, or fewer replicas off-peak",
             model=str(model),
         )
+
+
+def _serving_cost_and_traffic(
+    session: Session, window: Period, currency: str
+) -> tuple[dict[str, dict[dt.date, Decimal]], dict[str, dict[str, dict[dt.date, Decimal]]]]:
+    """Return each model's daily serving cost, and its daily units per value metric."""
+    rows = session.execute(
+        select(DailySpend.model, DailySpend.day, func.sum(DailySpend.billed_cost))
+        .where(
+            DailySpend.day >= window.start,
+            DailySpend.day < window.end,
+            DailySpend.stage == "serving",
+            DailySpend.model.is_not(None),
+            DailySpend.currency == currency,
+        )
+        .group_by(DailySpend.model, DailySpend.day)
+    ).all()
+    cost: dict[str, dict[dt.date, Decimal]] = {}
+    for model, day, amount in rows:
+        cost.setdefault(str(model), {})[day] = Decimal(amount or 0)
+    traffic: dict[str, dict[str, dict[dt.date, Decimal]]] = {}
+    for (model, day, metric), row in daily_values(
+        session=session, period=window, models=list(cost)
+    ).items():
+        traffic.setdefault(model, {}).setdefault(metric, {})[day] = row.units
+    return cost, traffic
 
 
 def _mean(values: list[Decimal]) -> Decimal:
