@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from sqlalchemy import exists, or_, select, update
+from sqlalchemy import Select, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from bot.db.engine import session_scope
@@ -331,6 +331,29 @@ def _post(
     return notifier.post(channel, text, blocks, thread_ts=thread_ts)
 
 
+def _due(now: dt.datetime, kinds: tuple[str, ...] | None) -> Select[OutboxMessage]:
+    """Select the next messages due (pending, or sending with an expired lease) and ready."""
+    posted_parent = aliased(OutboxMessage)
+    due = or_(
+        (OutboxMessage.status == "pending")
+        & (or_(OutboxMessage.next_attempt_at.is_(None), OutboxMessage.next_attempt_at <= now)),
+        (OutboxMessage.status == "sending") & (OutboxMessage.next_attempt_at <= now),
+    )
+    # a thread reply is ready once its parent is posted; one that waits must not take a place
+    # in the window, or enough of them would starve every other message
+    ready = or_(
+        OutboxMessage.thread_key.is_(None),
+        exists().where(
+            posted_parent.dedupe_key == OutboxMessage.thread_key,
+            posted_parent.slack_ts.is_not(None),
+        ),
+    )
+    query = select(OutboxMessage).where(due, ready).order_by(OutboxMessage.id).limit(20)
+    if kinds:
+        query = query.where(OutboxMessage.kind.in_(kinds))
+    return query
+
+
 def _claim(
     factory: sessionmaker[Session],
     now: dt.datetime,
@@ -338,25 +361,8 @@ def _claim(
     lease: dt.timedelta,
 ) -> Claim | None:
     """Claim the next due message (a lease, attempts + 1), or return None when none is due."""
-    posted_parent = aliased(OutboxMessage)
     with session_scope(factory) as session:
-        due = or_(
-            (OutboxMessage.status == "pending")
-            & (or_(OutboxMessage.next_attempt_at.is_(None), OutboxMessage.next_attempt_at <= now)),
-            (OutboxMessage.status == "sending") & (OutboxMessage.next_attempt_at <= now),
-        )
-        # a thread reply is ready once its parent is posted; one that waits must not take a place
-        # in the window, or enough of them would starve every other message
-        ready = or_(
-            OutboxMessage.thread_key.is_(None),
-            exists().where(
-                posted_parent.dedupe_key == OutboxMessage.thread_key,
-                posted_parent.slack_ts.is_not(None),
-            ),
-        )
-        query = select(OutboxMessage).where(due, ready).order_by(OutboxMessage.id).limit(20)
-        if kinds:
-            query = query.where(OutboxMessage.kind.in_(kinds))
+        query = _due(now, kinds)
         if session.get_bind().dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
         for row in session.scalars(query).all():
