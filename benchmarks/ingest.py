@@ -200,7 +200,8 @@ def fresh_database(args: argparse.Namespace) -> dict[str, str]:
     from sqlalchemy.engine import make_url
 
     from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
-    from bot.registry.sync import import_registry, parse_registry
+    from bot.registry.spec import parse_registry
+    from bot.registry.sync import import_registry
 
     if args.database_url:
         name = f"mlcost_bench_{uuid.uuid4().hex[:10]}"

@@ -12,10 +12,12 @@ from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 from sqlalchemy.orm import Session
 
-from bot.review.service import REFRESH_FAILURES, check_can_decide, record_decision, refresh_messages
+from bot.review.decisions import check_can_decide, record_decision
+from bot.review.refresh import REFRESH_FAILURES, refresh_messages
 from bot.review.signoff import record_signoff
 from bot.slack.blocks.decision import DECISION_VIEW, REASON_BLOCK, build_decision_view
-from bot.slack.blocks.review import DECIDE_ACTION_PREFIX, SIGNOFF_ACTION, mark_signed_off
+from bot.slack.blocks.review import DECIDE_ACTION_PREFIX
+from bot.slack.blocks.signoff import SIGNOFF_ACTION, mark_signed_off
 from bot.slack.middleware import services_of, unit_of_work_of
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.db.schema import DailySpend, IngestionRun
 from bot.ingest.rollup import refresh_rollup
-from bot.registry.sync import import_registry, parse_registry
+from bot.registry.spec import parse_registry
+from bot.registry.sync import import_registry
 
 ALERT_REGISTRY = """\
 teams:

@@ -8,7 +8,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, SpendRollup
-from bot.registry.sync import import_registry, parse_registry
+from bot.registry.spec import parse_registry
+from bot.registry.sync import import_registry
 
 REGISTRY = """\
 teams:

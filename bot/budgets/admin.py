@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from bot.db.schema import AuditLog, Budget, utcnow
 from bot.errors import PermissionDenied, UsageError
 from bot.registry.catalog import can_manage_model, can_manage_team, find_model, find_team, is_admin
-from bot.registry.sync import BudgetSpec, parse_scope
+from bot.registry.spec import BudgetSpec, parse_scope
 
 AMOUNT_DECIMALS = 4  # what a BudgetSpec (the registry file) allows
 

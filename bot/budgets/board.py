@@ -19,7 +19,9 @@ from bot.spend.reports import cost_column
 
 
 @dataclass
-class BudgetStatus:
+class BudgetBoardRow:
+    """One budget's row on the /budget board (alerts evaluate budgets.evaluate.BudgetStatus)."""
+
     scope: str
     amount: Decimal
     thresholds: list[int]
@@ -47,7 +49,7 @@ class BudgetStatus:
 class BudgetBoard:
     span: ReportingWindow
     basis: str
-    statuses: list[BudgetStatus]
+    statuses: list[BudgetBoardRow]
 
 
 def normalise_scope(text: str) -> str:
@@ -63,7 +65,7 @@ def current_amount(session: Session, scope: str) -> Decimal | None:
 
 def budget_status(
     session: Session, budget: Budget, span: ReportingWindow, basis: str = "billed"
-) -> BudgetStatus:
+) -> BudgetBoardRow:
     """Compute one budget's month so far and forecast, from spend in the budget's currency."""
     start = min(span.month.start, span.query_start())
     scope = scope_filters(budget.scope)
@@ -88,7 +90,7 @@ def budget_status(
         .group_by(DailySpend.currency)
         .order_by(DailySpend.currency)
     )
-    return BudgetStatus(
+    return BudgetBoardRow(
         budget.scope,
         budget.monthly_amount,
         list(budget.thresholds or []),

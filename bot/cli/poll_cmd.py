@@ -10,8 +10,10 @@ from bot.bootstrap import system_clock
 from bot.cli.context import CliContext
 from bot.cli.ingest_cmd import print_report
 from bot.errors import UsageError
-from bot.notify.cycle import ALL_CHECKS, CycleReport, configured_sources, local_today, run_cycle
+from bot.notify.cycle import local_today, run_cycle
 from bot.notify.outbox import HistoryLookup
+from bot.notify.plan import ALL_CHECKS, CycleReport
+from bot.notify.sources import configured_sources
 from bot.slack.client import make_web_client
 from bot.slack.mrkdwn import plain
 from bot.slack.notifier import SlackNotifier

@@ -10,7 +10,8 @@ from typing import Any
 from bot.cli.context import CliContext
 from bot.errors import RegistryError
 from bot.registry.plan import ImportPlan, kept_entities, plan_import
-from bot.registry.sync import export_registry, import_registry, load_registry_file, registry_to_yaml
+from bot.registry.spec import load_registry_file, registry_to_yaml
+from bot.registry.sync import export_registry, import_registry
 
 
 def register(commands: Any) -> None:

@@ -13,7 +13,7 @@ from bot.economics.unit_costs import ModelEconomics, economics_for, verdict_rule
 from bot.money import format_money, format_percent
 from bot.periods import Period, month_of, month_period, previous_month
 from bot.slack.app import ConfigurationError
-from bot.slack.blocks.review import format_change, format_unit_cost, format_units
+from bot.slack.blocks.economics import format_change, format_unit_cost, format_units
 
 
 def register(commands: Any) -> None:
@@ -105,7 +105,7 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
 def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
     """Open and post the month's reviews; a review already posted is not posted again."""
     from bot.notify.outbox import HistoryLookup
-    from bot.review.service import post_reviews
+    from bot.review.delivery import post_reviews
     from bot.slack.client import make_web_client
     from bot.slack.notifier import SlackNotifier
 

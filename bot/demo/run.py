@@ -16,9 +16,11 @@ from bot.ingest.ledger import ingest
 from bot.ingest.sources.exports import RecentExportSource, recent_periods
 from bot.ingest.sources.focus import FocusSource
 from bot.money import format_money, format_percent
-from bot.notify.cycle import PlannedPost, plan_alerts
+from bot.notify.outbox import PlannedPost
+from bot.notify.plan import plan_alerts
 from bot.periods import month_period
-from bot.registry.sync import import_registry, load_registry_file
+from bot.registry.spec import load_registry_file
+from bot.registry.sync import import_registry
 from bot.slack.blocks.waste import render_waste_text
 from bot.spend.reports import spend_report
 from bot.waste.findings import find_configured_waste
@@ -92,7 +94,7 @@ def show_trust(ctx: CliContext) -> None:
     """Show what outside text becomes in Slack, and what a registry import would change."""
     section("12. Trust: outside text is escaped; a registry import shows its diff first")
     from bot.registry.plan import plan_import
-    from bot.registry.sync import parse_registry
+    from bot.registry.spec import parse_registry
     from bot.slack.blocks.alerts import build_unallocated_alert
 
     money = ctx.settings.currency

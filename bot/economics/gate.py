@@ -18,7 +18,7 @@ from bot.economics.verdicts import unit_cost_gate_failure
 from bot.money import format_money
 from bot.periods import Period, month_of
 from bot.registry.catalog import find_model, model_owner_ids
-from bot.review.service import latest_decision
+from bot.review.summary import latest_decision
 
 WINDOW_DAYS = 30
 

@@ -34,8 +34,9 @@ from sqlalchemy.pool import NullPool
 
 from bot.bootstrap import AppServices
 from bot.config import Settings
-from bot.notify.cycle import POLL_CHECKS, configured_sources, deliver_outbox, local_today, run_cycle
+from bot.notify.cycle import POLL_CHECKS, deliver_outbox, local_today, run_cycle
 from bot.notify.outbox import HistoryLookup
+from bot.notify.sources import configured_sources
 from bot.slack.notifier import SlackNotifier
 
 log = logging.getLogger(__name__)

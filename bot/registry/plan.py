@@ -18,7 +18,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog
-from bot.registry.sync import KEPT_SLACK_CHANGES, RegistrySpec, export_registry
+from bot.registry.spec import RegistrySpec
+from bot.registry.sync import KEPT_SLACK_CHANGES, export_registry
 
 SLACK_ACTIONS = ("budget.set", "model.owners.set")
 # The fields a Slack-side change sets, per kind of entity: the file reverts it if it changes one.

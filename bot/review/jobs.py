@@ -21,15 +21,12 @@ from zoneinfo import ZoneInfo
 
 from bot.bootstrap import AppServices
 from bot.db.engine import session_scope
-from bot.notify.outbox import HistoryLookup, deliver_pending
+from bot.notify.delivery import deliver_pending
+from bot.notify.outbox import HistoryLookup
 from bot.periods import month_of, previous_month
-from bot.review.service import (
-    ReviewPostReport,
-    deliver_reviews,
-    enqueue_reminders,
-    post_reviews,
-    refresh_pending_messages,
-)
+from bot.review.delivery import ReviewPostReport, deliver_reviews, post_reviews
+from bot.review.open import enqueue_reminders
+from bot.review.refresh import refresh_pending_messages
 from bot.review.signoff import SIGNOFF_KIND, enqueue_digests, week_start_of
 from bot.slack.notifier import SlackNotifier
 

@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session, selectinload
 from bot.db.schema import AuditLog, MLModel, SignOff, Team
 from bot.economics.unit_costs import economics_for
 from bot.errors import PermissionDenied, UsageError
-from bot.notify.outbox import enqueue
+from bot.notify.messages import SignoffDigestMessage
+from bot.notify.render import enqueue_message
 from bot.periods import Period
 from bot.registry.catalog import can_manage_model, find_model, model_owner_ids
-from bot.slack.blocks.review import build_signoff_digest
 
 SIGNOFF_KIND = "signoff.digest"
 
@@ -65,14 +65,12 @@ def enqueue_digests(
     count = 0
     for user, names in sorted(by_owner.items()):
         snaps = [economics[name].as_json() for name in names]
-        text, blocks = build_signoff_digest(user, week_start, snaps, currency)
-        if enqueue(
+        if enqueue_message(
             session=session,
             dedupe_key=digest_key(week_start, user),
             kind=SIGNOFF_KIND,
             channel=user,
-            text=text,
-            blocks=blocks,
+            message=SignoffDigestMessage(user, week_start, snaps, currency),
         ):
             count += 1
     return count

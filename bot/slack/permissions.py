@@ -14,7 +14,7 @@ from bot.budgets.admin import check_budget_permission
 from bot.errors import PermissionDenied, RegistryError
 from bot.registry.catalog import can_manage_model, find_model
 from bot.registry.sync import parse_scope
-from bot.review.service import may_post_reviews
+from bot.review.summary import may_post_reviews
 from bot.slack.command_router import Invocation, Permission
 
 

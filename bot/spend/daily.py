@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from bot.db.schema import DailySpend
 from bot.errors import UsageError
 from bot.periods import Period, month_of, parse_window, previous_month
-from bot.registry.sync import parse_scope
+from bot.registry.spec import parse_scope
 from bot.spend.forecast import LOOKBACK_DAYS
 from bot.spend.reports import cost_column
 

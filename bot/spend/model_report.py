@@ -97,25 +97,13 @@ def model_report(
         where=[DailySpend.model == model.name],
         what=f"`{model.name}`'s spend",
     )
-    cost = cost_column(basis)
-    start, end = span.query_start(), span.query_end()
-    rows = session.execute(
-        select(DailySpend.day, DailySpend.stage, func.sum(cost), func.sum(DailySpend.gpu_hours))
-        .where(DailySpend.model == model.name, DailySpend.day >= start, DailySpend.day < end)
-        .group_by(DailySpend.day, DailySpend.stage)
-    )
-    by_day: dict[dt.date, dict[str, Decimal]] = defaultdict(dict)
-    gpu_hours = ZERO
-    month_start, as_of = span.month.start, span.as_of
-    for day, stage, total, gpu in rows:
-        by_day[day][stage] = Decimal(total or 0)
-        if month_start <= day <= as_of:
-            gpu_hours += Decimal(gpu or 0)
+    by_day, gpu_hours = _daily_by_stage(session, model.name, span, basis)
+    as_of = span.as_of
     daily = {day: sum(stages.values(), ZERO) for day, stages in by_day.items()}
     known = {day: v for day, v in daily.items() if day <= as_of}
     stage_totals: dict[str, Decimal] = defaultdict(lambda: ZERO)
     for day, stages in by_day.items():
-        if month_start <= day <= as_of:
+        if span.month.start <= day <= as_of:
             for stage, value in stages.items():
                 stage_totals[stage] += value
     month_to_date = sum(stage_totals.values(), ZERO)
@@ -149,6 +137,26 @@ def model_report(
         stage_budgets={stage: amount for stage, amount in budgets.items() if stage},
         currency=currency,
     )
+
+
+def _daily_by_stage(
+    session: Session, model_name: str, span: ReportingWindow, basis: str
+) -> tuple[dict[dt.date, dict[str, Decimal]], Decimal]:
+    """Return the model's cost per day and stage over the span, and its GPU-hours this month."""
+    cost = cost_column(basis)
+    start, end = span.query_start(), span.query_end()
+    rows = session.execute(
+        select(DailySpend.day, DailySpend.stage, func.sum(cost), func.sum(DailySpend.gpu_hours))
+        .where(DailySpend.model == model_name, DailySpend.day >= start, DailySpend.day < end)
+        .group_by(DailySpend.day, DailySpend.stage)
+    )
+    by_day: dict[dt.date, dict[str, Decimal]] = defaultdict(dict)
+    gpu_hours = ZERO
+    for day, stage, total, gpu in rows:
+        by_day[day][stage] = Decimal(total or 0)
+        if span.month.start <= day <= span.as_of:
+            gpu_hours += Decimal(gpu or 0)
+    return by_day, gpu_hours
 
 
 def _top_resources(

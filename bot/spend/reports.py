@@ -200,6 +200,23 @@ def spend_report(
         report.lines.append(
             SpendLine(group, Decimal(row.cost or 0), Decimal(row.gpu or 0), row.currency)
         )
+    report.totals = _totals(session, in_period, basis)
+    report.estimated_days = int(
+        session.scalar(
+            select(func.count(func.distinct(DailySpend.day))).where(
+                *in_period, DailySpend.estimated.is_(True)
+            )
+        )
+        or 0
+    )
+    return report
+
+
+def _totals(session: Session, in_period: list[Any], basis: str) -> list[SpendTotals]:
+    """Return the period's totals per currency: billed, effective, attributed, unallocated."""
+    cost = cost_column(basis)
+    currency = DailySpend.currency.label("currency")
+    totals = []
     for row in session.execute(
         select(
             currency,
@@ -213,7 +230,7 @@ def spend_report(
         .order_by(currency)
     ):
         billed, effective = Decimal(row[1] or 0), Decimal(row[2] or 0)
-        report.totals.append(
+        totals.append(
             SpendTotals(
                 currency=row.currency,
                 billed=billed,
@@ -223,15 +240,7 @@ def spend_report(
                 unallocated=Decimal(row[4] or 0),
             )
         )
-    report.estimated_days = int(
-        session.scalar(
-            select(func.count(func.distinct(DailySpend.day))).where(
-                *in_period, DailySpend.estimated.is_(True)
-            )
-        )
-        or 0
-    )
-    return report
+    return totals
 
 
 def ledger_currencies(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from bot.errors import UsageError
 from bot.periods import Period, month_of, month_period, previous_month
-from bot.review.service import may_post_reviews, post_reviews, review_status
-from bot.slack.blocks.review import month_title
+from bot.review.delivery import post_reviews
+from bot.review.summary import may_post_reviews, review_status
+from bot.slack.blocks.economics import month_title
 from bot.slack.command_router import Invocation, Reply, subcommand
 from bot.slack.middleware import unit_of_work_for
 from bot.slack.mrkdwn import channel as mention_channel

@@ -15,7 +15,7 @@ from bot.economics.value_metrics import (
 from bot.errors import UsageError
 from bot.periods import Period, month_period, previous_month, trailing_days
 from bot.registry.catalog import find_model
-from bot.slack.blocks.review import build_economics_blocks, format_units, month_title
+from bot.slack.blocks.economics import build_economics_blocks, format_units, month_title
 from bot.slack.command_router import Invocation, Reply, subcommand
 from bot.slack.mrkdwn import code, escape
 from bot.slack.permissions import model_owners_or_admins

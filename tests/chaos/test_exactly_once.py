@@ -40,7 +40,8 @@ from bot.db.engine import make_engine, make_session_factory, session_scope, upgr
 from bot.db.schema import AuditLog, OutboxMessage, Review, ReviewItem
 from bot.notify.outbox import PlannedPost, enqueue_many
 from bot.periods import month_period
-from bot.review.service import item_key, open_reviews, parent_key
+from bot.review.open import open_reviews
+from bot.review.threads import item_key, parent_key
 from tests.chaos.chaos_slack import ChaosSlack, FaultPlan, PostedMessage
 from tests.chaos.replicas import ServeProcess, wait_until
 from tests.conftest import PG_ENV

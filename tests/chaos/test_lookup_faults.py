@@ -17,7 +17,8 @@ from sqlalchemy import select
 from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.db.schema import OutboxMessage
-from bot.notify.outbox import HistoryLookup, PlannedPost, deliver_pending, enqueue_many
+from bot.notify.delivery import deliver_pending
+from bot.notify.outbox import HistoryLookup, PlannedPost, enqueue_many
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
 from tests.slack.fake_slack import FakeSlack

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.periods import month_period
-from bot.review.service import open_reviews
+from bot.review.open import open_reviews
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
 

@@ -14,7 +14,8 @@ from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
 from bot.notify.cycle import run_cycle
-from bot.registry.sync import import_registry, parse_registry
+from bot.registry.spec import parse_registry
+from bot.registry.sync import import_registry
 from tests.alert_fixtures import add_spend, migrated, spend_row
 
 REGISTRY = """\

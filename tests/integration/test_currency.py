@@ -30,9 +30,11 @@ from bot.ingest.sources.athena import build_query
 from bot.ingest.sources.cost_explorer import CostExplorerSource
 from bot.ingest.sources.cur import CurSource
 from bot.ingest.sources.focus import FocusSource
-from bot.notify.cycle import Router, plan_alerts, plan_unallocated_post
+from bot.notify.plan import plan_alerts, plan_unallocated_post
+from bot.notify.routing import Router
 from bot.periods import month_period
-from bot.registry.sync import export_registry, parse_registry
+from bot.registry.spec import parse_registry
+from bot.registry.sync import export_registry
 from bot.slack.blocks.budget import build_budget_show_blocks
 from bot.spend.reports import spend_report
 from bot.waste.findings import find_configured_waste

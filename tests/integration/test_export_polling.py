@@ -20,7 +20,7 @@ from bot.db.schema import DailySpend
 from bot.errors import IngestError, MlcostError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.exports import RecentExportSource, export_period, recent_periods
-from bot.notify.cycle import configured_sources
+from bot.notify.sources import configured_sources
 from tests.helpers import assert_rollup_matches_ledger, load_registry
 
 

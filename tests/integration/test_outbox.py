@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.outbox import deliver_pending, enqueue
+from bot.notify.delivery import deliver_pending
+from bot.notify.outbox import enqueue
 from bot.slack.notifier import FakeNotifier, Posted
 from tests.alert_fixtures import migrated
 
@@ -258,7 +259,7 @@ def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
         )
         assert first.failed == ["k0"] and lookups == []
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="bot.notify.outbox"):
+        with caplog.at_level(logging.WARNING, logger="bot.notify.delivery"):
             second = deliver_pending(
                 session_factory=factory,
                 notifier=notifier,
@@ -412,7 +413,7 @@ def test_a_lookup_that_cannot_read_the_channel_is_unknown_and_the_message_is_pos
         notifier = FakeNotifier()
         lose_the_first_answer(factory, notifier)
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="bot.notify.outbox"):
+        with caplog.at_level(logging.WARNING, logger="bot.notify.delivery"):
             report = deliver_pending(
                 session_factory=factory,
                 notifier=notifier,

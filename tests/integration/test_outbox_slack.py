@@ -15,13 +15,8 @@ from bot.bootstrap import AppServices, system_clock
 from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.outbox import (
-    METADATA_EVENT,
-    DeliveryReport,
-    HistoryLookup,
-    deliver_pending,
-    enqueue,
-)
+from bot.notify.delivery import DeliveryReport, deliver_pending
+from bot.notify.outbox import METADATA_EVENT, HistoryLookup, enqueue
 from bot.notify.scheduler import run_delivery, run_poll
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier

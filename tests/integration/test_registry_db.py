@@ -9,7 +9,8 @@ from bot.budgets.admin import set_budget
 from bot.db.schema import AuditLog, Budget, MLModel, Owner
 from bot.registry.ownership import set_model_owners
 from bot.registry.plan import diff_registry, kept_entities, plan_import
-from bot.registry.sync import export_registry, import_registry, parse_registry, registry_to_yaml
+from bot.registry.spec import parse_registry, registry_to_yaml
+from bot.registry.sync import export_registry, import_registry
 from tests.helpers import REGISTRY, load_registry
 
 

@@ -16,9 +16,12 @@ from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import Budget, DailySpend, OutboxMessage
 from bot.economics.gate import evaluate_gate
+from bot.notify.messages import Message
+from bot.notify.render import render
 from bot.periods import month_period
-from bot.review.service import item_message, open_reviews, parent_message
+from bot.review.open import open_reviews
 from bot.review.signoff import enqueue_digests
+from bot.review.threads import item_message, parent_message
 from bot.slack.charts.review import render_review_chart, review_figure
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
@@ -34,8 +37,8 @@ def seed_two_currencies(session: Session) -> None:
     session.flush()
 
 
-def shown(message: tuple[str, list[dict[str, object]]]) -> str:
-    text, blocks = message
+def shown(message: Message) -> str:
+    text, blocks = render(message)
     return text + json.dumps(blocks, ensure_ascii=False)
 
 

@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db.engine import session_scope
 from bot.db.schema import AuditLog, Review, ReviewItem
-from bot.review.service import record_decision, refresh_messages
+from bot.review.decisions import record_decision
+from bot.review.refresh import refresh_messages
 from bot.slack.notifier import Posted
 from tests.integration.conftest import PARENT_TS
 from tests.integration.conftest import REVIEW_NOW as NOW

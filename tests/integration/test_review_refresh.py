@@ -12,12 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db.engine import session_scope
 from bot.db.schema import ReviewItem
-from bot.review.service import (
-    REFRESH_ROUNDS,
-    record_decision,
-    refresh_messages,
-    refresh_pending_messages,
-)
+from bot.review.decisions import record_decision
+from bot.review.refresh import REFRESH_ROUNDS, refresh_messages, refresh_pending_messages
 from bot.slack.notifier import Posted
 from tests.integration.conftest import PARENT_TS, REVIEW_NOW
 

@@ -23,10 +23,11 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-import bot.review.service
+import bot.review.refresh
 from bot.db.engine import session_scope
 from bot.db.schema import ReviewItem
-from bot.review.service import record_decision, refresh_messages, refresh_pending_messages
+from bot.review.decisions import record_decision
+from bot.review.refresh import refresh_messages, refresh_pending_messages
 from bot.slack.notifier import Posted
 from tests.integration.conftest import PARENT_TS
 from tests.integration.conftest import REVIEW_NOW as NOW
@@ -194,7 +195,7 @@ def test_a_refresh_that_runs_out_of_rounds_after_a_stale_update_leaves_the_threa
     """A's stale update lands after B showed the newer decision and cleared the flag; A then
     finds a newer version but has no round left: the thread must stay pending."""
     factory = review_factory
-    monkeypatch.setattr(bot.review.service, "REFRESH_ROUNDS", 1)
+    monkeypatch.setattr(bot.review.refresh, "REFRESH_ROUNDS", 1)
     item_id, item_ts = recsys(factory)
     shown: dict[str, str] = {}
 

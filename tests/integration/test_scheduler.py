@@ -180,7 +180,8 @@ def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-unty
 def test_two_replicas_post_every_alert_once_and_the_survivor_takes_over(
     database_url: str,
 ) -> None:
-    from bot.registry.sync import import_registry, parse_registry
+    from bot.registry.spec import parse_registry
+    from bot.registry.sync import import_registry
 
     models = 24
     yesterday = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)

@@ -15,7 +15,8 @@ from bot.db.engine import session_scope
 from bot.db.schema import DailySpend, IngestionRun
 from bot.ingest.sources.base import Progress, SourceData, SpendSource
 from bot.ingest.sources.focus import FocusSource
-from bot.notify.cycle import PolledSource, configured_sources, run_cycle
+from bot.notify.cycle import run_cycle
+from bot.notify.sources import PolledSource, configured_sources
 from bot.web.health import health_snapshot
 from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
 

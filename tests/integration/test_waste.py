@@ -15,9 +15,11 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.schema import DailySpend, IngestionRun, Review, ReviewItem, ValueMetric
-from bot.notify.cycle import plan_alerts, queue_posts
+from bot.notify.cycle import queue_posts
 from bot.notify.outbox import PlannedPost
-from bot.registry.sync import import_registry, parse_registry
+from bot.notify.plan import plan_alerts
+from bot.registry.spec import parse_registry
+from bot.registry.sync import import_registry
 from bot.waste.findings import find_waste
 from bot.waste.spot import SpotAdvisor
 from tests.alert_fixtures import ALERT_REGISTRY

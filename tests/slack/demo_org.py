@@ -11,7 +11,8 @@ import pytest
 
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.focus import FocusSource
-from bot.registry.sync import import_registry, load_registry_file
+from bot.registry.spec import load_registry_file
+from bot.registry.sync import import_registry
 from tests.conftest import create_database_url, drop_database_url
 from tests.slack.conftest import SlackHarness, seed, start_app
 from tests.slack.fake_slack import FakeSlack

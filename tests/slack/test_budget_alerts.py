@@ -12,7 +12,8 @@ from sqlalchemy import select
 from bot.db.engine import session_scope
 from bot.db.schema import AlertSilence, AuditLog, Budget, OutboxMessage
 from bot.notify.cycle import run_cycle
-from bot.notify.outbox import HistoryLookup, deliver_pending
+from bot.notify.delivery import deliver_pending
+from bot.notify.outbox import HistoryLookup
 from bot.slack.notifier import SlackNotifier
 from tests.alert_fixtures import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.slack.conftest import SlackHarness

@@ -17,13 +17,13 @@ from sqlalchemy.orm import Session
 from bot.bootstrap import AppServices
 from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import AuditLog, OutboxMessage, Review, ReviewItem, SignOff
+from bot.review.decisions import record_decision
 from bot.review.jobs import (
     run_monthly_review_job,
     run_review_refresh_job,
     run_review_reminders_job,
     run_weekly_signoff_job,
 )
-from bot.review.service import record_decision
 from bot.review.signoff import enqueue_digests
 from bot.slack.app import build_app
 from bot.slack.blocks.decision import build_decision_view

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 import bot.slack.blocks
 from bot.anomalies.detect import Anomaly, Baseline
-from bot.budgets.board import BudgetBoard
-from bot.budgets.board import BudgetStatus as BoardStatus
-from bot.budgets.evaluate import BudgetStatus, Driver, Drivers
+from bot.budgets.board import BudgetBoard, BudgetBoardRow
+from bot.budgets.drivers import Driver, Drivers
+from bot.budgets.evaluate import BudgetStatus
 from bot.budgets.forecast import BudgetForecast
 from bot.budgets.plan import ACTUAL, FORECAST, BudgetAlert
 from bot.db.schema import Budget
@@ -34,11 +34,13 @@ from bot.periods import month_period, trailing_days
 from bot.slack.blocks import alerts as alert_blocks
 from bot.slack.blocks import budget as budget_blocks
 from bot.slack.blocks import common as common_blocks
+from bot.slack.blocks import economics as economics_blocks
 from bot.slack.blocks import gate as gate_blocks
 from bot.slack.blocks import help as help_blocks
 from bot.slack.blocks import home as home_blocks
 from bot.slack.blocks import model as model_blocks
 from bot.slack.blocks import review as review_blocks
+from bot.slack.blocks import signoff as signoff_blocks
 from bot.slack.blocks import spend as spend_blocks
 from bot.slack.blocks import team as team_blocks
 from bot.slack.blocks import waste as waste_blocks
@@ -51,7 +53,7 @@ from bot.spend.model_report import ModelReport, ResourceCost
 from bot.spend.reports import SpendLine, SpendReport, SpendTotals
 from bot.spend.team_report import ModelLine, TeamReport, TopModels
 from bot.spend.unallocated import UnallocatedReport
-from bot.waste.findings import WasteFinding
+from bot.waste.checks import WasteFinding
 
 NOV = month_period("2026-11")
 AS_OF = dt.date(2026, 11, 19)
@@ -182,7 +184,7 @@ def snapshot(draw: Any) -> dict[str, Any]:
         "budget": str(draw(money)),
         "budget_used_pct": "55",
         "verdict": {
-            "kind": draw(st.sampled_from([*review_blocks.VERDICT_ICONS, "odd"])),
+            "kind": draw(st.sampled_from([*economics_blocks.VERDICT_ICONS, "odd"])),
             "headline": draw(hostile(300)),
             "detail": draw(hostile(2000)),
             "flagged": draw(st.booleans()),
@@ -255,9 +257,9 @@ def case_raise_modal(draw: Any) -> Built:
     )
 
 
-def board_status(draw: Any) -> BoardStatus:
+def board_status(draw: Any) -> BudgetBoardRow:
     amount = draw(money)
-    return BoardStatus(
+    return BudgetBoardRow(
         draw(hostile(250)),
         amount,
         [50, 80, 100],
@@ -368,7 +370,7 @@ def case_waste_digest(draw: Any) -> Built:
 def case_economics(draw: Any) -> Built:
     snaps = [snapshot(draw)] * draw(count)
     title = f"{draw(hostile())}: unit economics, last 30 days vs the 30 before"
-    return review_blocks.build_economics_blocks(snaps, title, "USD")
+    return economics_blocks.build_economics_blocks(snaps, title, "USD")
 
 
 def case_review_item(draw: Any) -> Built:
@@ -393,17 +395,17 @@ def case_reminder(draw: Any) -> Built:
 
 def case_signoff_digest(draw: Any) -> Built:
     snaps = [snapshot(draw)] * draw(count)
-    return review_blocks.build_signoff_digest(
+    return signoff_blocks.build_signoff_digest(
         draw(st.sampled_from(VALID_USERS)), dt.date(2026, 11, 16), snaps, "USD"
     )
 
 
 def case_mark_signed_off(draw: Any) -> Built:
     snaps = [snapshot(draw) for _ in range(3)]
-    text, blocks = review_blocks.build_signoff_digest(
+    text, blocks = signoff_blocks.build_signoff_digest(
         "U0AAA111", dt.date(2026, 11, 16), snaps, "USD"
     )
-    return text, review_blocks.mark_signed_off(
+    return text, signoff_blocks.mark_signed_off(
         blocks, snaps[0]["model"], draw(st.sampled_from(VALID_USERS)), WHEN
     )
 

@@ -3,7 +3,7 @@ import threading
 import pytest
 
 from bot.errors import RegistryError
-from bot.registry.sync import parse_registry
+from bot.registry.spec import parse_registry
 
 GOOD = """\
 teams:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
 from bot.anomalies.detect import Anomaly
-from bot.budgets.evaluate import Driver, Drivers
+from bot.budgets.drivers import Driver
+from bot.budgets.evaluate import BudgetStatus
 from bot.budgets.plan import ACTUAL, EXCEEDED, BudgetAlert
 from bot.money import format_money, format_percent
+from bot.notify.messages import AlertContext
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
     MAX_FALLBACK_TEXT,
@@ -63,17 +64,6 @@ def command_hint(scope: str) -> str:
     return "/mlcost top"
 
 
-@dataclass(frozen=True)
-class AlertContext:
-    """Where an alert goes and what it can say beyond the numbers."""
-
-    channel: str
-    owners: frozenset[str] = frozenset()
-    drivers: Drivers = field(default_factory=Drivers)
-    currency: str = "USD"
-    basis: str = "billed"
-
-
 def _driver_field(
     title: str, drivers: list[Driver], currency: str, total: Decimal
 ) -> dict[str, Any]:
@@ -91,8 +81,34 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
     """Render a budget alert: what crossed, by how much, the forecast, drivers and buttons."""
     status = alert.status
     money = lambda value: format_money(value, ctx.currency)  # noqa: E731
-    budget, spent = money(status.amount), money(status.month_to_date)
-    through = status.as_of.strftime("%b %-d")
+    phrase, icon, how_much = _budget_crossing(alert, money)
+    headline = f"{status.scope} {phrase}"  # plain text: the header
+    headline_md = f"{escape(clip(status.scope, 200))} {phrase}"
+    total = status.month_to_date
+    blocks: Blocks = [
+        _header(headline),
+        _section(f"{icon} " + "\n".join(_budget_lines(alert, ctx, money, how_much))),
+        {
+            "type": "section",
+            "fields": [
+                _driver_field("Top stages", ctx.drivers.stages, ctx.currency, total),
+                _driver_field("Top resources", ctx.drivers.resources, ctx.currency, total),
+                _driver_field("Biggest days", ctx.drivers.days, ctx.currency, total),
+            ],
+        },
+        _context(
+            f"Details: {code(command_hint(status.scope))} · {escape(ctx.basis)} cost · as of "
+            f"{status.as_of.isoformat()}"
+        ),
+        _budget_buttons(status),
+    ]
+    text = _budget_fallback(alert, f"{icon} {headline_md}", money)
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
+
+
+def _budget_crossing(alert: BudgetAlert, money: Callable[[Decimal], str]) -> tuple[str, str, str]:
+    """Return (what crossed, its icon, how far past the line or how far to go)."""
+    status = alert.status
     if alert.kind == ACTUAL and alert.threshold >= EXCEEDED:
         over = status.month_to_date - status.amount * alert.threshold / 100
         phrase = (
@@ -100,22 +116,25 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
             if alert.threshold == EXCEEDED
             else f"passed {alert.threshold} % of its {status.month.label} budget"
         )
-        icon = ":red_circle:"
-        how_much = f"*{money(over)}* past the {alert.threshold} % line"
-    elif alert.kind == ACTUAL:
+        return phrase, ":red_circle:", f"*{money(over)}* past the {alert.threshold} % line"
+    if alert.kind == ACTUAL:
         over = status.month_to_date - status.amount * alert.threshold / 100
         phrase = f"passed {alert.threshold} % of its {status.month.label} budget"
-        icon = ":warning:"
-        how_much = f"{money(over)} past the {alert.threshold} % line"
-    else:
-        phrase = f"is forecast to pass {alert.threshold} % of its {status.month.label} budget"
-        icon = ":crystal_ball:"
-        how_much = f"{money(status.amount * alert.threshold / 100 - status.month_to_date)} to go"
-    headline = f"{status.scope} {phrase}"  # plain text: the header
-    headline_md = f"{escape(clip(status.scope, 200))} {phrase}"
+        return phrase, ":warning:", f"{money(over)} past the {alert.threshold} % line"
+    phrase = f"is forecast to pass {alert.threshold} % of its {status.month.label} budget"
+    to_go = money(status.amount * alert.threshold / 100 - status.month_to_date)
+    return phrase, ":crystal_ball:", f"{to_go} to go"
+
+
+def _budget_lines(
+    alert: BudgetAlert, ctx: AlertContext, money: Callable[[Decimal], str], how_much: str
+) -> list[str]:
+    """Return the alert's body: spend against the budget, the forecast, the owners."""
+    status = alert.status
+    through = status.as_of.strftime("%b %-d")
     lines = [
-        f"*{spent}* spent through {through} of a *{budget}* budget: "
-        f"*{format_percent(status.percent)}*, {how_much}."
+        f"*{money(status.month_to_date)}* spent through {through} of a "
+        f"*{money(status.amount)}* budget: *{format_percent(status.percent)}*, {how_much}."
     ]
     if status.forecast is not None:
         lines.append(
@@ -129,57 +148,37 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
         )
     if ctx.owners:
         lines.append(f"Owners: {_mentions(ctx.owners)}")
+    return lines
+
+
+def _budget_fallback(alert: BudgetAlert, lead: str, money: Callable[[Decimal], str]) -> str:
+    """Return the notification text: spend (or the forecast) against the budget."""
+    status = alert.status
+    spent, budget = money(status.month_to_date), money(status.amount)
     if alert.kind == ACTUAL or status.forecast is None:
-        text = f"{icon} {headline_md}: {spent} of {budget} ({format_percent(status.percent)})."
-    else:
-        text = (
-            f"{icon} {headline_md}: forecast {money(status.forecast.amount)} of {budget} "
-            f"({format_percent(status.forecast_percent)}), {spent} spent so far."
-        )
+        return f"{lead}: {spent} of {budget} ({format_percent(status.percent)})."
+    return (
+        f"{lead}: forecast {money(status.forecast.amount)} of {budget} "
+        f"({format_percent(status.forecast_percent)}), {spent} spent so far."
+    )
+
+
+def _budget_buttons(status: BudgetStatus) -> dict[str, Any]:
+    """Return the Acknowledge, Snooze and Raise buttons, each carrying the scope and month."""
     value = json.dumps({"scope": status.scope, "period": status.month.label}, ensure_ascii=False)
-    total = status.month_to_date
-    blocks: Blocks = [
-        _header(headline),
-        _section(f"{icon} " + "\n".join(lines)),
-        {
-            "type": "section",
-            "fields": [
-                _driver_field("Top stages", ctx.drivers.stages, ctx.currency, total),
-                _driver_field("Top resources", ctx.drivers.resources, ctx.currency, total),
-                _driver_field("Biggest days", ctx.drivers.days, ctx.currency, total),
-            ],
-        },
-        _context(
-            f"Details: {code(command_hint(status.scope))} · {escape(ctx.basis)} cost · as of "
-            f"{status.as_of.isoformat()}"
-        ),
-        {
-            "type": "actions",
-            "block_id": ACTIONS_BLOCK,
-            "elements": [
-                {
-                    "type": "button",
-                    "action_id": ACK_ACTION,
-                    "value": value,
-                    "text": {"type": "plain_text", "text": "Acknowledge"},
-                },
-                {
-                    "type": "button",
-                    "action_id": SNOOZE_ACTION,
-                    "value": value,
-                    "text": {"type": "plain_text", "text": "Snooze 7 days"},
-                },
-                {
-                    "type": "button",
-                    "action_id": RAISE_ACTION,
-                    "value": value,
-                    "style": "primary",
-                    "text": {"type": "plain_text", "text": "Raise budget"},
-                },
-            ],
-        },
+    buttons = [
+        (ACK_ACTION, "Acknowledge", None),
+        (SNOOZE_ACTION, "Snooze 7 days", None),
+        (RAISE_ACTION, "Raise budget", "primary"),
     ]
-    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
+    elements = []
+    for action_id, label, style in buttons:
+        button: dict[str, Any] = {"type": "button", "action_id": action_id, "value": value}
+        if style:
+            button["style"] = style
+        button["text"] = {"type": "plain_text", "text": label}
+        elements.append(button)
+    return {"type": "actions", "block_id": ACTIONS_BLOCK, "elements": elements}
 
 
 def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Blocks]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.budgets.board import BudgetBoard, BudgetStatus
+from bot.budgets.board import BudgetBoard, BudgetBoardRow
 from bot.db.schema import Budget
 from bot.money import format_money, format_percent
 from bot.slack.blocks.common import basis_words, context, fields, header, month_words, section
@@ -14,7 +14,7 @@ from bot.slack.mrkdwn import code, escape, fit_lines, user
 MAX_LINES = 40
 
 
-def _status_line(status: BudgetStatus, currency: str) -> str:
+def _status_line(status: BudgetBoardRow, currency: str) -> str:
     flag = ""
     if status.used is not None and status.used >= 100:
         flag = " :red_circle:"
@@ -29,7 +29,7 @@ def _status_line(status: BudgetStatus, currency: str) -> str:
     )
 
 
-def _not_counted(status: BudgetStatus, prefix: str) -> str:
+def _not_counted(status: BudgetBoardRow, prefix: str) -> str:
     """Say what the scope spent in other currencies, which its budget does not count."""
     if not status.not_counted:
         return ""
@@ -64,7 +64,7 @@ def build_budget_list_blocks(board: BudgetBoard, currency: str) -> tuple[str, li
 
 
 def build_budget_show_blocks(
-    status: BudgetStatus, board: BudgetBoard, currency: str
+    status: BudgetBoardRow, board: BudgetBoard, currency: str
 ) -> tuple[str, list[dict[str, Any]]]:
     """Return one budget in detail, in the budget's own currency."""
     currency = status.currency

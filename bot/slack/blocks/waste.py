@@ -11,7 +11,7 @@ from bot.money import format_money
 from bot.slack.guard import MAX_CONTEXT_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
 from bot.slack.mrkdwn import escape, fit_lines, quoted, user
-from bot.waste.findings import WasteFinding
+from bot.waste.checks import WasteFinding
 
 KIND_LABELS = {
     "orphaned": "Orphaned (tagged for an unregistered model)",

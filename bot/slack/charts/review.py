@@ -11,14 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from bot.db.schema import STAGES
-
-STAGE_COLOURS = {
-    "training": "#1d3557",
-    "serving": "#e63946",
-    "storage": "#a8dadc",
-    "data": "#457b9d",
-    "other": "#adb5bd",
-}
+from bot.slack.charts.colours import STAGE_COLOURS
 
 
 def render_review_chart(

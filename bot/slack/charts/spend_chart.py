@@ -12,17 +12,11 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money
+from bot.slack.charts.colours import STAGE_COLOURS
 
 WIDTH_IN, HEIGHT_IN, DPI = 12, 5, 100
 WIDTH_PX, HEIGHT_PX = WIDTH_IN * DPI, HEIGHT_IN * DPI
 RENDER_TIMEOUT_S = 60
-STAGE_COLOURS = {
-    "training": "#1d3557",
-    "serving": "#457b9d",
-    "storage": "#a8dadc",
-    "data": "#e9c46a",
-    "other": "#b0b0b0",
-}
 SERIES_COLOURS = [
     "#1d3557",
     "#457b9d",
@@ -101,21 +95,42 @@ def render_in_this_process(chart: SpendChart) -> bytes:
 
 def _render(chart: SpendChart) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    money = FuncFormatter(lambda v, _pos: _short_money(v, chart.currency))
+    handles = _draw_daily(ax, chart, money)
+    burn = ax.twinx()
+    burn.yaxis.set_major_formatter(money)
+    burn.set_ylabel("month cumulative")
+    _draw_burn(burn, chart)
+
+    fig.suptitle(chart.title, x=0.01, ha="left", fontsize=13, fontweight="bold")
+    ax.set_title(chart.subtitle, loc="left", fontsize=9, color="#555555")
+    handles += burn.get_legend_handles_labels()[0]
+    if handles:
+        ax.legend(
+            handles=handles, loc="upper left", fontsize=8, ncols=min(4, len(handles)), frameon=False
+        )
+    fig.subplots_adjust(left=0.07, right=0.92, top=0.86, bottom=0.1)
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=DPI)
+    return out.getvalue()
+
+
+def _draw_daily(ax: Any, chart: SpendChart, money: Any) -> list[Any]:
+    """Draw the stacked daily bars and the forecast's hatched ones; return their legend handles."""
     from matplotlib.collections import PolyCollection
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
-    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
-    from matplotlib.ticker import FuncFormatter
 
     last_day = chart.month_end - dt.timedelta(days=1)
     days = [
         chart.first_day + dt.timedelta(days=i) for i in range((last_day - chart.first_day).days + 1)
     ]
-    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    money = FuncFormatter(lambda v, _pos: _short_money(v, chart.currency))
-
     # One PolyCollection per series instead of one Rectangle per bar: about 5x faster to draw.
     xs = [date2num(day) for day in days]
     handles: list[Any] = []
@@ -158,10 +173,13 @@ def _render(chart: SpendChart) -> bytes:
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
     ax.spines[["top"]].set_visible(False)
     ax.grid(axis="y", alpha=0.25)
+    return handles
 
-    burn = ax.twinx()
-    burn.yaxis.set_major_formatter(money)
-    burn.set_ylabel("month cumulative")
+
+def _draw_burn(burn: Any, chart: SpendChart) -> None:
+    """Draw the month's cumulative spend, its forecast, the budget and the even burn to it."""
+    from matplotlib.dates import date2num
+
     running = 0.0
     actual_days: list[float] = []
     actual_cum: list[float] = []
@@ -204,6 +222,7 @@ def _render(chart: SpendChart) -> bytes:
             linewidth=1.5,
             label=f"budget {format_money(chart.budget, chart.currency)}",
         )
+        last_day = chart.month_end - dt.timedelta(days=1)
         burn.plot(
             [date2num(chart.month_start) - 0.5, date2num(last_day)],
             [0, budget],
@@ -213,18 +232,6 @@ def _render(chart: SpendChart) -> bytes:
             label="even burn to budget",
         )
     burn.set_ylim(bottom=0)
-
-    fig.suptitle(chart.title, x=0.01, ha="left", fontsize=13, fontweight="bold")
-    ax.set_title(chart.subtitle, loc="left", fontsize=9, color="#555555")
-    handles += burn.get_legend_handles_labels()[0]
-    if handles:
-        ax.legend(
-            handles=handles, loc="upper left", fontsize=8, ncols=min(4, len(handles)), frameon=False
-        )
-    fig.subplots_adjust(left=0.07, right=0.92, top=0.86, bottom=0.1)
-    out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=DPI)
-    return out.getvalue()
 
 
 def _bars(xs: list[float], bottom: list[float], heights: list[float]) -> list[Any]:

@@ -1,0 +1,136 @@
+"""What the planners hand the notify layer: plain messages, rendered to Block Kit in one place.
+
+Budget, anomaly, unallocated and waste alerts, review threads and sign-off digests are planned as
+these values; bot/notify/render.py turns each into Slack text and blocks when it is recorded in
+the outbox (or when a posted review message is updated).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from bot.budgets.drivers import Drivers
+
+if TYPE_CHECKING:
+    from bot.anomalies.detect import Anomaly
+    from bot.budgets.plan import BudgetAlert
+    from bot.waste.checks import WasteFinding
+
+# a review's decisions and how they are labelled
+DECISIONS = {
+    "keep": "Keep",
+    "kill": "Kill",
+    "rightsize": "Right-size",
+    "discuss": "Needs discussion",
+}
+
+
+@dataclass(frozen=True)
+class AlertContext:
+    """Where an alert goes and what it can say beyond the numbers."""
+
+    channel: str
+    owners: frozenset[str] = frozenset()
+    drivers: Drivers = field(default_factory=Drivers)
+    currency: str = "USD"
+    basis: str = "billed"
+
+
+@dataclass(frozen=True)
+class BudgetAlertMessage:
+    """A budget threshold or forecast alert, for the budget's channel."""
+
+    alert: BudgetAlert
+    context: AlertContext
+
+
+@dataclass(frozen=True)
+class AnomalyAlertMessage:
+    """An unusual day of a model's spend, for the model's channel."""
+
+    anomaly: Anomaly
+    context: AlertContext
+
+
+@dataclass(frozen=True)
+class UnallocatedAlertMessage:
+    """A week's spend with no owner: (service, tag value, cost) lines, largest first."""
+
+    lines: list[tuple[str, str | None, Decimal]]
+    total: Decimal
+    week_label: str
+    currency: str
+
+
+@dataclass(frozen=True)
+class WasteDigestMessage:
+    """One channel's weekly waste findings and who owns them."""
+
+    findings: list[WasteFinding]
+    week_label: str
+    owners: list[str]
+    currency: str = "USD"
+
+
+@dataclass(frozen=True)
+class DecisionState:
+    """A review item's id and recorded decision, as the message shows it."""
+
+    item_id: int
+    decision: str | None = None
+    decided_by: str | None = None
+    decided_at: dt.datetime | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ReviewParentMessage:
+    """A team's monthly review: every model's snapshot with its decision."""
+
+    month: str
+    team: str
+    items: list[tuple[dict[str, Any], DecisionState]]
+    currency: str
+
+
+@dataclass(frozen=True)
+class ReviewItemMessage:
+    """One model's message in a review thread."""
+
+    snapshot: dict[str, Any]
+    state: DecisionState
+    currency: str
+
+
+@dataclass(frozen=True)
+class ReviewReminderMessage:
+    """The one reminder in a review thread: (model, owners) still undecided after `days`."""
+
+    month: str
+    undecided: list[tuple[str, list[str]]]
+    days: int
+
+
+@dataclass(frozen=True)
+class SignoffDigestMessage:
+    """An owner's weekly digest of their models' week."""
+
+    user_id: str
+    week_start: dt.date
+    snapshots: list[dict[str, Any]]
+    currency: str
+
+
+Message = (
+    BudgetAlertMessage
+    | AnomalyAlertMessage
+    | UnallocatedAlertMessage
+    | WasteDigestMessage
+    | ReviewParentMessage
+    | ReviewItemMessage
+    | ReviewReminderMessage
+    | SignoffDigestMessage
+)

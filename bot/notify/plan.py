@@ -1,0 +1,340 @@
+"""Plan the alerts due as of a day: budgets, anomalies, unallocated spend and waste.
+
+Each planner returns plain messages rendered by bot/notify/render.py into outbox posts, and the
+keys it could not route; nothing is written here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from bot.anomalies.detect import Anomaly, find_anomalies_between
+from bot.budgets.drivers import Drivers, top_drivers
+from bot.budgets.evaluate import evaluate_budgets, ledger_first_day
+from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
+from bot.config import Settings
+from bot.db.schema import AlertSilence, DailySpend, OutboxMessage
+from bot.ingest.ledger import IngestReport
+from bot.notify.delivery import DeliveryReport
+from bot.notify.messages import (
+    AlertContext,
+    AnomalyAlertMessage,
+    BudgetAlertMessage,
+    UnallocatedAlertMessage,
+    WasteDigestMessage,
+)
+from bot.notify.outbox import PlannedPost
+from bot.notify.render import planned_post
+from bot.notify.routing import Router
+from bot.spend.reports import check_currency_setting, cost_column
+from bot.waste.checks import WasteFinding
+from bot.waste.findings import find_configured_waste
+
+log = logging.getLogger(__name__)
+
+
+ALL_CHECKS = ("budgets", "anomalies", "unallocated", "waste")
+
+
+@dataclass
+class CycleReport:
+    """What one cycle read, planned, queued and delivered."""
+
+    as_of: dt.date
+    budgets_evaluated: int = 0
+    planned: list[PlannedPost] = field(default_factory=list)
+    queued: int = 0
+    unroutable: list[str] = field(default_factory=list)
+    fetched: list[IngestReport] = field(default_factory=list)
+    fetch_errors: list[str] = field(default_factory=list)
+    delivery: DeliveryReport | None = None
+
+
+def load_silences(
+    session: Session,
+    period: str,
+    now: dt.datetime,
+    revisions: Mapping[str, int] | None = None,
+) -> dict[str, Silence]:
+    """Return the silences in force this month, by budget scope.
+
+    A silence given for an earlier amount of the budget (`revisions`: each scope's current
+    amount revision, 0 when absent) is not in force: the changed amount's alerts are news.
+    """
+    silences: dict[str, Silence] = {}
+    rows = session.scalars(
+        select(AlertSilence).where(AlertSilence.period == period).order_by(AlertSilence.at)
+    )
+    for row in rows:
+        if row.budget_revision != (revisions or {}).get(row.budget_scope, 0):
+            continue
+        current = silences.get(row.budget_scope, Silence())
+        if row.kind == "ack":
+            current = Silence(row.user_id, current.snoozed_until, current.snoozed_by)
+        elif row.kind == "snooze" and row.until is not None and row.until > now:
+            current = Silence(current.acknowledged_by, row.until, row.user_id)
+        silences[row.budget_scope] = current
+    return silences
+
+
+def recorded_keys(session: Session, like: str) -> set[str]:
+    """Return the outbox keys matching a LIKE pattern."""
+    return set(
+        session.scalars(select(OutboxMessage.dedupe_key).where(OutboxMessage.dedupe_key.like(like)))
+    )
+
+
+def plan_budget_posts(
+    *,
+    session: Session,
+    settings: Settings,
+    as_of: dt.date,
+    now: dt.datetime,
+    router: Router,
+    also_sent: Iterable[str] = (),
+) -> tuple[list[PlannedPost], list[str], int]:
+    """Evaluate every budget and return (posts due, unroutable keys, budgets evaluated)."""
+    basis = settings.budget_cost_basis
+    statuses = evaluate_budgets(session=session, as_of=as_of, basis=basis)
+    if not statuses:
+        return [], [], 0
+    period = statuses[0].month.label
+    revisions = {s.scope: s.revision for s in statuses}
+    sent = sent_by_scope([*recorded_keys(session, f"budget:%:{period}:%"), *also_sent], revisions)
+    silences = load_silences(session, period, now, revisions)
+    due: list[BudgetAlert] = []
+    for status in statuses:
+        due.extend(
+            plan_budget_alerts(
+                status,
+                sent=sent.get(status.scope, set()),
+                silence=silences.get(status.scope),
+                now=now,
+            )
+        )
+    if not due:
+        return [], [], len(statuses)
+    alerting = {a.status.budget_id: a.status for a in due}
+    drivers = top_drivers(session=session, statuses=alerting.values(), basis=basis)
+    router.preload(
+        [s.model_name for s in alerting.values() if s.model_name],
+        [s.team_name for s in alerting.values() if s.team_name],
+    )
+    posts, unroutable = [], []
+    for alert in due:
+        status = alert.status
+        channel, owners = router.route(status.model_name, status.team_name)
+        if channel is None:
+            unroutable.append(alert.dedupe_key)
+            continue
+        ctx = AlertContext(
+            channel=channel,
+            owners=owners,
+            drivers=drivers.get(status.budget_id, Drivers()),
+            currency=status.currency,  # the budget's: it counts only spend billed in it
+            basis=basis,
+        )
+        message = BudgetAlertMessage(alert, ctx)
+        posts.append(planned_post(alert.dedupe_key, f"budget_{alert.kind}", channel, message))
+    return posts, unroutable, len(statuses)
+
+
+def plan_anomaly_posts(
+    *, session: Session, settings: Settings, as_of: dt.date, router: Router
+) -> tuple[list[PlannedPost], list[str]]:
+    """Find the anomalies of the trailing re-check window and return (posts, unroutable keys).
+
+    Every run re-checks the last MLCOST_ANOMALY_RECHECK_DAYS days, not only as_of: spend that
+    arrives late or is restated is judged again. Keys (per kind, scope and day) stop repeats.
+    """
+    anomalies: Sequence[Anomaly] = find_anomalies_between(
+        session=session,
+        first=as_of - dt.timedelta(days=settings.anomaly_recheck_days - 1),
+        last=as_of,
+        min_excess=settings.anomaly_min_dollars,
+        basis=settings.budget_cost_basis,
+        currency=settings.currency,
+    )
+    posts, unroutable = [], []
+    for anomaly in anomalies:
+        channel, owners = router.route(anomaly.model_name, None)
+        if channel is None:
+            unroutable.append(anomaly.dedupe_key)
+            continue
+        ctx = AlertContext(
+            channel=channel,
+            owners=owners,
+            currency=settings.currency,
+            basis=settings.budget_cost_basis,
+        )
+        message = AnomalyAlertMessage(anomaly, ctx)
+        posts.append(planned_post(anomaly.dedupe_key, f"anomaly_{anomaly.kind}", channel, message))
+    return posts, unroutable
+
+
+def last_complete_week(as_of: dt.date) -> tuple[dt.date, dt.date]:
+    """Return (Monday, Sunday) of the latest ISO week that ended on or before as_of."""
+    sunday = as_of - dt.timedelta(days=(as_of.weekday() + 1) % 7)
+    return sunday - dt.timedelta(days=6), sunday
+
+
+def covered_week(session: Session, as_of: dt.date) -> tuple[dt.date, dt.date] | None:
+    """Return the last complete week (Monday, Sunday) if the ledger covers all of it."""
+    monday, sunday = last_complete_week(as_of)
+    first_day = ledger_first_day(session)
+    return None if first_day is None or first_day > monday else (monday, sunday)
+
+
+def week_label(monday: dt.date, sunday: dt.date) -> str:
+    """Return `the week of Nov 23–Nov 29`."""
+    return f"the week of {monday:%b %-d}–{sunday:%b %-d}"
+
+
+def plan_unallocated_post(
+    *, session: Session, settings: Settings, as_of: dt.date, router: Router
+) -> tuple[list[PlannedPost], list[str]]:
+    """Return the weekly unallocated alerts for the last complete week that are worth posting.
+
+    One per billing currency (amounts in different currencies are never added): the
+    organisation's currency keeps the key `unallocated:<monday>`, others add `:<code>`.
+    """
+    week = covered_week(session, as_of)
+    if week is None:
+        return [], []  # the ledger does not cover the whole week
+    monday, sunday = week
+    cost = cost_column(settings.budget_cost_basis)
+    total_cost = func.sum(cost)
+    rows = session.execute(
+        select(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value, total_cost)
+        .where(DailySpend.model.is_(None), DailySpend.day >= monday, DailySpend.day <= sunday)
+        .group_by(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value)
+        .order_by(DailySpend.currency, total_cost.desc())
+    ).all()
+    by_currency: dict[str, list[tuple[str, str | None, Decimal]]] = {}
+    for code, service, tag, amount in rows:
+        by_currency.setdefault(code, []).append((str(service), tag, Decimal(amount or 0)))
+    posts: list[PlannedPost] = []
+    unroutable: list[str] = []
+    for code, lines in by_currency.items():
+        key = f"unallocated:{monday.isoformat()}"
+        key += "" if code == settings.currency else f":{code}"
+        total = sum((amount for _, _, amount in lines), Decimal(0))
+        if total < settings.unallocated_min_dollars:
+            continue
+        if router.finops_channel is None:
+            unroutable.append(key)
+            continue
+        label = week_label(monday, sunday)
+        message = UnallocatedAlertMessage(lines, total, label, code)
+        posts.append(planned_post(key, "unallocated", router.finops_channel, message))
+    return posts, unroutable
+
+
+def plan_waste_posts(
+    *, session: Session, settings: Settings, as_of: dt.date, router: Router
+) -> tuple[list[PlannedPost], list[str]]:
+    """Return the weekly waste digests for the last complete week: one per channel.
+
+    A finding goes where its model's alerts go; one with no model (spend tagged for an
+    unregistered model) goes to the FinOps channel.
+    """
+    week = covered_week(session, as_of)
+    if week is None:
+        return [], []  # the ledger does not cover the whole week
+    monday, sunday = week
+    findings = find_configured_waste(session=session, settings=settings, as_of=sunday, strict=False)
+    by_channel: dict[str, list[WasteFinding]] = {}
+    owners: dict[str, set[str]] = {}
+    unroutable: list[str] = []
+    router.preload([f.model for f in findings if f.model], [])
+    for finding in findings:
+        channel, finding_owners = (
+            router.route(finding.model, None) if finding.model else (router.finops_channel, [])
+        )
+        if channel is None:
+            unroutable.append(f"waste:{monday.isoformat()}:{finding.kind}:{finding.subject}")
+            continue
+        by_channel.setdefault(channel, []).append(finding)
+        owners.setdefault(channel, set()).update(finding_owners)
+    label = week_label(monday, sunday)
+    posts = []
+    for channel, found in sorted(by_channel.items()):
+        message = WasteDigestMessage(found, label, sorted(owners[channel]), settings.currency)
+        posts.append(
+            planned_post(f"waste:{monday.isoformat()}:{channel}", "waste", channel, message)
+        )
+    return posts, unroutable
+
+
+# planners whose posts are due once per key, whatever the outbox holds of other keys
+ONCE_PLANNERS = {
+    "anomalies": plan_anomaly_posts,
+    "unallocated": plan_unallocated_post,
+    "waste": plan_waste_posts,
+}
+
+
+def plan_alerts(
+    *,
+    session: Session,
+    settings: Settings,
+    as_of: dt.date,
+    now: dt.datetime,
+    checks: Sequence[str] = ALL_CHECKS,
+    also_sent: Iterable[str] = (),
+) -> CycleReport:
+    """Plan every alert due as of a day (nothing is written)."""
+    check_currency_setting(session, settings.currency)  # never relabel the ledger's money
+    report = CycleReport(as_of=as_of)
+    router = Router(session)
+    if "budgets" in checks:
+        posts, unroutable, evaluated = plan_budget_posts(
+            session=session,
+            settings=settings,
+            as_of=as_of,
+            now=now,
+            router=router,
+            also_sent=also_sent,
+        )
+        report.planned.extend(posts)
+        report.unroutable.extend(unroutable)
+        report.budgets_evaluated = evaluated
+    extra: list[PlannedPost] = []
+    for check, planner in ONCE_PLANNERS.items():
+        if check in checks:
+            posts, unroutable = planner(
+                session=session, settings=settings, as_of=as_of, router=router
+            )
+            extra.extend(posts)
+            report.unroutable.extend(unroutable)
+    report.planned.extend(_not_recorded(session, extra, also_sent))
+    for key in report.unroutable:
+        log.warning(
+            "alert %s has no channel: set the model's or team's channel, or "
+            "finops_channel in the registry",
+            key,
+        )
+    return report
+
+
+def _not_recorded(
+    session: Session, posts: list[PlannedPost], also_sent: Iterable[str]
+) -> list[PlannedPost]:
+    """Return the posts whose keys are neither in the outbox nor in also_sent."""
+    if not posts:
+        return []
+    known = set(also_sent) | set(
+        session.scalars(
+            select(OutboxMessage.dedupe_key).where(
+                OutboxMessage.dedupe_key.in_([p.dedupe_key for p in posts])
+            )
+        )
+    )
+    return [p for p in posts if p.dedupe_key not in known]

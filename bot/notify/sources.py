@@ -1,0 +1,88 @@
+"""The spend sources a scheduled poll re-reads (MLCOST_POLL_SOURCES)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+from bot.config import Settings
+from bot.errors import MlcostError
+from bot.ingest.sources.base import Progress, SourceData, SpendSource
+from bot.ingest.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
+
+
+class PolledSource:
+    """A configured poll source, named by its MLCOST_POLL_SOURCES entry (stable across polls).
+
+    Building the real source can fail (no AWS region, say); that error is raised when the
+    source is read, so it fails this source's fetch and not the whole poll.
+    """
+
+    def __init__(self, name: str, kind: str, build: Callable[[], SpendSource]) -> None:
+        self.name = name
+        self.kind = kind
+        self.location = name
+        self._source: SpendSource | Exception
+        try:
+            self._source = build()
+            self.location = self._source.location
+        except Exception as exc:
+            self._source = exc
+
+    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
+        """Read the source (or raise why it could not be built)."""
+        if isinstance(self._source, Exception):
+            raise self._source
+        return self._source.read(tag_keys, progress)
+
+
+def source_name(source: SpendSource) -> str:
+    """Return the name a source's failures are recorded under."""
+    return source.name if isinstance(source, PolledSource) else source.location
+
+
+def configured_sources(
+    settings: Settings, today: dt.date, *, ce_client: Any = None, s3_client: Any = None
+) -> list[PolledSource]:
+    """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES).
+
+    Cost Explorer re-reads its trailing window of days; a CUR or FOCUS export in S3 (or a
+    folder) re-reads its previous and current billing periods.
+    """
+    sources: list[PolledSource] = []
+    for kind, location in settings.poll_source_specs():
+        if kind in ("cost-explorer", "ce") and location is None:
+
+            def build_ce() -> SpendSource:
+                from bot.ingest.sources.cost_explorer import CostExplorerSource, make_ce_client
+
+                return CostExplorerSource(
+                    ce_client or make_ce_client(),
+                    today - dt.timedelta(days=settings.poll_lookback_days),
+                    today,
+                    model_tag_key=settings.model_tag_keys[0],
+                    second_group=settings.cost_explorer_group_key,
+                    billing_account=settings.aws_billing_account or "aws",
+                    default_currency=settings.currency,
+                )
+
+            sources.append(PolledSource("cost-explorer", "cost-explorer", build_ce))
+        elif kind in EXPORT_KINDS and location:
+
+            def build_export(kind: str = kind, location: str = location) -> SpendSource:
+                return RecentExportSource(
+                    kind,
+                    location,
+                    recent_periods(today),
+                    s3_client=s3_client,
+                    default_currency=settings.currency,
+                )
+
+            sources.append(PolledSource(f"{kind}:{location}", kind, build_export))
+        else:
+            raise MlcostError(
+                f"MLCOST_POLL_SOURCES: cannot poll {kind + (':' + location if location else '')!r};"
+                " use cost-explorer, cur:s3://bucket/prefix/ or focus:s3://bucket/prefix/"
+            )
+    return sources

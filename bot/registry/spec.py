@@ -1,0 +1,364 @@
+"""The registry as YAML: teams, models, owners, budgets and attribution, parsed and checked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bot.errors import RegistryError
+from bot.ingest.attribution import ML_STAGES, OTHER
+
+USER_ID_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
+CHANNEL_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+SCOPE_RE = re.compile(
+    r"^(?:(?P<kind>model|team|stage):(?P<name>[a-z0-9][a-z0-9._-]*))"
+    r"(?:/stage:(?P<stage>[a-z]+))?$"
+)
+
+
+def _check_users(users: list[str]) -> list[str]:
+    for user in users:
+        if not USER_ID_RE.match(user):
+            raise ValueError(f"{user!r} is not a Slack user ID (like U0AAA111)")
+    return users
+
+
+def _check_channel(channel: str | None) -> str | None:
+    if channel is not None and not CHANNEL_RE.match(channel):
+        raise ValueError(f"{channel!r} is not a Slack channel ID (like C0RANKING)")
+    return channel
+
+
+def _check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise ValueError(f"{name!r} must be lower-case letters, digits, '.', '_' or '-'")
+    return name
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TeamSpec(_Spec):
+    name: str
+    channel: str | None = None
+    owners: list[str] = Field(default_factory=list)
+
+    _name = field_validator("name")(_check_name)
+    _channel = field_validator("channel")(_check_channel)
+    _owners = field_validator("owners")(_check_users)
+
+
+class MatchSpec(_Spec):
+    tags: dict[str, str | list[str]] = Field(default_factory=dict)
+    resource_ids: list[str] = Field(default_factory=list)
+    accounts: list[str] = Field(default_factory=list)
+
+
+class ModelSpec(_Spec):
+    name: str
+    team: str
+    owners: list[str] = Field(default_factory=list)
+    channel: str | None = None
+    description: str | None = None
+    match: MatchSpec = Field(default_factory=MatchSpec)
+
+    _name = field_validator("name")(_check_name)
+    _channel = field_validator("channel")(_check_channel)
+    _owners = field_validator("owners")(_check_users)
+
+
+class BudgetSpec(_Spec):
+    scope: str
+    monthly: Decimal = Field(ge=0, max_digits=20, decimal_places=4)
+    thresholds: list[int] = Field(default_factory=lambda: [50, 80, 100])
+    forecast: bool = False
+    forecast_threshold: int = Field(default=100, ge=1, le=1000)
+    # the amount's ISO 4217 code; None: the organisation's (MLCOST_CURRENCY) at import
+    currency: str | None = None
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, code: str | None) -> str | None:
+        if code is not None and not re.fullmatch(r"[A-Z]{3}", code):
+            raise ValueError(f"{code!r} is not a 3-letter ISO 4217 currency code such as USD")
+        return code
+
+    @field_validator("scope")
+    @classmethod
+    def _scope(cls, scope: str) -> str:
+        match = SCOPE_RE.match(scope)
+        if not match:
+            raise ValueError(
+                f"{scope!r} is not a scope; use model:NAME, team:NAME, stage:NAME "
+                "or model:NAME/stage:NAME"
+            )
+        stages = (*ML_STAGES, OTHER)
+        if match["kind"] == "stage" and (match["name"] not in stages or match["stage"]):
+            raise ValueError(f"stage must be one of {', '.join(stages)}")
+        if match["stage"] and match["stage"] not in stages:
+            raise ValueError(f"stage must be one of {', '.join(stages)}")
+        return scope
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds(cls, values: list[int]) -> list[int]:
+        if not values:
+            raise ValueError("give at least one threshold percentage")
+        if any(v <= 0 or v > 1000 for v in values):
+            raise ValueError("thresholds are percentages between 1 and 1000")
+        return sorted(set(values))
+
+
+class StageRuleSpec(_Spec):
+    stage: Literal["training", "serving", "storage", "data", "other"]
+    service: str | None = None
+    usage_type: str | None = None
+    category: str | None = None
+
+
+class AttributionSpec(_Spec):
+    model_tag_keys: list[str] = Field(default_factory=lambda: ["ml:model", "model"])
+    stage_tag_keys: list[str] = Field(default_factory=lambda: ["ml:stage", "stage"])
+    team_tag_keys: list[str] = Field(default_factory=lambda: ["team"])
+    stage_rules: list[StageRuleSpec] = Field(default_factory=list)
+
+
+class RegistrySpec(_Spec):
+    teams: list[TeamSpec] = Field(default_factory=list)
+    models: list[ModelSpec] = Field(default_factory=list)
+    budgets: list[BudgetSpec] = Field(default_factory=list)
+    admins: list[str] = Field(default_factory=list)
+    finops_channel: str | None = None
+    attribution: AttributionSpec = Field(default_factory=AttributionSpec)
+
+    _admins = field_validator("admins")(_check_users)
+    _channel = field_validator("finops_channel")(_check_channel)
+
+
+def parse_scope(scope: str) -> tuple[str | None, str | None, str | None]:
+    """Split a budget scope into (model, team, stage)."""
+    match = SCOPE_RE.match(scope)
+    if not match:
+        raise RegistryError(f"{scope!r} is not a budget scope")
+    kind, name, stage = match["kind"], match["name"], match["stage"]
+    if kind == "model":
+        return name, None, stage
+    if kind == "team":
+        return None, name, stage
+    return None, None, name
+
+
+# --- YAML with line numbers -------------------------------------------------------------
+
+_CORE = "tag:yaml.org,2002:"
+CORE_TAGS = frozenset(_CORE + t for t in ("str", "int", "float", "bool", "null", "seq", "map"))
+MAX_DEPTH = 20
+
+
+class _RefusedYAML(yaml.MarkedYAMLError):
+    """A construct the registry does not allow, reported at its line."""
+
+
+class _RegistryLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors, aliases, non-core tags and deep nesting while composing.
+
+    The checks run on each event before its node is built, so nothing is ever expanded.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _RefusedYAML(
+                problem="anchors and aliases (&name, *name) are not allowed in a registry file; "
+                "write each value out",
+                problem_mark=event.start_mark,
+            )
+        tag = getattr(event, "tag", None)
+        if tag not in (None, "!") and tag not in CORE_TAGS:
+            shown = "!!" + tag.removeprefix(_CORE) if tag.startswith(_CORE) else tag
+            raise _RefusedYAML(
+                problem=f"the tag {shown} is not allowed in a registry file; "
+                "remove it (plain strings, numbers, lists and mappings only)",
+                problem_mark=event.start_mark,
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _RefusedYAML(
+                    problem=f"nested deeper than {MAX_DEPTH} levels", problem_mark=event.start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _compose(text: str) -> yaml.Node | None:
+    loader = _RegistryLoader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
+def _yaml_error_line(exc: yaml.YAMLError, text: str) -> int | None:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return int(mark.line) + 1
+    if isinstance(exc, yaml.reader.ReaderError):
+        return text[: exc.position].count("\n") + 1
+    return None
+
+
+def _yaml_error_message(exc: yaml.YAMLError, text: str, source: str) -> str:
+    """Say what is wrong with the YAML in one line: file, line, problem."""
+    line = _yaml_error_line(exc, text)
+    if isinstance(exc, _RefusedYAML):
+        problem = str(exc.problem)
+    elif isinstance(exc, yaml.reader.ReaderError):
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        problem = f"invalid YAML: character #x{code:04x} is not allowed"
+    else:
+        parts = [getattr(exc, "context", None), getattr(exc, "problem", None)]
+        detail = ", ".join(str(p) for p in parts if p) or str(exc)
+        problem = "invalid YAML: " + " ".join(detail.split())
+    return f"{source}:{line or '?'}: {problem}"
+
+
+def _to_python(
+    node: yaml.Node,
+    path: tuple[Any, ...],
+    lines: dict[tuple[Any, ...], int],
+    constructor: yaml.constructor.SafeConstructor,
+) -> Any:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _CORE + "merge":
+                raise _RefusedYAML(
+                    problem="merge keys (<<) are not allowed in a registry file",
+                    problem_mark=key_node.start_mark,
+                )
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _RefusedYAML(
+                    problem="mapping keys must be plain values", problem_mark=key_node.start_mark
+                )
+            key = constructor.construct_object(key_node)
+            if key in result:
+                raise _RefusedYAML(
+                    problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark
+                )
+            result[key] = _to_python(value_node, (*path, key), lines, constructor)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _to_python(item, (*path, i), lines, constructor) for i, item in enumerate(node.value)
+        ]
+    return constructor.construct_object(node)
+
+
+def _line_for(path: Sequence[Any], lines: dict[tuple[Any, ...], int]) -> int | None:
+    current = tuple(path)
+    while current:
+        if current in lines:
+            return lines[current]
+        current = current[:-1]
+    return lines.get(())
+
+
+def parse_registry(text: str, source: str = "registry") -> RegistrySpec:
+    """Parse and fully validate registry YAML; raise RegistryError naming line and field."""
+    lines: dict[tuple[Any, ...], int] = {}
+    try:
+        node = _compose(text)
+        constructor = yaml.constructor.SafeConstructor()
+        data = _to_python(node, (), lines, constructor) if node is not None else {}
+    except yaml.YAMLError as exc:
+        raise RegistryError(_yaml_error_message(exc, text, source)) from None
+    if not isinstance(data, dict):
+        raise RegistryError(f"{source}: the registry must be a mapping with teams, models, ...")
+    try:
+        spec = RegistrySpec.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+            line = _line_for(loc, lines)
+            field = ".".join(str(p) for p in loc) or "(top level)"
+            msg = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{source}:{line or '?'}: {field}: {msg}")
+        raise RegistryError("\n".join(problems)) from None
+    problems = _cross_check(spec, lines, source)
+    if problems:
+        raise RegistryError("\n".join(problems))
+    return spec
+
+
+def _cross_check(spec: RegistrySpec, lines: dict[tuple[Any, ...], int], source: str) -> list[str]:
+    problems: list[str] = []
+
+    def report(path: tuple[Any, ...], message: str) -> None:
+        field = ".".join(str(p) for p in path)
+        problems.append(f"{source}:{_line_for(path, lines) or '?'}: {field}: {message}")
+
+    team_names: set[str] = set()
+    for i, team in enumerate(spec.teams):
+        if team.name in team_names:
+            report(("teams", i, "name"), f"duplicate team {team.name!r}")
+        team_names.add(team.name)
+    model_names: set[str] = set()
+    for i, model in enumerate(spec.models):
+        if model.name in model_names:
+            report(("models", i, "name"), f"duplicate model {model.name!r}")
+        model_names.add(model.name)
+        if model.team not in team_names:
+            report(("models", i, "team"), f"unknown team {model.team!r}")
+    scopes: set[str] = set()
+    for i, budget in enumerate(spec.budgets):
+        if budget.scope in scopes:
+            report(("budgets", i, "scope"), f"duplicate budget scope {budget.scope!r}")
+        scopes.add(budget.scope)
+        scope_model, scope_team, _stage = parse_scope(budget.scope)
+        if scope_model is not None and scope_model not in model_names:
+            report(("budgets", i, "scope"), f"unknown model {scope_model!r}")
+        if scope_team is not None and scope_team not in team_names:
+            report(("budgets", i, "scope"), f"unknown team {scope_team!r}")
+    return problems
+
+
+def registry_to_yaml(spec: RegistrySpec) -> str:
+    """Render a spec as YAML in the documented format."""
+    data = spec.model_dump(mode="json", exclude_defaults=False)
+    for budget in data["budgets"]:
+        amount = Decimal(budget["monthly"])
+        budget["monthly"] = int(amount) if amount == amount.to_integral() else float(amount)
+    for model in data["models"]:
+        model["match"] = {k: v for k, v in model["match"].items() if v}
+        for key in ("channel", "description"):
+            if model[key] is None:
+                del model[key]
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def load_registry_file(path: Path) -> RegistrySpec:
+    """Read and validate a registry file."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise RegistryError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise RegistryError(f"{path}:{line}: not UTF-8 text (byte {exc.start})") from None
+    return parse_registry(text, source=str(path))

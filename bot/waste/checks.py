@@ -1,0 +1,382 @@
+"""The waste checks, one function each: orphaned spend, stale checkpoints, idle endpoints,
+killed models still spending, serving without autoscaling, idle GPUs and Spot candidates.
+
+Each finding carries a monthly run-rate (the last week's cost scaled to 30 days), the evidence,
+and the fix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from bot.db.schema import DailySpend, Review, ReviewItem, ValueMetric
+from bot.economics.value_metrics import daily_values, primary_metric
+from bot.periods import Period, trailing_days
+from bot.waste.spot import SpotAdvisor
+
+log = logging.getLogger(__name__)
+
+RUN_RATE_DAYS = 7
+SCALING_DAYS = 14  # two weeks show a weekly traffic pattern
+QUIET_TRAFFIC = Decimal("0.6")  # quiet days carry at most 60 % of busy days' traffic...
+LEVEL_COST = Decimal("0.85")  # ...while serving still costs at least 85 % of busy days
+
+
+@dataclass(frozen=True)
+class WasteFinding:
+    """Money that burns silently: what, how much a month, the evidence and the fix."""
+
+    kind: str
+    subject: str
+    monthly_cost: Decimal
+    evidence: str
+    fix: str
+    model: str | None = None
+    resource_id: str | None = None
+
+
+def run_rate(week_cost: Decimal) -> Decimal:
+    """Scale a week's cost to a 30-day month."""
+    return (week_cost * 30 / RUN_RATE_DAYS).quantize(Decimal("0.01"))
+
+
+def spend_in(window: tuple[dt.date, dt.date], currency: str) -> list[Any]:
+    """Return the filters for ledger rows of a window [start, end) billed in a currency."""
+    return [
+        DailySpend.day >= window[0],
+        DailySpend.day < window[1],
+        DailySpend.currency == currency,
+    ]
+
+
+def orphaned(
+    session: Session, week: tuple[dt.date, dt.date], currency: str
+) -> Iterable[WasteFinding]:
+    """Spend tagged with a model name nobody registered (a deleted or forgotten model)."""
+    rows = session.execute(
+        select(
+            DailySpend.model_tag_value,
+            func.sum(DailySpend.billed_cost),
+            func.count(func.distinct(DailySpend.resource_id)),
+        )
+        .where(
+            *spend_in(week, currency),
+            DailySpend.model.is_(None),
+            DailySpend.model_tag_value.is_not(None),
+        )
+        .group_by(DailySpend.model_tag_value)
+    )
+    for tag_value, cost, resources in rows:
+        yield WasteFinding(
+            "orphaned",
+            f"`{tag_value}`",
+            run_rate(Decimal(cost or 0)),
+            f"{resources} resource(s) tagged model={tag_value}, which is not a registered model",
+            f"register `{tag_value}` with an owner, or delete its resources",
+        )
+
+
+def stale_checkpoints(
+    session: Session, week: tuple[dt.date, dt.date], as_of: dt.date, currency: str
+) -> Iterable[WasteFinding]:
+    """Storage of models that have not trained for 30 days: checkpoints nobody reads."""
+    month_ago = as_of - dt.timedelta(days=30)
+    trained = set(
+        session.scalars(
+            select(DailySpend.model)
+            .where(
+                DailySpend.day > month_ago,
+                DailySpend.day <= as_of,
+                DailySpend.stage == "training",
+                DailySpend.model.is_not(None),
+            )
+            .distinct()
+        )
+    )
+    rows = session.execute(
+        select(DailySpend.model, DailySpend.resource_id, func.sum(DailySpend.billed_cost))
+        .where(
+            *spend_in(week, currency), DailySpend.stage == "storage", DailySpend.model.is_not(None)
+        )
+        .group_by(DailySpend.model, DailySpend.resource_id)
+    )
+    for model, resource, cost in rows:
+        if model in trained:
+            continue
+        yield WasteFinding(
+            "stale_checkpoints",
+            f"{model} · {resource or 'storage'}",
+            run_rate(Decimal(cost or 0)),
+            f"`{model}` has not trained since {month_ago} or "
+            "earlier, but its storage keeps billing",
+            "expire old checkpoints with an S3 lifecycle rule, or move them to a colder tier",
+            model=model,
+            resource_id=resource,
+        )
+
+
+def idle_endpoints(
+    session: Session, week: tuple[dt.date, dt.date], currency: str
+) -> Iterable[WasteFinding]:
+    """Serving spend for a model that recorded no predictions all week (while others did)."""
+    serving = session.execute(
+        select(DailySpend.model, func.sum(DailySpend.billed_cost))
+        .where(
+            *spend_in(week, currency), DailySpend.stage == "serving", DailySpend.model.is_not(None)
+        )
+        .group_by(DailySpend.model)
+    ).all()
+    if not serving:
+        return
+    with_value = set(
+        session.scalars(
+            select(ValueMetric.model_name)
+            .where(ValueMetric.day >= week[0], ValueMetric.day < week[1], ValueMetric.units > 0)
+            .distinct()
+        )
+    )
+    if not with_value:
+        return  # nobody records value yet, so silence says nothing about idleness
+    for model, cost in serving:
+        if model in with_value:
+            continue
+        yield WasteFinding(
+            "idle_endpoint",
+            str(model),
+            run_rate(Decimal(cost or 0)),
+            f"`{model}` paid for serving all week and recorded no predictions",
+            "scale the endpoint to zero or delete it; or record its value with /mlcost value",
+            model=model,
+        )
+
+
+def killed_still_spending(
+    session: Session, week: tuple[dt.date, dt.date], currency: str
+) -> Iterable[WasteFinding]:
+    """Models decided Kill in a review that still cost money."""
+    decided = session.execute(
+        select(ReviewItem.model_name, func.max(ReviewItem.decided_at))
+        .join(Review, Review.id == ReviewItem.review_id)
+        .where(ReviewItem.decision == "kill")
+        .group_by(ReviewItem.model_name)
+    ).all()
+    for model, decided_at in decided:
+        if decided_at is None:
+            continue
+        since = max(week[0], decided_at.date() + dt.timedelta(days=1))
+        cost = session.scalar(
+            select(func.sum(DailySpend.billed_cost)).where(
+                DailySpend.model == model,
+                DailySpend.day >= since,
+                DailySpend.day < week[1],
+                DailySpend.currency == currency,
+            )
+        )
+        days = (week[1] - since).days
+        if not cost or days <= 0:
+            continue
+        yield WasteFinding(
+            "killed_still_spending",
+            str(model),
+            (Decimal(cost) * 30 / days).quantize(Decimal("0.01")),
+            f"`{model}` was decided Kill on {decided_at.date()} and still costs money",
+            "tear down its endpoints, jobs and storage",
+            model=model,
+        )
+
+
+def idle_gpu_instances(
+    session: Session,
+    week: tuple[dt.date, dt.date],
+    cloudwatch: Any,
+    as_of: dt.date,
+    currency: str,
+) -> Iterable[WasteFinding]:
+    """GPU instances whose average CPU stayed under 5 % all week (CloudWatch)."""
+    rows = session.execute(
+        select(
+            DailySpend.resource_id,
+            DailySpend.model,
+            DailySpend.instance_type,
+            func.sum(DailySpend.billed_cost),
+        )
+        .where(
+            *spend_in(week, currency), DailySpend.gpu_hours > 0, DailySpend.resource_id.like("i-%")
+        )
+        .group_by(DailySpend.resource_id, DailySpend.model, DailySpend.instance_type)
+    ).all()
+    end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
+    for resource, model, instance_type, cost in rows:
+        metric = {
+            "Namespace": "AWS/EC2",
+            "MetricName": "CPUUtilization",
+            "Dimensions": [{"Name": "InstanceId", "Value": resource}],
+        }
+        response = cloudwatch.get_metric_data(
+            MetricDataQueries=[
+                {
+                    "Id": "cpu",
+                    "ReturnData": True,
+                    "MetricStat": {
+                        "Metric": metric,
+                        "Period": 86400 * RUN_RATE_DAYS,
+                        "Stat": "Average",
+                    },
+                }
+            ],
+            StartTime=end - dt.timedelta(days=RUN_RATE_DAYS),
+            EndTime=end,
+        )
+        values = response["MetricDataResults"][0].get("Values") or []
+        if not values or max(values) >= 5:
+            continue
+        yield WasteFinding(
+            "idle_gpu",
+            f"{resource} ({instance_type})",
+            run_rate(Decimal(cost or 0)),
+            f"average CPU {max(values):.1f} % over {RUN_RATE_DAYS} days on a GPU instance",
+            "stop the instance, or move the job to spot/on-demand capacity when it runs",
+            model=model,
+            resource_id=resource,
+        )
+
+
+def spot_candidates(
+    session: Session,
+    week: tuple[dt.date, dt.date],
+    advisor: SpotAdvisor,
+    max_band: int,
+    currency: str,
+) -> Iterable[WasteFinding]:
+    """On-demand training where Spot is much cheaper and seldom interrupted.
+
+    Training checkpoints and resumes, so it can run on Spot; serving is latency-bound and stays
+    on-demand. The saving is what was paid (effective cost: Savings Plans and RIs already count)
+    minus what the same hours cost on Spot (on-demand cost times the advisor's price ratio).
+    """
+    rows = session.execute(
+        select(
+            DailySpend.model,
+            DailySpend.region,
+            DailySpend.instance_type,
+            func.sum(DailySpend.billed_cost),
+            func.sum(DailySpend.effective_cost),
+            func.count(func.distinct(DailySpend.resource_id)),
+        )
+        .where(
+            *spend_in(week, currency),
+            DailySpend.stage == "training",
+            DailySpend.instance_type.is_not(None),
+            DailySpend.charge_category == "Usage",
+            or_(DailySpend.usage_type.is_(None), ~DailySpend.usage_type.ilike("%spot%")),
+        )
+        .group_by(DailySpend.model, DailySpend.region, DailySpend.instance_type)
+    ).all()
+    for model, region, instance_type, billed, effective, resources in rows:
+        offer = advisor.offer(region, instance_type)
+        if offer is None or offer.band > max_band:
+            continue
+        paid, on_demand = Decimal(effective or 0), Decimal(billed or 0)
+        saving = paid - on_demand * offer.price_ratio
+        if saving <= 0:
+            continue
+        discounted = (
+            " (Savings Plans or RIs already discount part of it)" if paid < on_demand else ""
+        )
+        yield WasteFinding(
+            "spot_candidate",
+            f"`{model or 'unowned'}` training on {instance_type} in {region}",
+            run_rate(saving),
+            f"{resources} on-demand instance(s) trained last week{discounted}; Spot is "
+            f"{offer.savings_pct} % below on-demand there and interrupted {offer.band_label} "
+            "of the time (AWS Spot Instance Advisor)",
+            "checkpoint often and train on Spot: SageMaker managed spot training, an EC2 Spot "
+            "fleet or a Karpenter spot node pool",
+            model=model,
+        )
+
+
+def serving_without_autoscaling(
+    session: Session, as_of: dt.date, currency: str
+) -> Iterable[WasteFinding]:
+    """Serving whose cost stays level while its traffic swings (no autoscaling).
+
+    Over the last two weeks, the days are ranked by the model's traffic (its primary value
+    metric). If the quietest third carried at most 60 % of the busiest third's traffic while
+    serving cost at least 85 % as much, capacity is not following demand. The saving is what each
+    day would have cost with capacity sized to its traffic against the busy days' level: a daily
+    view, so it leaves out the larger swings within a day.
+    """
+    window = trailing_days(SCALING_DAYS, as_of)
+    cost, traffic = _serving_cost_and_traffic(session, window, currency)
+    for model, daily_cost in sorted(cost.items()):
+        primary = primary_metric(traffic.get(model, {}))
+        if primary is None:
+            continue
+        units = traffic[model][primary]
+        days = sorted(d for d in daily_cost if d in units)
+        if len(days) < SCALING_DAYS - 2:
+            continue  # too few days with both cost and traffic to see a pattern
+        ranked = sorted(days, key=lambda d: units[d])
+        third = len(ranked) // 3
+        quiet, busy = ranked[:third], ranked[-third:]
+        peak = _mean([units[d] for d in busy])
+        busy_cost = _mean([daily_cost[d] for d in busy])
+        if peak <= 0 or busy_cost <= 0:
+            continue
+        traffic_ratio = _mean([units[d] for d in quiet]) / peak
+        cost_ratio = _mean([daily_cost[d] for d in quiet]) / busy_cost
+        if traffic_ratio > QUIET_TRAFFIC or cost_ratio < LEVEL_COST:
+            continue
+        saving = sum(
+            (daily_cost[d] * max(Decimal(0), 1 - units[d] / peak) for d in days), Decimal(0)
+        )
+        yield WasteFinding(
+            "fixed_serving",
+            str(model),
+            (saving * 30 / len(days)).quantize(Decimal("0.01")),
+            f"over the last {len(days)} days, the quietest days of `{model}` carried "
+            f"{traffic_ratio:.0%} of the {primary} of its busiest, yet serving cost "
+            f"{cost_ratio:.0%} as much",
+            "scale serving with traffic: SageMaker target tracking on InvocationsPerInstance, "
+            "a Kubernetes HPA or KEDA, or fewer replicas off-peak",
+            model=str(model),
+        )
+
+
+def _serving_cost_and_traffic(
+    session: Session, window: Period, currency: str
+) -> tuple[dict[str, dict[dt.date, Decimal]], dict[str, dict[str, dict[dt.date, Decimal]]]]:
+    """Return each model's daily serving cost, and its daily units per value metric."""
+    rows = session.execute(
+        select(DailySpend.model, DailySpend.day, func.sum(DailySpend.billed_cost))
+        .where(
+            DailySpend.day >= window.start,
+            DailySpend.day < window.end,
+            DailySpend.stage == "serving",
+            DailySpend.model.is_not(None),
+            DailySpend.currency == currency,
+        )
+        .group_by(DailySpend.model, DailySpend.day)
+    ).all()
+    cost: dict[str, dict[dt.date, Decimal]] = {}
+    for model, day, amount in rows:
+        cost.setdefault(str(model), {})[day] = Decimal(amount or 0)
+    traffic: dict[str, dict[str, dict[dt.date, Decimal]]] = {}
+    for (model, day, metric), row in daily_values(
+        session=session, period=window, models=list(cost)
+    ).items():
+        traffic.setdefault(model, {}).setdefault(metric, {})[day] = row.units
+    return cost, traffic
+
+
+def _mean(values: list[Decimal]) -> Decimal:
+    return sum(values, Decimal(0)) / len(values)
