@@ -26,6 +26,7 @@ from bot.slack.blocks.alerts import (
     replace_actions,
     snoozed_note,
 )
+from bot.slack.error_boundary import guarded
 from bot.slack.middleware import services_of, unit_of_work_of
 from bot.slack.notifier import SLACK_FAILURES
 
@@ -127,7 +128,7 @@ def submit_raise(
 
 def register(app: App) -> None:
     """Wire the budget alert buttons and the Raise budget modal."""
-    app.action(ACK_ACTION)(silence_alert)
-    app.action(SNOOZE_ACTION)(silence_alert)
-    app.action(RAISE_ACTION)(open_raise_modal)
-    app.view(RAISE_CALLBACK)(submit_raise)
+    app.action(ACK_ACTION)(guarded(silence_alert))
+    app.action(SNOOZE_ACTION)(guarded(silence_alert))
+    app.action(RAISE_ACTION)(guarded(open_raise_modal))
+    app.view(RAISE_CALLBACK)(guarded(submit_raise))

@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from bot.bootstrap import AppServices
 from bot.slack.blocks.common import chart_failure_note
 from bot.slack.command_router import CommandRouter, Invocation, Reply, Subcommand
-from bot.slack.error_boundary import handle_error
+from bot.slack.error_boundary import guarded, handle_error
 from bot.slack.guard import MAX_BLOCKS, checked_message
 from bot.slack.middleware import services_of, unit_of_work_for
 from bot.slack.mrkdwn import code
@@ -115,4 +115,4 @@ def send_reply(reply: Reply, body: dict[str, Any], respond: Respond, client: Web
 
 def register(app: App) -> None:
     """Wire `/mlcost`."""
-    app.command("/mlcost")(acknowledge_command)
+    app.command("/mlcost")(guarded(acknowledge_command))

@@ -8,6 +8,7 @@ from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 
 from bot.slack.blocks.home import build_home_view
+from bot.slack.error_boundary import guarded
 from bot.slack.guard import checked_view
 from bot.slack.middleware import services_of, unit_of_work_of
 from bot.spend.home import home_dashboard
@@ -32,4 +33,4 @@ def publish_home(event: dict[str, Any], client: WebClient, context: BoltContext)
 
 def register(app: App) -> None:
     """Wire the Home tab."""
-    app.event("app_home_opened")(publish_home)
+    app.event("app_home_opened")(guarded(publish_home))

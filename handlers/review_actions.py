@@ -18,6 +18,7 @@ from bot.review.signoff import record_signoff
 from bot.slack.blocks.decision import DECISION_VIEW, REASON_BLOCK, build_decision_view
 from bot.slack.blocks.review import DECIDE_ACTION_PREFIX
 from bot.slack.blocks.signoff import SIGNOFF_ACTION, mark_signed_off
+from bot.slack.error_boundary import guarded
 from bot.slack.middleware import services_of, unit_of_work_of
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,6 @@ def _record_signoff(
 
 def register(app: App) -> None:
     """Wire the review decision buttons, the reason modal and the sign-off button."""
-    app.action(DECIDE_ACTIONS)(open_decision)
-    app.view(DECISION_VIEW)(submit_decision)
-    app.action(SIGNOFF_ACTION)(sign_off)
+    app.action(DECIDE_ACTIONS)(guarded(open_decision))
+    app.view(DECISION_VIEW)(guarded(submit_decision))
+    app.action(SIGNOFF_ACTION)(guarded(sign_off))

@@ -6,10 +6,14 @@ commands run off Bolt's threads, where Bolt would only log a one-line message).
 
 from __future__ import annotations
 
+import functools
+import inspect
+import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from slack_bolt import BoltResponse, Respond
+from slack_bolt import Args, BoltResponse, Respond
 from slack_sdk import WebClient
 
 from bot.errors import MlcostError, new_reference
@@ -80,3 +84,35 @@ def _tell(client: WebClient, respond: Respond | None, body: dict[str, Any], text
             client.chat_postEphemeral(channel=channel, user=user, text=text)
     except Exception as exc:  # the error is logged already; a note that cannot go out is not
         log.warning("could not tell %s about an error: %s", user, type(exc).__name__)
+
+
+def guarded(listener: Callable[..., None]) -> Callable[[Args], None]:
+    """Wrap a listener so that what it raises reaches `handle_error` here, not through Bolt.
+
+    Given an exception after `ack()`, slack_bolt's thread runner sets the ack's response back to
+    None; unless its poll saw the ack first, Slack gets a 404 after the 3 s ack timeout instead
+    of the refusal. So the boundary runs inside the listener's thread, and an error raised before
+    `ack()` is acknowledged here with the boundary's answer (a modal's field error, say).
+    """
+    wanted = list(inspect.signature(listener).parameters)
+
+    @functools.wraps(listener)
+    def run_guarded(args: Args) -> None:
+        try:
+            listener(**{name: getattr(args, name) for name in wanted})
+        except Exception as exc:
+            acked = args.ack.response is not None
+            answer = handle_error(
+                exc,
+                args.body,
+                None if acked else BoltResponse(status=200),
+                args.client,
+                args.respond,
+            )
+            if not acked:
+                body = json.loads(answer.body) if answer is not None and answer.body else {}
+                args.ack(**body)
+
+    del run_guarded.__wrapped__  # Bolt injects by this function's own signature: `args`
+    run_guarded.guarded = True  # type: ignore[attr-defined]
+    return run_guarded
