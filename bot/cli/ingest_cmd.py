@@ -54,7 +54,7 @@ def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
     """Poll Cost Explorer for a window of days."""
-    from bot.ingest.sources.cost_explorer import CostExplorerSource, make_ce_client
+    from bot.ingest.sources.cost_explorer import CE_REGION, CostExplorerSource
     from bot.registry.sync import raw_model_tag_key
 
     with ctx.session() as session:
@@ -62,7 +62,7 @@ def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
     end = args.end or dt.datetime.now(dt.UTC).date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
     source = CostExplorerSource(
-        make_ce_client(),
+        ctx.services.aws("ce", CE_REGION),
         start,
         end,
         model_tag_key=tag_key,
@@ -75,14 +75,12 @@ def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
     """Run the grouping query in Athena and ingest its result."""
-    import boto3
-
     from bot.ingest.sources.athena import AthenaSource
 
     if not args.output and not args.workgroup:
         raise UsageError("athena needs --output s3://... or a --workgroup with an output location")
     source = AthenaSource(
-        boto3.client("athena"),
+        ctx.services.aws("athena"),
         database=args.database,
         table=args.table,
         month=args.month,

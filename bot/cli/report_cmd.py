@@ -67,11 +67,7 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.slack.blocks.waste import render_waste_json, render_waste_text
     from bot.waste.findings import find_configured_waste
 
-    cloudwatch = None
-    if args.cloudwatch:
-        import boto3
-
-        cloudwatch = boto3.client("cloudwatch")
+    cloudwatch = ctx.services.aws("cloudwatch") if args.cloudwatch else None
     as_of = args.as_of or dt.datetime.now(dt.UTC).date()
     with ctx.session() as session:
         findings = find_configured_waste(

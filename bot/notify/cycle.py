@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
 from bot.anomalies.detect import Anomaly, find_anomalies_between
+from bot.bootstrap import AwsClientFactory, aws_client
 from bot.budgets.evaluate import Drivers, evaluate_budgets, ledger_first_day, top_drivers
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
 from bot.config import Settings
@@ -29,6 +29,7 @@ from bot.errors import MlcostError
 from bot.ingest.ledger import IngestReport, ingest
 from bot.ingest.sources.base import Progress, SourceData, SpendSource
 from bot.ingest.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
+from bot.ingest.sources.files import is_s3
 from bot.notify.outbox import (
     DeliveryReport,
     FindPosted,
@@ -37,6 +38,7 @@ from bot.notify.outbox import (
     enqueue_many,
 )
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
+from bot.periods import local_today
 from bot.registry.catalog import model_owner_ids
 from bot.slack.blocks.alerts import (
     AlertContext,
@@ -68,11 +70,6 @@ class CycleReport:
     fetched: list[IngestReport] = field(default_factory=list)
     fetch_errors: list[str] = field(default_factory=list)
     delivery: DeliveryReport | None = None
-
-
-def local_today(now: dt.datetime, timezone: str) -> dt.date:
-    """Return today's date in the organisation's time zone."""
-    return now.astimezone(ZoneInfo(timezone)).date()
 
 
 def default_as_of(now: dt.datetime, timezone: str) -> dt.date:
@@ -449,22 +446,28 @@ def source_name(source: SpendSource) -> str:
 
 
 def configured_sources(
-    settings: Settings, today: dt.date, *, ce_client: Any = None, s3_client: Any = None
+    settings: Settings,
+    today: dt.date,
+    *,
+    aws: AwsClientFactory = aws_client,
+    ce_client: Any = None,
+    s3_client: Any = None,
 ) -> list[PolledSource]:
     """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES).
 
     Cost Explorer re-reads its trailing window of days; a CUR or FOCUS export in S3 (or a
-    folder) re-reads its previous and current billing periods.
+    folder) re-reads its previous and current billing periods. AWS clients come from `aws`
+    when the source is built (at fetch time) unless one is given.
     """
     sources: list[PolledSource] = []
     for kind, location in settings.poll_source_specs():
         if kind in ("cost-explorer", "ce") and location is None:
 
             def build_ce() -> SpendSource:
-                from bot.ingest.sources.cost_explorer import CostExplorerSource, make_ce_client
+                from bot.ingest.sources.cost_explorer import CE_REGION, CostExplorerSource
 
                 return CostExplorerSource(
-                    ce_client or make_ce_client(),
+                    ce_client or aws("ce", CE_REGION),
                     today - dt.timedelta(days=settings.poll_lookback_days),
                     today,
                     model_tag_key=settings.model_tag_keys[0],
@@ -481,7 +484,7 @@ def configured_sources(
                     kind,
                     location,
                     recent_periods(today),
-                    s3_client=s3_client,
+                    s3_client=s3_client or (aws("s3") if is_s3(location) else None),
                     default_currency=settings.currency,
                 )
 

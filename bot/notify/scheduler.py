@@ -34,9 +34,14 @@ from sqlalchemy.pool import NullPool
 
 from bot.bootstrap import AppServices
 from bot.config import Settings
-from bot.notify.cycle import POLL_CHECKS, configured_sources, deliver_outbox, local_today, run_cycle
-from bot.notify.outbox import HistoryLookup
-from bot.slack.notifier import SlackNotifier
+from bot.notify.cycle import (
+    POLL_CHECKS,
+    PolledSource,
+    configured_sources,
+    deliver_outbox,
+    run_cycle,
+)
+from bot.periods import local_today
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +61,11 @@ class JobSpec:
     run_at_start: bool = False
 
 
+def poll_sources(services: AppServices, today: dt.date) -> list[PolledSource]:
+    """Return the sources MLCOST_POLL_SOURCES names, their AWS clients from the services."""
+    return configured_sources(services.settings, today, aws=services.aws)
+
+
 def run_poll(services: AppServices) -> None:
     """Poll the sources; evaluate budgets and the weekly unallocated and waste posts; deliver."""
     now = services.clock()
@@ -63,9 +73,9 @@ def run_poll(services: AppServices) -> None:
         session_factory=services.session_factory,
         settings=services.settings,
         now=now,
-        sources=configured_sources(services.settings, local_today(now, services.settings.timezone)),
-        notifier=SlackNotifier(services.client),
-        find_posted=HistoryLookup(services.client),
+        sources=poll_sources(services, local_today(now, services.settings.timezone)),
+        notifier=services.notifier,
+        find_posted=services.find_posted,
         checks=POLL_CHECKS,
         clock=services.clock,  # ingesting takes time: lease from the clock at claim time
     )
@@ -83,8 +93,8 @@ def run_anomalies(services: AppServices) -> None:
         session_factory=services.session_factory,
         settings=services.settings,
         now=services.clock(),
-        notifier=SlackNotifier(services.client),
-        find_posted=HistoryLookup(services.client),
+        notifier=services.notifier,
+        find_posted=services.find_posted,
         checks=("anomalies",),
         clock=services.clock,
     )
@@ -96,9 +106,9 @@ def run_delivery(services: AppServices) -> None:
     deliver_outbox(
         session_factory=services.session_factory,
         settings=services.settings,
-        notifier=SlackNotifier(services.client),
+        notifier=services.notifier,
         clock=services.clock,
-        find_posted=HistoryLookup(services.client),
+        find_posted=services.find_posted,
     )
 
 
