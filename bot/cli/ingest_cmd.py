@@ -55,10 +55,10 @@ def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
 def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
     """Poll Cost Explorer for a window of days."""
     from bot.ingest.sources.cost_explorer import CE_REGION, CostExplorerSource
-    from bot.registry.sync import raw_model_tag_key
+    from bot.registry.sync import cost_explorer_tag_key
 
     with ctx.session() as session:
-        tag_key = raw_model_tag_key(session=session, default=ctx.settings.model_tag_keys[0])
+        tag_key = cost_explorer_tag_key(session=session, settings=ctx.settings)
     end = args.end or dt.datetime.now(dt.UTC).date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
     source = CostExplorerSource(

@@ -449,6 +449,7 @@ def configured_sources(
     settings: Settings,
     today: dt.date,
     *,
+    model_tag_key: str,
     aws: AwsClientFactory = aws_client,
     ce_client: Any = None,
     s3_client: Any = None,
@@ -456,8 +457,9 @@ def configured_sources(
     """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES).
 
     Cost Explorer re-reads its trailing window of days; a CUR or FOCUS export in S3 (or a
-    folder) re-reads its previous and current billing periods. AWS clients come from `aws`
-    when the source is built (at fetch time) unless one is given.
+    folder) re-reads its previous and current billing periods. Cost Explorer groups by
+    `model_tag_key` (registry.sync.cost_explorer_tag_key decides it). AWS clients come from
+    `aws` when the source is built (at fetch time) unless one is given.
     """
     sources: list[PolledSource] = []
     for kind, location in settings.poll_source_specs():
@@ -470,7 +472,7 @@ def configured_sources(
                     ce_client or aws("ce", CE_REGION),
                     today - dt.timedelta(days=settings.poll_lookback_days),
                     today,
-                    model_tag_key=settings.model_tag_keys[0],
+                    model_tag_key=model_tag_key,
                     second_group=settings.cost_explorer_group_key,
                     billing_account=settings.aws_billing_account or "aws",
                     default_currency=settings.currency,

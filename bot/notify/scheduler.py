@@ -42,6 +42,7 @@ from bot.notify.cycle import (
     run_cycle,
 )
 from bot.periods import local_today
+from bot.registry.sync import cost_explorer_tag_key
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,13 @@ class JobSpec:
 
 
 def poll_sources(services: AppServices, today: dt.date) -> list[PolledSource]:
-    """Return the sources MLCOST_POLL_SOURCES names, their AWS clients from the services."""
-    return configured_sources(services.settings, today, aws=services.aws)
+    """Return the sources MLCOST_POLL_SOURCES names, their AWS clients from the services.
+
+    Cost Explorer groups by the registry's model tag key, as `mlcost ingest cost-explorer` does.
+    """
+    with services.unit_of_work() as session:
+        tag_key = cost_explorer_tag_key(session=session, settings=services.settings)
+    return configured_sources(services.settings, today, model_tag_key=tag_key, aws=services.aws)
 
 
 def run_poll(services: AppServices) -> None:

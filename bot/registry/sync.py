@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
+from bot.config import Settings
 from bot.db.schema import Admin, AuditLog, Budget, MLModel, Owner, RegistrySetting, Team
 from bot.errors import RegistryError
 from bot.ingest.attribution import ML_STAGES, OTHER, AttributionRules, ModelMatcher, StageRule
@@ -560,8 +561,12 @@ def load_registry_file(path: Path) -> RegistrySpec:
     return parse_registry(text, source=str(path))
 
 
-def raw_model_tag_key(*, session: Session, default: str) -> str:
-    """Return the first model tag key as written (Cost Explorer groups by the raw key)."""
+def cost_explorer_tag_key(*, session: Session, settings: Settings) -> str:
+    """Return the model tag key Cost Explorer groups by: the registry's first, else the settings'.
+
+    The key is returned as written (Cost Explorer matches the raw key, not a normalised one).
+    """
+    default = settings.model_tag_keys[0]
     setting = session.get(RegistrySetting, "attribution")
     if setting is None:
         return default
