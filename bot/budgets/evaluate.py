@@ -38,6 +38,7 @@ from bot.budgets.forecast import (
     history_window,
 )
 from bot.db.schema import Budget, DailySpend, SpendRollup
+from bot.money import CostBasis
 from bot.periods import Period, month_of
 from bot.spend.reports import cost_column
 
@@ -192,7 +193,7 @@ def _scope_sums(
 
 
 def budget_sums(
-    *, session: Session, as_of: dt.date, first_day: dt.date, basis: str = "billed"
+    *, session: Session, as_of: dt.date, first_day: dt.date, basis: CostBasis = CostBasis.BILLED
 ) -> dict[int, dict[str, Decimal]]:
     """Return, per budget id, the month-to-date, last-7-day and per-weekday history sums."""
     month = month_of(as_of)
@@ -219,7 +220,7 @@ def budget_sums(
 
 
 def evaluate_budgets(
-    *, session: Session, as_of: dt.date, basis: str = "billed"
+    *, session: Session, as_of: dt.date, basis: CostBasis = CostBasis.BILLED
 ) -> list[BudgetStatus]:
     """Return the status of every budget as of a day (spend through that day, inclusive)."""
     month = month_of(as_of)
@@ -284,7 +285,11 @@ def _top(totals: dict[Any, Decimal], limit: int) -> list[tuple[Any, Decimal]]:
 
 
 def top_drivers(
-    *, session: Session, statuses: Iterable[BudgetStatus], basis: str = "billed", limit: int = 3
+    *,
+    session: Session,
+    statuses: Iterable[BudgetStatus],
+    basis: CostBasis = CostBasis.BILLED,
+    limit: int = 3,
 ) -> dict[int, Drivers]:
     """Return the top stages, resources and days of each budget's month so far.
 

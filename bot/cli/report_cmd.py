@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from bot.cli.context import CliContext
-from bot.money import format_money
+from bot.money import CostBasis, format_money
 from bot.periods import month_of, month_period
 from bot.spend.reports import (
     SpendReport,
@@ -29,8 +29,8 @@ def register(commands: Any) -> None:
     spend.add_argument("--format", choices=["table", "csv", "json"], default="table")
     spend.add_argument(
         "--cost",
-        choices=["billed", "effective"],
-        default="billed",
+        choices=[basis.value for basis in CostBasis],
+        default=CostBasis.BILLED.value,
         help="billed (invoice) or effective (amortised) cost",
     )
     spend.set_defaults(handler=run_spend)
@@ -56,7 +56,10 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     with ctx.session() as session:
         check_currency_setting(session, ctx.settings.currency)
         report = spend_report(
-            session=session, period=period, by=parse_dimensions(args.by), basis=args.cost
+            session=session,
+            period=period,
+            by=parse_dimensions(args.by),
+            basis=CostBasis(args.cost),
         )
     print(render(report, args.format), end="")
     return 0
@@ -115,7 +118,7 @@ def render(report: SpendReport, fmt: str) -> str:
     lines = [
         f"Spend {report.period.label} ({report.period.start}..{report.period.end}), "
         f"cost shown: {report.basis}"
-        + (" — amortised" if report.basis == "effective" else " — as invoiced")
+        + (" — amortised" if report.basis == CostBasis.EFFECTIVE else " — as invoiced")
     ]
     several = len(report.totals) > 1
     if several:

@@ -12,7 +12,7 @@ from typing import Any
 from bot.anomalies.detect import Anomaly
 from bot.budgets.evaluate import Driver, Drivers
 from bot.budgets.plan import ACTUAL, EXCEEDED, BudgetAlert
-from bot.money import format_money, format_percent
+from bot.money import CostBasis, format_money, format_percent
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
     MAX_FALLBACK_TEXT,
@@ -71,7 +71,7 @@ class AlertContext:
     owners: frozenset[str] = frozenset()
     drivers: Drivers = field(default_factory=Drivers)
     currency: str = "USD"
-    basis: str = "billed"
+    basis: CostBasis = CostBasis.BILLED
 
 
 def _driver_field(
