@@ -38,7 +38,7 @@ from sqlalchemy import Table, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from bot.db.engine import dialect_insert, session_scope
-from bot.db.schema import OutboxMessage
+from bot.db.schema import OutboxMessage, OutboxStatus
 from bot.slack.guard import MessageTooLarge
 from bot.slack.notifier import Notifier, Posted
 
@@ -99,7 +99,7 @@ def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
                 "channel": p.channel,
                 "thread_key": p.thread_key,
                 "payload": {"text": p.text, "blocks": p.blocks},
-                "status": "pending",
+                "status": OutboxStatus.PENDING,
                 "attempts": 0,
             },
         )
@@ -317,7 +317,8 @@ def deliver_pending(
             orphans: list[str] = []
             with session_scope(session_factory) as session:
                 row = session.get(OutboxMessage, message_id)
-                if row is not None and (row.status, row.attempts) != ("sending", attempts):
+                ours = (OutboxStatus.SENDING, attempts)
+                if row is not None and (row.status, row.attempts) != ours:
                     # our lease ran out and another worker claimed (or delivered) the message:
                     # its outcome stands; writing ours could send the message again
                     log.warning(
@@ -329,7 +330,7 @@ def deliver_pending(
                     row = None
                     permanent = False
                 if row is not None:
-                    row.status = "failed" if permanent else "pending"
+                    row.status = OutboxStatus.FAILED if permanent else OutboxStatus.PENDING
                     row.last_error = reason
                     row.next_attempt_at = (
                         None if permanent else clock() + _retry_delay(delay_of, attempts)
@@ -346,7 +347,7 @@ def deliver_pending(
         with session_scope(session_factory) as session:
             row = session.get(OutboxMessage, message_id)
             if row is not None:
-                row.status = "delivered"
+                row.status = OutboxStatus.DELIVERED
                 row.delivered_at = clock()
                 row.slack_ts = posted.ts
                 row.slack_channel = posted.channel
@@ -387,12 +388,15 @@ def fail_orphaned_replies(session: Session) -> list[str]:
         found = session.execute(
             select(OutboxMessage, parent.dedupe_key, parent.last_error)
             .join(parent, parent.dedupe_key == OutboxMessage.thread_key)
-            .where(parent.status == "failed", OutboxMessage.status.in_(("pending", "sending")))
+            .where(
+                parent.status == OutboxStatus.FAILED,
+                OutboxMessage.status.in_((OutboxStatus.PENDING, OutboxStatus.SENDING)),
+            )
         ).all()
         if not found:
             return failed
         for row, parent_key, reason in found:
-            row.status = "failed"
+            row.status = OutboxStatus.FAILED
             row.next_attempt_at = None
             row.last_error = f"thread parent {parent_key} failed: {reason or 'unknown'}"[:2000]
             log.error("outbox %s not delivered: %s", row.dedupe_key, row.last_error)
@@ -425,9 +429,9 @@ def _claim(
     posted_parent = aliased(OutboxMessage)
     with session_scope(factory) as session:
         due = or_(
-            (OutboxMessage.status == "pending")
+            (OutboxMessage.status == OutboxStatus.PENDING)
             & (or_(OutboxMessage.next_attempt_at.is_(None), OutboxMessage.next_attempt_at <= now)),
-            (OutboxMessage.status == "sending") & (OutboxMessage.next_attempt_at <= now),
+            (OutboxMessage.status == OutboxStatus.SENDING) & (OutboxMessage.next_attempt_at <= now),
         )
         # a thread reply is ready once its parent is posted; one that waits must not take a place
         # in the window, or enough of them would starve every other message
@@ -462,7 +466,9 @@ def _claim(
                     OutboxMessage.attempts == row.attempts,
                 )
                 .values(
-                    status="sending", attempts=row.attempts + 1, next_attempt_at=now + lease
+                    status=OutboxStatus.SENDING,
+                    attempts=row.attempts + 1,
+                    next_attempt_at=now + lease,
                 )  # the lease: re-claimable if we die
                 .execution_options(synchronize_session=False)
             )
