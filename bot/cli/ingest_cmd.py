@@ -59,7 +59,7 @@ def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
 
     with ctx.session() as session:
         tag_key = cost_explorer_tag_key(session=session, settings=ctx.settings)
-    end = args.end or dt.datetime.now(dt.UTC).date()
+    end = args.end or ctx.services.clock().date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
     source = CostExplorerSource(
         ctx.services.aws("ce", CE_REGION),

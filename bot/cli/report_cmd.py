@@ -52,7 +52,7 @@ def register(commands: Any) -> None:
 
 def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print spend per group for a month."""
-    period = month_period(args.month) if args.month else month_of(dt.datetime.now(dt.UTC).date())
+    period = month_period(args.month) if args.month else month_of(ctx.services.clock().date())
     with ctx.session() as session:
         check_currency_setting(session, ctx.settings.currency)
         report = spend_report(
@@ -71,7 +71,7 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.waste.findings import find_configured_waste
 
     cloudwatch = ctx.services.aws("cloudwatch") if args.cloudwatch else None
-    as_of = args.as_of or dt.datetime.now(dt.UTC).date()
+    as_of = args.as_of or ctx.services.clock().date()
     with ctx.session() as session:
         findings = find_configured_waste(
             session=session, settings=ctx.settings, as_of=as_of, cloudwatch=cloudwatch

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -29,15 +28,15 @@ def register(commands: Any) -> None:
     post.set_defaults(handler=run_post)
 
 
-def _month(text: str | None) -> Period:
+def _month(text: str | None, ctx: CliContext) -> Period:
     if text:
         return month_period(text)
-    return previous_month(month_of(dt.datetime.now(dt.UTC).date()))
+    return previous_month(month_of(ctx.services.clock().date()))
 
 
 def run_show(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print each model's unit economics and verdict for the month."""
-    month = _month(args.month)
+    month = _month(args.month, ctx)
     with ctx.session() as session:
         economics = economics_for(
             session=session,
@@ -108,7 +107,7 @@ def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
 
     if ctx.settings.slack_bot_token is None:
         raise ConfigurationError("SLACK_BOT_TOKEN is not set")
-    month = _month(args.month)
+    month = _month(args.month, ctx)
     services = ctx.services
     report = post_reviews(
         session_factory=services.session_factory,

@@ -45,7 +45,7 @@ def run_cloudwatch(args: argparse.Namespace, ctx: CliContext) -> int:
     """Pull daily Invocations of the SageMaker endpoints attributed to each model."""
     from bot.economics.cloudwatch_invocations import endpoints_by_model, fetch_invocations
 
-    end = args.end or dt.datetime.now(dt.UTC).date()
+    end = args.end or ctx.services.clock().date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
     if start >= end:
         raise IngestError(f"--start {start} must be before --end {end}")
