@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.bootstrap import AppServices
 from bot.cli.context import CliContext
+from bot.notify.scheduler import start_leader_scheduler
 from bot.slack.app import ConfigurationError, build_app
 from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
 
@@ -79,10 +80,5 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 def _start_scheduler(services: AppServices, ctx: CliContext, enabled: bool) -> Any:
     """Start the scheduler if this process wins the leader lock; return a stop function."""
     if not enabled:
-        return lambda: None
-    try:
-        from bot.notify.scheduler import start_leader_scheduler
-    except ImportError:  # the scheduler module arrives with the budgets-and-alerts work
-        log.info("no scheduler module; serving Slack only")
         return lambda: None
     return start_leader_scheduler(services, ctx.engine)
