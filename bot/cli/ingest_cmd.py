@@ -40,15 +40,18 @@ def register(commands: Any) -> None:
 
 def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
     """Ingest FOCUS or CUR files."""
+    from bot.ingest.sources.files import is_s3
+
     source: SpendSource
+    s3 = ctx.services.aws("s3") if any(is_s3(loc) for loc in args.locations) else None
     if args.source_kind == "focus":
         from bot.ingest.sources.focus import FocusSource
 
-        source = FocusSource(args.locations, default_currency=ctx.settings.currency)
+        source = FocusSource(args.locations, s3, default_currency=ctx.settings.currency)
     else:
         from bot.ingest.sources.cur import CurSource
 
-        source = CurSource(args.locations, default_currency=ctx.settings.currency)
+        source = CurSource(args.locations, s3, default_currency=ctx.settings.currency)
     return _run(source, ctx)
 
 
