@@ -165,7 +165,7 @@ def main() -> int:
     )
     # What `mlcost serve` does at start-up: chart worker processes that warm matplotlib.
     start_render_processes(max(1, (os.cpu_count() or 2) - 1))
-    server = make_http_server(build_app(services), factory, "127.0.0.1", 0, settings=settings)
+    server = make_http_server(build_app(services), services, "127.0.0.1", 0)
     serve_in_thread(server)
     harness = SlackHarness(
         url=f"http://127.0.0.1:{server.server_address[1]}/",

@@ -82,8 +82,13 @@ def build_services(
     *,
     client: WebClient | None = None,
     clock: Callable[[], dt.datetime] = system_clock,
+    aws: AwsClientFactory = aws_client,
 ) -> AppServices:
-    """Wire settings, sessions, the Slack client and everything built over it."""
+    """Wire settings, sessions, the Slack client and everything built over it.
+
+    The Slack client needs no token to be built (a command that never posts runs without one);
+    tests pass `client`, `clock` and `aws` (moto or Stubber clients) to replace the edges.
+    """
     from bot.slack.client import make_web_client
 
     return AppServices(
@@ -91,4 +96,5 @@ def build_services(
         session_factory=session_factory,
         client=client if client is not None else make_web_client(settings),
         clock=clock,
+        aws=aws,
     )

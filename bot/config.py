@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.money import CostBasis
+
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 
 
@@ -60,7 +62,9 @@ class Settings(BaseSettings):
     )
 
     poll_sources: str = Field(default="", validation_alias="MLCOST_POLL_SOURCES")
-    budget_cost_basis: str = Field(default="billed", validation_alias="MLCOST_BUDGET_COST_BASIS")
+    budget_cost_basis: CostBasis = Field(
+        default=CostBasis.BILLED, validation_alias="MLCOST_BUDGET_COST_BASIS"
+    )
     anomaly_min_dollars: Decimal = Field(
         default=Decimal(100), validation_alias="MLCOST_ANOMALY_MIN_DOLLARS"
     )

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from enum import StrEnum
 
 ZERO = Decimal(0)
 CENT = Decimal("0.01")
 # Ledger precision: 10 fractional digits keeps per-line costs like 0.0000008 exact.
 LEDGER_QUANTUM = Decimal("0.0000000001")
+
+
+class CostBasis(StrEnum):
+    """Which cost a figure shows: as invoiced, or amortised (Savings Plans and RIs spread)."""
+
+    BILLED = "billed"
+    EFFECTIVE = "effective"
 
 
 class MoneyError(ValueError):

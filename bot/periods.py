@@ -7,6 +7,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from zoneinfo import ZoneInfo
 
 from bot.errors import UsageError
 
@@ -25,6 +26,11 @@ class Period:
     def days(self) -> int:
         """Return the number of days in the window."""
         return (self.end - self.start).days
+
+
+def local_today(now: dt.datetime, timezone: str) -> dt.date:
+    """Return the date `now` falls on in the organisation's time zone."""
+    return now.astimezone(ZoneInfo(timezone)).date()
 
 
 @lru_cache(maxsize=512)

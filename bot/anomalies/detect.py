@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, ValueMetric
+from bot.money import CostBasis
 from bot.spend.reports import cost_column
 
 BASELINE_MAX_DAYS = 28
@@ -113,7 +114,7 @@ def find_anomalies(
     session: Session,
     day: dt.date,
     min_excess: Decimal,
-    basis: str = "billed",
+    basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
 ) -> list[Anomaly]:
     """Find spend anomalies per model and per stage, and GPU-hour anomalies per model, on a day."""
@@ -133,7 +134,7 @@ def find_anomalies_between(
     first: dt.date,
     last: dt.date,
     min_excess: Decimal,
-    basis: str = "billed",
+    basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
 ) -> list[Anomaly]:
     """Find the anomalies of each day in [first, last], oldest first, reading the ledger once.

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import Budget, DailySpend
 from bot.errors import NotFoundError
-from bot.money import percent_of
+from bot.money import CostBasis, percent_of
 from bot.spend.daily import ReportingWindow, daily_totals, reporting_window, scope_filters
 from bot.spend.forecast import Forecast, forecast_month
 from bot.spend.reports import cost_column
@@ -48,7 +48,7 @@ class BudgetBoardRow:
 @dataclass
 class BudgetBoard:
     span: ReportingWindow
-    basis: str
+    basis: CostBasis
     statuses: list[BudgetBoardRow]
 
 
@@ -64,7 +64,7 @@ def current_amount(session: Session, scope: str) -> Decimal | None:
 
 
 def budget_status(
-    session: Session, budget: Budget, span: ReportingWindow, basis: str = "billed"
+    session: Session, budget: Budget, span: ReportingWindow, basis: CostBasis = CostBasis.BILLED
 ) -> BudgetBoardRow:
     """Compute one budget's month so far and forecast, from spend in the budget's currency."""
     start = min(span.month.start, span.query_start())
@@ -105,7 +105,11 @@ def budget_status(
 
 
 def budget_board(
-    *, session: Session, today: dt.date, scope: str | None = None, basis: str = "billed"
+    *,
+    session: Session,
+    today: dt.date,
+    scope: str | None = None,
+    basis: CostBasis = CostBasis.BILLED,
 ) -> BudgetBoard:
     """Return every budget's status (or one scope's), most used first."""
     span = reporting_window(session, today, None)

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from bot.budgets.evaluate import SHAPES, ZERO, BudgetStatus, scope_sums
 from bot.db.schema import DailySpend, SpendRollup
+from bot.money import CostBasis
 from bot.periods import Period, month_of
 from bot.spend.reports import cost_column
 
@@ -51,7 +52,11 @@ def _top(totals: dict[Any, Decimal], limit: int) -> list[tuple[Any, Decimal]]:
 
 
 def top_drivers(
-    *, session: Session, statuses: Iterable[BudgetStatus], basis: str = "billed", limit: int = 3
+    *,
+    session: Session,
+    statuses: Iterable[BudgetStatus],
+    basis: CostBasis = CostBasis.BILLED,
+    limit: int = 3,
 ) -> dict[int, Drivers]:
     """Return the top stages, resources and days of each budget's month so far.
 

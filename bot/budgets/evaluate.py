@@ -35,6 +35,7 @@ from bot.budgets.forecast import (
     history_window,
 )
 from bot.db.schema import Budget, DailySpend, SpendRollup
+from bot.money import CostBasis
 from bot.periods import Period, month_of
 from bot.spend.reports import cost_column
 
@@ -174,7 +175,7 @@ def scope_sums(
 
 
 def budget_sums(
-    *, session: Session, as_of: dt.date, first_day: dt.date, basis: str = "billed"
+    *, session: Session, as_of: dt.date, first_day: dt.date, basis: CostBasis = CostBasis.BILLED
 ) -> dict[int, dict[str, Decimal]]:
     """Return, per budget id, the month-to-date, last-7-day and per-weekday history sums."""
     month = month_of(as_of)
@@ -201,7 +202,7 @@ def budget_sums(
 
 
 def evaluate_budgets(
-    *, session: Session, as_of: dt.date, basis: str = "billed"
+    *, session: Session, as_of: dt.date, basis: CostBasis = CostBasis.BILLED
 ) -> list[BudgetStatus]:
     """Return the status of every budget as of a day (spend through that day, inclusive)."""
     month = month_of(as_of)

@@ -1,4 +1,4 @@
-"""What every command needs: settings, and a database migrated on first use."""
+"""What every command needs: settings, a database migrated on first use, and the services."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.bootstrap import AppServices, build_services
 from bot.config import Settings
 from bot.db.engine import (
     database_unavailable,
     make_engine,
     make_session_factory,
-    session_scope,
     upgrade,
 )
 
@@ -27,6 +27,7 @@ class CliContext:
     settings: Settings
     _engine: Engine | None = field(default=None, repr=False)
     _factory: sessionmaker[Session] | None = field(default=None, repr=False)
+    _services: AppServices | None = field(default=None, repr=False)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CliContext:
@@ -56,10 +57,21 @@ class CliContext:
             self._factory = make_session_factory(self.engine)
         return self._factory
 
+    @property
+    def services(self) -> AppServices:
+        """Return the composition root's services over the migrated database, built once.
+
+        Building them needs no Slack token: the client only fails when a command posts, and
+        commands that post check for the token first.
+        """
+        if self._services is None:
+            self._services = build_services(self.settings, self.session_factory)
+        return self._services
+
     @contextmanager
     def session(self) -> Iterator[Session]:
         """Open one transaction: committed on success, rolled back on any error."""
-        with session_scope(self.session_factory) as session:
+        with self.services.unit_of_work() as session:
             yield session
 
     def close(self) -> None:

@@ -29,6 +29,6 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     url = f"sqlite:///{(folder / 'mlcost-demo.db').resolve()}"
     demo_ctx = CliContext(settings=Settings(database_url=url))
     try:
-        return run_demo(demo_ctx, folder)
+        return run_demo(demo_ctx.services, folder)
     finally:
         demo_ctx.close()

@@ -37,7 +37,7 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Evaluate the gate and print the reasons."""
-    as_of = args.as_of or dt.datetime.now(dt.UTC).date()
+    as_of = args.as_of or ctx.services.clock().date()
     with ctx.session() as session:
         result = evaluate_gate(
             session=session, model_name=args.model, as_of=as_of, settings=ctx.settings

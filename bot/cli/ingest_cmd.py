@@ -40,29 +40,32 @@ def register(commands: Any) -> None:
 
 def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
     """Ingest FOCUS or CUR files."""
+    from bot.ingest.sources.files import is_s3
+
     source: SpendSource
+    s3 = ctx.services.aws("s3") if any(is_s3(loc) for loc in args.locations) else None
     if args.source_kind == "focus":
         from bot.ingest.sources.focus import FocusSource
 
-        source = FocusSource(args.locations, default_currency=ctx.settings.currency)
+        source = FocusSource(args.locations, s3, default_currency=ctx.settings.currency)
     else:
         from bot.ingest.sources.cur import CurSource
 
-        source = CurSource(args.locations, default_currency=ctx.settings.currency)
+        source = CurSource(args.locations, s3, default_currency=ctx.settings.currency)
     return _run(source, ctx)
 
 
 def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
     """Poll Cost Explorer for a window of days."""
-    from bot.ingest.sources.cost_explorer import CostExplorerSource, make_ce_client
-    from bot.registry.sync import raw_model_tag_key
+    from bot.ingest.sources.cost_explorer import CE_REGION, CostExplorerSource
+    from bot.registry.sync import cost_explorer_tag_key
 
     with ctx.session() as session:
-        tag_key = raw_model_tag_key(session=session, default=ctx.settings.model_tag_keys[0])
-    end = args.end or dt.datetime.now(dt.UTC).date()
+        tag_key = cost_explorer_tag_key(session=session, settings=ctx.settings)
+    end = args.end or ctx.services.clock().date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
     source = CostExplorerSource(
-        make_ce_client(),
+        ctx.services.aws("ce", CE_REGION),
         start,
         end,
         model_tag_key=tag_key,
@@ -75,14 +78,12 @@ def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
     """Run the grouping query in Athena and ingest its result."""
-    import boto3
-
     from bot.ingest.sources.athena import AthenaSource
 
     if not args.output and not args.workgroup:
         raise UsageError("athena needs --output s3://... or a --workgroup with an output location")
     source = AthenaSource(
-        boto3.client("athena"),
+        ctx.services.aws("athena"),
         database=args.database,
         table=args.table,
         month=args.month,

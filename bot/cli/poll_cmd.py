@@ -6,17 +6,14 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from bot.bootstrap import system_clock
 from bot.cli.context import CliContext
 from bot.cli.ingest_cmd import print_report
 from bot.errors import UsageError
-from bot.notify.cycle import local_today, run_cycle
-from bot.notify.outbox import HistoryLookup
+from bot.notify.cycle import run_cycle
 from bot.notify.plan import ALL_CHECKS, CycleReport
-from bot.notify.sources import configured_sources
-from bot.slack.client import make_web_client
+from bot.notify.scheduler import poll_sources
+from bot.periods import local_today
 from bot.slack.mrkdwn import plain
-from bot.slack.notifier import SlackNotifier
 
 
 def register(commands: Any) -> None:
@@ -47,27 +44,25 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         unknown = [c for c in checks if c not in ALL_CHECKS]
         if unknown:
             raise UsageError(f"--only: unknown check {unknown[0]!r}; use {', '.join(ALL_CHECKS)}")
-    settings = ctx.settings
-    now = system_clock()
+    services = ctx.services
+    now = services.clock()
     fetch = not (args.as_of or args.no_fetch or args.dry_run)
-    sources = configured_sources(settings, local_today(now, settings.timezone)) if fetch else []
-    notifier = find_posted = None
-    if not args.dry_run and settings.slack_bot_token is not None:
-        client = make_web_client(settings)
-        notifier, find_posted = SlackNotifier(client), HistoryLookup(client)
+    today = local_today(now, services.settings.timezone)
+    sources = poll_sources(services, today) if fetch else []
+    delivering = not args.dry_run and services.settings.slack_bot_token is not None
     report = run_cycle(
-        session_factory=ctx.session_factory,
-        settings=settings,
+        session_factory=services.session_factory,
+        settings=services.settings,
         now=now,
         as_of=args.as_of,
         sources=sources,
-        notifier=notifier,
-        find_posted=find_posted,
+        notifier=services.notifier if delivering else None,
+        find_posted=services.find_posted if delivering else None,
         checks=checks,
         dry_run=args.dry_run,
-        clock=system_clock,  # fetching takes time: lease from the clock at claim time
+        clock=services.clock,  # fetching takes time: lease from the clock at claim time
     )
-    print_cycle(report, dry_run=args.dry_run, delivering=notifier is not None)
+    print_cycle(report, dry_run=args.dry_run, delivering=delivering)
     return 1 if report.fetch_errors else 0
 
 

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from bot.cli.context import CliContext
-from bot.money import format_money
+from bot.money import CostBasis, format_money
 from bot.periods import month_of, month_period
 from bot.spend.reports import (
     SpendReport,
@@ -29,8 +29,8 @@ def register(commands: Any) -> None:
     spend.add_argument("--format", choices=["table", "csv", "json"], default="table")
     spend.add_argument(
         "--cost",
-        choices=["billed", "effective"],
-        default="billed",
+        choices=[basis.value for basis in CostBasis],
+        default=CostBasis.BILLED.value,
         help="billed (invoice) or effective (amortised) cost",
     )
     spend.set_defaults(handler=run_spend)
@@ -52,11 +52,14 @@ def register(commands: Any) -> None:
 
 def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print spend per group for a month."""
-    period = month_period(args.month) if args.month else month_of(dt.datetime.now(dt.UTC).date())
+    period = month_period(args.month) if args.month else month_of(ctx.services.clock().date())
     with ctx.session() as session:
         check_currency_setting(session, ctx.settings.currency)
         report = spend_report(
-            session=session, period=period, by=parse_dimensions(args.by), basis=args.cost
+            session=session,
+            period=period,
+            by=parse_dimensions(args.by),
+            basis=CostBasis(args.cost),
         )
     print(render(report, args.format), end="")
     return 0
@@ -67,12 +70,8 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.slack.blocks.waste import render_waste_json, render_waste_text
     from bot.waste.findings import find_configured_waste
 
-    cloudwatch = None
-    if args.cloudwatch:
-        import boto3
-
-        cloudwatch = boto3.client("cloudwatch")
-    as_of = args.as_of or dt.datetime.now(dt.UTC).date()
+    cloudwatch = ctx.services.aws("cloudwatch") if args.cloudwatch else None
+    as_of = args.as_of or ctx.services.clock().date()
     with ctx.session() as session:
         findings = find_configured_waste(
             session=session, settings=ctx.settings, as_of=as_of, cloudwatch=cloudwatch
@@ -119,7 +118,7 @@ def render(report: SpendReport, fmt: str) -> str:
     lines = [
         f"Spend {report.period.label} ({report.period.start}..{report.period.end}), "
         f"cost shown: {report.basis}"
-        + (" — amortised" if report.basis == "effective" else " — as invoiced")
+        + (" — amortised" if report.basis == CostBasis.EFFECTIVE else " — as invoiced")
     ]
     several = len(report.totals) > 1
     if several:

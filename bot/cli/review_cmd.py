@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -29,15 +28,15 @@ def register(commands: Any) -> None:
     post.set_defaults(handler=run_post)
 
 
-def _month(text: str | None) -> Period:
+def _month(text: str | None, ctx: CliContext) -> Period:
     if text:
         return month_period(text)
-    return previous_month(month_of(dt.datetime.now(dt.UTC).date()))
+    return previous_month(month_of(ctx.services.clock().date()))
 
 
 def run_show(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print each model's unit economics and verdict for the month."""
-    month = _month(args.month)
+    month = _month(args.month, ctx)
     with ctx.session() as session:
         economics = economics_for(
             session=session,
@@ -104,24 +103,21 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
 
 def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
     """Open and post the month's reviews; a review already posted is not posted again."""
-    from bot.notify.outbox import HistoryLookup
     from bot.review.delivery import post_reviews
-    from bot.slack.client import make_web_client
-    from bot.slack.notifier import SlackNotifier
 
     if ctx.settings.slack_bot_token is None:
         raise ConfigurationError("SLACK_BOT_TOKEN is not set")
-    month = _month(args.month)
-    client = make_web_client(ctx.settings)
+    month = _month(args.month, ctx)
+    services = ctx.services
     report = post_reviews(
-        session_factory=ctx.session_factory,
-        notifier=SlackNotifier(client),
+        session_factory=services.session_factory,
+        notifier=services.notifier,
         month=month,
-        settings=ctx.settings,
-        now=dt.datetime.now(dt.UTC),
-        find_posted=HistoryLookup(client),
+        settings=services.settings,
+        now=services.clock(),
+        find_posted=services.find_posted,
         teams=set(args.team) if args.team else None,
-        clock=lambda: dt.datetime.now(dt.UTC),
+        clock=services.clock,
     )
     print(
         f"review {month.label}: opened {len(report.opened)} team review(s), delivered "

@@ -11,9 +11,9 @@ from typing import Any
 
 from bot.bootstrap import AppServices
 from bot.cli.context import CliContext
+from bot.notify.scheduler import start_leader_scheduler
 from bot.slack.app import ConfigurationError, build_app
 from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
-from bot.slack.client import make_web_client
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +33,6 @@ def register(commands: Any) -> None:
     serve.set_defaults(handler=run)
 
 
-def build_services(ctx: CliContext) -> AppServices:
-    """Wire settings, sessions and the Slack client."""
-    if ctx.settings.slack_bot_token is None:
-        raise ConfigurationError("SLACK_BOT_TOKEN is not set")
-    return AppServices(
-        settings=ctx.settings,
-        session_factory=ctx.session_factory,
-        client=make_web_client(ctx.settings),
-    )
-
-
 class Terminated(Exception):
     """SIGTERM arrived (a container stop, systemd, a supervisor): shut down like Ctrl-C."""
 
@@ -55,7 +44,9 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Serve until interrupted or terminated."""
     logging.getLogger().setLevel(logging.INFO)
-    services = build_services(ctx)
+    if ctx.settings.slack_bot_token is None:
+        raise ConfigurationError("SLACK_BOT_TOKEN is not set")
+    services = ctx.services
     app = build_app(services)
     # Charts render after the ack, in worker processes so they never hold the GIL that acks need;
     # the workers warm matplotlib as they start.
@@ -75,9 +66,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         else:
             from bot.web.server import make_http_server
 
-            server = make_http_server(
-                app, ctx.session_factory, args.host, args.port, settings=ctx.settings
-            )
+            server = make_http_server(app, services, args.host, args.port)
             log.info("serving Slack on http://%s:%d/slack/events", args.host, args.port)
             server.serve_forever(poll_interval=0.2)
     except (KeyboardInterrupt, Terminated):
@@ -91,10 +80,5 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 def _start_scheduler(services: AppServices, ctx: CliContext, enabled: bool) -> Any:
     """Start the scheduler if this process wins the leader lock; return a stop function."""
     if not enabled:
-        return lambda: None
-    try:
-        from bot.notify.scheduler import start_leader_scheduler
-    except ImportError:  # the scheduler module arrives with the budgets-and-alerts work
-        log.info("no scheduler module; serving Slack only")
         return lambda: None
     return start_leader_scheduler(services, ctx.engine)

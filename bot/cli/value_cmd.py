@@ -43,11 +43,9 @@ def run_value_csv(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_cloudwatch(args: argparse.Namespace, ctx: CliContext) -> int:
     """Pull daily Invocations of the SageMaker endpoints attributed to each model."""
-    import boto3
-
     from bot.economics.cloudwatch_invocations import endpoints_by_model, fetch_invocations
 
-    end = args.end or dt.datetime.now(dt.UTC).date()
+    end = args.end or ctx.services.clock().date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
     if start >= end:
         raise IngestError(f"--start {start} must be before --end {end}")
@@ -57,8 +55,8 @@ def run_cloudwatch(args: argparse.Namespace, ctx: CliContext) -> int:
             print(f"no SageMaker endpoints are attributed to a model in {start}..{end}")
             return 0
         rows = fetch_invocations(
-            cloudwatch=boto3.client("cloudwatch"),
-            sagemaker=boto3.client("sagemaker"),
+            cloudwatch=ctx.services.aws("cloudwatch"),
+            sagemaker=ctx.services.aws("sagemaker"),
             endpoints=endpoints,
             start=start,
             end=end,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import ROUND_HALF_EVEN, Decimal
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -315,6 +316,16 @@ class AuditLog(Base):
     detail: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
 
 
+class OutboxStatus(StrEnum):
+    """Where an outbox message stands; stored as its plain string value."""
+
+    PENDING = "pending"  # waiting for its first or next attempt
+    SENDING = "sending"  # claimed by a worker until its lease runs out
+    DELIVERED = "delivered"
+    FAILED = "failed"  # Slack refused it for good; not retried
+    UPLOADING = "uploading"  # a review chart claimed for upload (review/service.py)
+
+
 class OutboxMessage(Base):
     """A Slack post recorded before it is sent, so it is delivered once even across restarts."""
 
@@ -326,7 +337,7 @@ class OutboxMessage(Base):
     channel: Mapped[str] = mapped_column(String(40))
     thread_key: Mapped[str | None] = mapped_column(String(300))
     payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    status: Mapped[str] = mapped_column(String(20), default="pending")
+    status: Mapped[str] = mapped_column(String(20), default=OutboxStatus.PENDING)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
     next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)

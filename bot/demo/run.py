@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from bot.cli.context import CliContext
+from bot.bootstrap import AppServices
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
 from bot.ingest.ledger import ingest
@@ -34,15 +34,15 @@ def section(title: str) -> None:
     print(f"\n== {title} " + "=" * max(0, 60 - len(title)))
 
 
-def run_demo(ctx: CliContext, folder: Path) -> int:
+def run_demo(services: AppServices, folder: Path) -> int:
     """Run each step of the loop and print what a user would see."""
-    print(f"mlcost demo in {folder.resolve()} (database {ctx.settings.database_url})")
+    print(f"mlcost demo in {folder.resolve()} (database {services.settings.database_url})")
 
     section("1. Registry: teams, models, owners, budgets")
     spec = load_registry_file(DATA / "registry.yaml")
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         changes = import_registry(
-            spec, session=session, actor="demo", default_currency=ctx.settings.currency
+            spec, session=session, actor="demo", default_currency=services.settings.currency
         )
     print(
         f"{len(spec.teams)} teams, {len(spec.models)} models, {len(spec.budgets)} budgets "
@@ -50,19 +50,19 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
     )
 
     section("2. Ingest three months of FOCUS billing (re-ingest replaces, never doubles)")
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         report = ingest(FocusSource([str(DATA / "billing-focus.csv.gz")]), session=session)
     print_report(report)
 
     section(f"3. Spend for {DEMO_MONTH} by model and stage")
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         spend = spend_report(
             session=session, period=month_period(DEMO_MONTH), by=["model", "stage"]
         )
     print(render(spend, "table"), end="")
 
     section(f"4. Unallocated spend in {DEMO_MONTH}: what tags would fix it")
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         unowned = spend_report(
             session=session,
             period=month_period(DEMO_MONTH),
@@ -71,33 +71,33 @@ def run_demo(ctx: CliContext, folder: Path) -> int:
         )
     print(render(unowned, "table"), end="")
 
-    show_slack_model_report(ctx, folder)
-    show_alerts(ctx)
-    run_unit_economics_demo(ctx)
+    show_slack_model_report(services, folder)
+    show_alerts(services)
+    run_unit_economics_demo(services)
 
     section("10. Waste as of 2026-11-30: money that burns silently")
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         findings = find_configured_waste(
-            session=session, settings=ctx.settings, as_of=dt.date(2026, 11, 30)
+            session=session, settings=services.settings, as_of=dt.date(2026, 11, 30)
         )
-    print(render_waste_text(findings, ctx.settings.currency), end="")
+    print(render_waste_text(findings, services.settings.currency), end="")
 
-    show_export_poll(ctx, folder)
-    show_trust(ctx)
+    show_export_poll(services, folder)
+    show_trust(services)
     return 0
 
 
 HOSTILE_TAG = "legacy <!channel> <https://evil.example|click here>"
 
 
-def show_trust(ctx: CliContext) -> None:
+def show_trust(services: AppServices) -> None:
     """Show what outside text becomes in Slack, and what a registry import would change."""
     section("12. Trust: outside text is escaped; a registry import shows its diff first")
     from bot.registry.plan import plan_import
     from bot.registry.spec import parse_registry
     from bot.slack.blocks.alerts import build_unallocated_alert
 
-    money = ctx.settings.currency
+    money = services.settings.currency
     line: list[tuple[str, str | None, Decimal]] = [("Amazon EC2", HOSTILE_TAG, Decimal("1234.50"))]
     _text, blocks = build_unallocated_alert(line, Decimal("1234.50"), "the week of Nov 23", money)
     shown = [t for block in blocks for t in _block_texts(block) if "legacy" in t]
@@ -107,7 +107,7 @@ def show_trust(ctx: CliContext) -> None:
     print("  (escaped: it cannot ping @channel or add a link)")
     registry = (DATA / "registry.yaml").read_text()
     raised = registry.replace('"model:recsys", monthly: 22000', '"model:recsys", monthly: 26000')
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         plan = plan_import(
             parse_registry(raised), session=session, source="registry.yaml", default_currency=money
         )
@@ -143,7 +143,7 @@ def write_export_folders(root: Path) -> list[Path]:
     return written
 
 
-def show_export_poll(ctx: CliContext, folder: Path) -> None:
+def show_export_poll(services: AppServices, folder: Path) -> None:
     """Poll an export the way the scheduler does: only the last two billing periods."""
     today = dt.date(2026, 12, 1)
     section(f"11. The scheduled poll of an export, on {today} (a folder laid out like S3)")
@@ -153,18 +153,18 @@ def show_export_poll(ctx: CliContext, folder: Path) -> None:
         f"{len(files)} billing-period folders under {root}/data/ "
         "(MLCOST_POLL_SOURCES=focus:s3://bucket/prefix/ reads this layout in S3)"
     )
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         before = spend_report(session=session, period=month_period(DEMO_MONTH), by=["model"])
     source = RecentExportSource("focus", str(root), recent_periods(today))
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         report = ingest(source, session=session)
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         after = spend_report(session=session, period=month_period(DEMO_MONTH), by=["model"])
     print(
         f"re-read {source.location}: {report.rows_read:,} rows, replaced "
         f"{report.replaced_rows:,} ledger rows; {DEMO_MONTH} billed "
-        f"{format_money(before.billed, ctx.settings.currency)} before, "
-        f"{format_money(after.billed, ctx.settings.currency)} after (replaced, "
+        f"{format_money(before.billed, services.settings.currency)} before, "
+        f"{format_money(after.billed, services.settings.currency)} after (replaced, "
         "not doubled)"
     )
 
@@ -172,7 +172,7 @@ def show_export_poll(ctx: CliContext, folder: Path) -> None:
 GATE_MODELS = ("search-ranker", "recsys", "embeddings")
 
 
-def run_unit_economics_demo(ctx: CliContext) -> int:
+def run_unit_economics_demo(services: AppServices) -> int:
     """Value metrics in, unit economics and verdicts for the demo month, the release gate."""
     from bot.cli.review_cmd import render_economics
     from bot.economics.gate import evaluate_gate
@@ -181,35 +181,35 @@ def run_unit_economics_demo(ctx: CliContext) -> int:
     from bot.periods import previous_month
 
     section("7. Value metrics: daily predictions per model (re-ingest replaces)")
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         rows = read_value_csv(DATA / "value-metrics.csv", known_model_names(session))
         record_values(rows, session=session, source="csv", recorded_by="demo")
     print(f"{len(rows):,} value rows for {len({r.model for r in rows})} models")
 
     section(f"8. Unit economics and verdicts for {DEMO_MONTH}")
     month = month_period(DEMO_MONTH)
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         economics = economics_for(
             session=session,
             period=month,
             previous=previous_month(month),
-            rules=verdict_rules(ctx.settings),
-            default_currency=ctx.settings.currency,
+            rules=verdict_rules(services.settings),
+            default_currency=services.settings.currency,
         )
     print(render_economics(economics.values(), month), end="")
 
     as_of = month.end - dt.timedelta(days=1)
     section(f"9. Release gate (`mlcost gate <model> --as-of {as_of}`)")
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         for model in GATE_MODELS:
             result = evaluate_gate(
-                session=session, model_name=model, as_of=as_of, settings=ctx.settings
+                session=session, model_name=model, as_of=as_of, settings=services.settings
             )
             print(result.as_text())
     return 0
 
 
-def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
+def show_slack_model_report(services: AppServices, folder: Path) -> None:
     """Print what `/mlcost model recsys` posts, and write its chart PNG to the demo folder."""
     from bot.slack.blocks.common import signed_percent
     from bot.slack.charts.spend_chart import render_spend_chart
@@ -217,9 +217,9 @@ def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
 
     as_of = dt.date(2026, 11, 20)  # mid-month, so the forecast has work to do
     section(f"5. Slack: /mlcost model recsys (as of {as_of}, no Slack needed)")
-    with ctx.session() as session:
+    with services.unit_of_work() as session:
         report = model_report(
-            session=session, name="recsys", today=as_of, currency=ctx.settings.currency
+            session=session, name="recsys", today=as_of, currency=services.settings.currency
         )
     currency = report.currency
     money = lambda v: format_money(v, currency)  # noqa: E731
@@ -248,7 +248,7 @@ def show_slack_model_report(ctx: CliContext, folder: Path) -> None:
 ALERTS_THROUGH = dt.date(2026, 11, 20)
 
 
-def show_alerts(ctx: CliContext) -> None:
+def show_alerts(services: AppServices) -> None:
     """Walk the demo month day by day and print each alert on the day it would have posted."""
     section(
         f"6. Budget alerts, anomalies, weekly unallocated and waste posts, day by day to "
@@ -259,9 +259,9 @@ def show_alerts(ctx: CliContext) -> None:
     day = ALERTS_THROUGH.replace(day=1)
     while day <= ALERTS_THROUGH:
         now = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(6), dt.UTC)
-        with ctx.session() as session:
+        with services.unit_of_work() as session:
             report = plan_alerts(
-                session=session, settings=ctx.settings, as_of=day, now=now, also_sent=sent
+                session=session, settings=services.settings, as_of=day, now=now, also_sent=sent
             )
         for post in report.planned:
             sent.add(post.dedupe_key)

@@ -18,6 +18,7 @@ from bot.db.schema import Budget, DailySpend, MLModel, Team
 from bot.economics.value_metrics import primary_metric, value_totals
 from bot.economics.verdicts import Usage, Verdict, VerdictRules, change_pct, judge
 from bot.errors import CurrencyError
+from bot.money import CostBasis
 from bot.periods import Period
 from bot.spend.reports import cost_column
 
@@ -132,7 +133,7 @@ class ModelEconomics:
 
 
 def _spend_by_model_stage(
-    session: Session, period: Period, models: list[str] | None, basis: str
+    session: Session, period: Period, models: list[str] | None, basis: CostBasis
 ) -> dict[str, dict[str, Decimal]]:
     cost = cost_column(basis)
     query = (
@@ -160,7 +161,7 @@ def economics_for(
     models: Iterable[str] | None = None,
     full_period: bool = True,
     rules: VerdictRules | None = None,
-    basis: str = "billed",
+    basis: CostBasis = CostBasis.BILLED,
     default_currency: str = "USD",
 ) -> dict[str, ModelEconomics]:
     """Return unit economics per model for a period against the previous one, by model name.

@@ -11,7 +11,6 @@ import datetime as dt
 import logging
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -25,6 +24,7 @@ from bot.notify.outbox import FindPosted, PlannedPost, enqueue_many
 from bot.notify.plan import ALL_CHECKS, CycleReport, plan_alerts
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
 from bot.notify.sources import source_name
+from bot.periods import local_today
 from bot.slack.notifier import Notifier
 
 log = logging.getLogger(__name__)
@@ -32,11 +32,6 @@ log = logging.getLogger(__name__)
 
 # what the scheduler's poll evaluates after re-reading its sources; anomalies run once a day
 POLL_CHECKS = ("budgets", "unallocated", "waste")
-
-
-def local_today(now: dt.datetime, timezone: str) -> dt.date:
-    """Return today's date in the organisation's time zone."""
-    return now.astimezone(ZoneInfo(timezone)).date()
 
 
 def default_as_of(now: dt.datetime, timezone: str) -> dt.date:

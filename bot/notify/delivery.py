@@ -38,7 +38,7 @@ from sqlalchemy import Select, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from bot.db.engine import session_scope
-from bot.db.schema import OutboxMessage
+from bot.db.schema import OutboxMessage, OutboxStatus
 from bot.notify.outbox import METADATA_EVENT, FindPosted
 from bot.slack.guard import MessageTooLarge
 from bot.slack.notifier import Notifier, Posted
@@ -190,7 +190,7 @@ def deliver_pending(
         with session_scope(session_factory) as session:
             row = session.get(OutboxMessage, claim.id)
             if row is not None:
-                row.status = "delivered"
+                row.status = OutboxStatus.DELIVERED
                 row.delivered_at = clock()
                 row.slack_ts = posted.ts
                 row.slack_channel = posted.channel
@@ -249,7 +249,7 @@ def _record_failure(
     orphans: list[str] = []
     with session_scope(session_factory) as session:
         row = session.get(OutboxMessage, claim.id)
-        if row is not None and (row.status, row.attempts) != ("sending", attempts):
+        if row is not None and (row.status, row.attempts) != (OutboxStatus.SENDING, attempts):
             # our lease ran out and another worker claimed (or delivered) the message:
             # its outcome stands; writing ours could send the message again
             log.warning(
@@ -261,7 +261,7 @@ def _record_failure(
             row = None
             permanent = False
         if row is not None:
-            row.status = "failed" if permanent else "pending"
+            row.status = OutboxStatus.FAILED if permanent else OutboxStatus.PENDING
             row.last_error = reason
             row.next_attempt_at = None if permanent else clock() + _retry_delay(delay_of, attempts)
         if permanent:
@@ -302,12 +302,15 @@ def fail_orphaned_replies(session: Session) -> list[str]:
         found = session.execute(
             select(OutboxMessage, parent.dedupe_key, parent.last_error)
             .join(parent, parent.dedupe_key == OutboxMessage.thread_key)
-            .where(parent.status == "failed", OutboxMessage.status.in_(("pending", "sending")))
+            .where(
+                parent.status == OutboxStatus.FAILED,
+                OutboxMessage.status.in_((OutboxStatus.PENDING, OutboxStatus.SENDING)),
+            )
         ).all()
         if not found:
             return failed
         for row, parent_key, reason in found:
-            row.status = "failed"
+            row.status = OutboxStatus.FAILED
             row.next_attempt_at = None
             row.last_error = f"thread parent {parent_key} failed: {reason or 'unknown'}"[:2000]
             log.error("outbox %s not delivered: %s", row.dedupe_key, row.last_error)
@@ -335,9 +338,9 @@ def _due(now: dt.datetime, kinds: tuple[str, ...] | None) -> Select[OutboxMessag
     """Select the next messages due (pending, or sending with an expired lease) and ready."""
     posted_parent = aliased(OutboxMessage)
     due = or_(
-        (OutboxMessage.status == "pending")
+        (OutboxMessage.status == OutboxStatus.PENDING)
         & (or_(OutboxMessage.next_attempt_at.is_(None), OutboxMessage.next_attempt_at <= now)),
-        (OutboxMessage.status == "sending") & (OutboxMessage.next_attempt_at <= now),
+        (OutboxMessage.status == OutboxStatus.SENDING) & (OutboxMessage.next_attempt_at <= now),
     )
     # a thread reply is ready once its parent is posted; one that waits must not take a place
     # in the window, or enough of them would starve every other message
@@ -384,7 +387,9 @@ def _claim(
                     OutboxMessage.attempts == row.attempts,
                 )
                 .values(
-                    status="sending", attempts=row.attempts + 1, next_attempt_at=now + lease
+                    status=OutboxStatus.SENDING,
+                    attempts=row.attempts + 1,
+                    next_attempt_at=now + lease,
                 )  # the lease: re-claimable if we die
                 .execution_options(synchronize_session=False)
             )

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from bot.budgets.drivers import Drivers
+from bot.money import CostBasis
 
 if TYPE_CHECKING:
     from bot.anomalies.detect import Anomaly
@@ -36,7 +37,7 @@ class AlertContext:
     owners: frozenset[str] = frozenset()
     drivers: Drivers = field(default_factory=Drivers)
     currency: str = "USD"
-    basis: str = "billed"
+    basis: CostBasis = CostBasis.BILLED
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from sqlalchemy import Table
 from sqlalchemy.orm import Session
 
 from bot.db.engine import dialect_insert
-from bot.db.schema import OutboxMessage
+from bot.db.schema import OutboxMessage, OutboxStatus
 from bot.slack.notifier import Posted
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
                 "channel": p.channel,
                 "thread_key": p.thread_key,
                 "payload": {"text": p.text, "blocks": p.blocks},
-                "status": "pending",
+                "status": OutboxStatus.PENDING,
                 "attempts": 0,
             },
         )

@@ -6,10 +6,12 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from bot.bootstrap import AwsClientFactory, aws_client
 from bot.config import Settings
 from bot.errors import MlcostError
 from bot.ingest.sources.base import Progress, SourceData, SpendSource
 from bot.ingest.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
+from bot.ingest.sources.files import is_s3
 
 
 class PolledSource:
@@ -43,25 +45,33 @@ def source_name(source: SpendSource) -> str:
 
 
 def configured_sources(
-    settings: Settings, today: dt.date, *, ce_client: Any = None, s3_client: Any = None
+    settings: Settings,
+    today: dt.date,
+    *,
+    model_tag_key: str,
+    aws: AwsClientFactory = aws_client,
+    ce_client: Any = None,
+    s3_client: Any = None,
 ) -> list[PolledSource]:
     """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES).
 
     Cost Explorer re-reads its trailing window of days; a CUR or FOCUS export in S3 (or a
-    folder) re-reads its previous and current billing periods.
+    folder) re-reads its previous and current billing periods. Cost Explorer groups by
+    `model_tag_key` (registry.sync.cost_explorer_tag_key decides it). AWS clients come from
+    `aws` when the source is built (at fetch time) unless one is given.
     """
     sources: list[PolledSource] = []
     for kind, location in settings.poll_source_specs():
         if kind in ("cost-explorer", "ce") and location is None:
 
             def build_ce() -> SpendSource:
-                from bot.ingest.sources.cost_explorer import CostExplorerSource, make_ce_client
+                from bot.ingest.sources.cost_explorer import CE_REGION, CostExplorerSource
 
                 return CostExplorerSource(
-                    ce_client or make_ce_client(),
+                    ce_client or aws("ce", CE_REGION),
                     today - dt.timedelta(days=settings.poll_lookback_days),
                     today,
-                    model_tag_key=settings.model_tag_keys[0],
+                    model_tag_key=model_tag_key,
                     second_group=settings.cost_explorer_group_key,
                     billing_account=settings.aws_billing_account or "aws",
                     default_currency=settings.currency,
@@ -75,7 +85,7 @@ def configured_sources(
                     kind,
                     location,
                     recent_periods(today),
-                    s3_client=s3_client,
+                    s3_client=s3_client or (aws("s3") if is_s3(location) else None),
                     default_currency=settings.currency,
                 )
 

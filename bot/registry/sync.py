@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
+from bot.config import Settings
 from bot.db.schema import Admin, AuditLog, Budget, MLModel, Owner, RegistrySetting, Team
 from bot.ingest.attribution import AttributionRules, ModelMatcher, StageRule
 from bot.ingest.attribution import normalize_tag_key as _norm
@@ -236,8 +237,12 @@ def export_registry(*, session: Session) -> RegistrySpec:
     )
 
 
-def raw_model_tag_key(*, session: Session, default: str) -> str:
-    """Return the first model tag key as written (Cost Explorer groups by the raw key)."""
+def cost_explorer_tag_key(*, session: Session, settings: Settings) -> str:
+    """Return the model tag key Cost Explorer groups by: the registry's first, else the settings'.
+
+    The key is returned as written (Cost Explorer matches the raw key, not a normalised one).
+    """
+    default = settings.model_tag_keys[0]
     setting = session.get(RegistrySetting, "attribution")
     if setting is None:
         return default

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, selectinload, sessionmaker
 
 from bot.config import Settings
 from bot.db.engine import dialect_insert, session_scope
-from bot.db.schema import OutboxMessage, Review
+from bot.db.schema import OutboxMessage, OutboxStatus, Review
 from bot.notify.delivery import deliver_pending
 from bot.notify.outbox import FindPosted
 from bot.periods import Period
@@ -127,7 +127,7 @@ def _claim_chart(session: Session, key: str, channel: str, now: dt.datetime) -> 
             kind="review.chart",
             channel=channel,
             payload={"text": "", "blocks": []},
-            status="uploading",
+            status=OutboxStatus.UPLOADING,
             attempts=1,
             created_at=now,
         )
@@ -179,7 +179,7 @@ def upload_chart(
         return False
     with session_scope(session_factory) as session:
         row = session.scalars(select(OutboxMessage).where(OutboxMessage.dedupe_key == key)).one()
-        row.status = "delivered"
+        row.status = OutboxStatus.DELIVERED
         row.delivered_at = now
         row.slack_channel = channel
     return True

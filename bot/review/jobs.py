@@ -17,27 +17,18 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from zoneinfo import ZoneInfo
 
 from bot.bootstrap import AppServices
-from bot.db.engine import session_scope
 from bot.notify.delivery import deliver_pending
-from bot.notify.outbox import HistoryLookup
-from bot.periods import month_of, previous_month
+from bot.periods import local_today, month_of, previous_month
 from bot.review.delivery import ReviewPostReport, deliver_reviews, post_reviews
 from bot.review.open import enqueue_reminders
 from bot.review.refresh import refresh_pending_messages
 from bot.review.signoff import SIGNOFF_KIND, enqueue_digests, week_start_of
-from bot.slack.notifier import SlackNotifier
 
 log = logging.getLogger(__name__)
 
 CATCH_UP_LAST_DAY = 7
-
-
-def local_today(services: AppServices) -> dt.date:
-    """Return today's date in the configured time zone."""
-    return services.clock().astimezone(ZoneInfo(services.settings.timezone)).date()
 
 
 def first_working_day(year: int, month: int) -> dt.date:
@@ -50,7 +41,7 @@ def first_working_day(year: int, month: int) -> dt.date:
 
 def run_monthly_review_job(services: AppServices) -> ReviewPostReport | None:
     """Post last month's review to every team from the month's first working day to the 7th."""
-    today = local_today(services)
+    today = local_today(services.clock(), services.settings.timezone)
     if (
         not first_working_day(today.year, today.month)
         <= today
@@ -60,11 +51,11 @@ def run_monthly_review_job(services: AppServices) -> ReviewPostReport | None:
     month = previous_month(month_of(today))
     report = post_reviews(
         session_factory=services.session_factory,
-        notifier=SlackNotifier(services.client),
+        notifier=services.notifier,
         month=month,
         settings=services.settings,
         now=services.clock(),
-        find_posted=HistoryLookup(services.client),
+        find_posted=services.find_posted,
         clock=services.clock,
     )
     log.info(
@@ -81,15 +72,15 @@ def run_monthly_review_job(services: AppServices) -> ReviewPostReport | None:
 def run_review_reminders_job(services: AppServices) -> int:
     """Remind each review thread once about undecided models; retry pending review posts."""
     now = services.clock()
-    with session_scope(services.session_factory) as session:
+    with services.unit_of_work() as session:
         count = enqueue_reminders(
             session=session, now=now, after_days=services.settings.review_reminder_days
         )
     deliver_reviews(
         session_factory=services.session_factory,
-        notifier=SlackNotifier(services.client),
+        notifier=services.notifier,
         now=now,
-        find_posted=HistoryLookup(services.client),
+        find_posted=services.find_posted,
         currency=services.settings.currency,
         clock=services.clock,
     )
@@ -99,16 +90,16 @@ def run_review_reminders_job(services: AppServices) -> int:
 def run_weekly_signoff_job(services: AppServices) -> int:
     """Send each owner last week's digest with Sign-off buttons, once per owner and week."""
     now = services.clock()
-    week_start = week_start_of(local_today(services)) - dt.timedelta(days=7)
-    with session_scope(services.session_factory) as session:
+    week_start = week_start_of(local_today(now, services.settings.timezone)) - dt.timedelta(days=7)
+    with services.unit_of_work() as session:
         count = enqueue_digests(
             session=session, week_start=week_start, currency=services.settings.currency, now=now
         )
     deliver_pending(
         session_factory=services.session_factory,
-        notifier=SlackNotifier(services.client),
+        notifier=services.notifier,
         clock=services.clock,
-        find_posted=HistoryLookup(services.client),
+        find_posted=services.find_posted,
         kinds=(SIGNOFF_KIND,),
     )
     return count
@@ -118,7 +109,7 @@ def run_review_refresh_job(services: AppServices) -> int:
     """Update review threads whose decision was recorded while Slack could not be updated."""
     report = refresh_pending_messages(
         session_factory=services.session_factory,
-        notifier=SlackNotifier(services.client),
+        notifier=services.notifier,
         currency=services.settings.currency,
     )
     if report.refreshed or report.retrying or report.given_up:

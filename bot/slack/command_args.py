@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from bot.errors import UsageError
-from bot.spend.reports import BASES
+from bot.money import CostBasis
 
 USER_MENTION = re.compile(r"^<@([UW][A-Z0-9]{2,30})(?:\|[^>]*)?>$")
 CHANNEL_MENTION = re.compile(r"^<#([CG][A-Z0-9]{2,30})(?:\|[^>]*)?>$")
@@ -40,12 +40,13 @@ def split_options(args: Sequence[str], options: Sequence[str]) -> tuple[list[str
     return positional, found
 
 
-def cost_basis(options: dict[str, str]) -> str:
+def cost_basis(options: dict[str, str]) -> CostBasis:
     """Return the `--cost` option (billed by default)."""
-    basis = options.get("--cost", "billed").lower()
-    if basis not in BASES:
-        raise UsageError(f"`--cost` is billed or effective, not `{clip_word(basis)}`")
-    return basis
+    basis = options.get("--cost", CostBasis.BILLED).lower()
+    try:
+        return CostBasis(basis)
+    except ValueError:
+        raise UsageError(f"`--cost` is billed or effective, not `{clip_word(basis)}`") from None
 
 
 def parse_user(word: str) -> str | None:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend
 from bot.errors import UsageError
+from bot.money import CostBasis
 from bot.periods import Period, month_of, parse_window, previous_month
 from bot.registry.spec import parse_scope
 from bot.spend.forecast import LOOKBACK_DAYS
@@ -102,7 +103,12 @@ def scope_filters(scope: str) -> list[Any]:
 
 
 def daily_totals(
-    session: Session, *, where: Sequence[Any], start: dt.date, end: dt.date, basis: str = "billed"
+    session: Session,
+    *,
+    where: Sequence[Any],
+    start: dt.date,
+    end: dt.date,
+    basis: CostBasis = CostBasis.BILLED,
 ) -> dict[dt.date, Decimal]:
     """Return spend per day in [start, end) for rows matching the conditions."""
     cost = cost_column(basis)

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from bot.db.schema import DailySpend, MLModel, Team
+from bot.money import CostBasis
 from bot.registry.catalog import is_admin, model_owner_ids
 from bot.spend.daily import ReportingWindow, reporting_window
 from bot.spend.reports import display_currency
@@ -53,7 +54,7 @@ def home_dashboard(
         what="Your models' spend",
     )
     if names:
-        series = daily_by_model(session, span, "billed", owned)
+        series = daily_by_model(session, span, CostBasis.BILLED, owned)
         budgets = model_budgets(session, currency)
         lines = [model_line(n, series.get(n, {}), span, budgets.get(n)) for n in names]
         lines.sort(key=lambda line: (-line.month_to_date, line.name))

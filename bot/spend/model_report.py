@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import STAGES, Budget, DailySpend
-from bot.money import format_money, percent_of
+from bot.money import CostBasis, format_money, percent_of
 from bot.registry.catalog import find_model, model_owner_ids
 from bot.slack.charts.spend_chart import SpendChart
 from bot.spend.daily import ReportingWindow, in_period, reporting_window
@@ -38,7 +38,7 @@ class ModelReport:
     team: str
     owners: list[str]
     channel: str | None
-    basis: str
+    basis: CostBasis
     span: ReportingWindow
     daily_by_stage: dict[dt.date, dict[str, Decimal]]
     month_to_date: Decimal
@@ -80,7 +80,7 @@ def model_report(
     name: str,
     today: dt.date,
     window: str | None = None,
-    basis: str = "billed",
+    basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
 ) -> ModelReport:
     """Build the report for a model; NotFoundError names the closest models.
@@ -140,7 +140,7 @@ def model_report(
 
 
 def _daily_by_stage(
-    session: Session, model_name: str, span: ReportingWindow, basis: str
+    session: Session, model_name: str, span: ReportingWindow, basis: CostBasis
 ) -> tuple[dict[dt.date, dict[str, Decimal]], Decimal]:
     """Return the model's cost per day and stage over the span, and its GPU-hours this month."""
     cost = cost_column(basis)
@@ -160,7 +160,7 @@ def _daily_by_stage(
 
 
 def _top_resources(
-    session: Session, model: str, span: ReportingWindow, basis: str
+    session: Session, model: str, span: ReportingWindow, basis: CostBasis
 ) -> list[ResourceCost]:
     cost = cost_column(basis)
     rows = session.execute(

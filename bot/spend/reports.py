@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend
 from bot.errors import CurrencyError, UsageError
+from bot.money import CostBasis
 from bot.periods import Period
 
 DIMENSIONS: dict[str, Any] = {
@@ -28,14 +29,13 @@ DIMENSIONS: dict[str, Any] = {
     "category": DailySpend.charge_category,
     "tag": DailySpend.model_tag_value,
 }
-BASES = ("billed", "effective")
 
 
-def cost_column(basis: str, table: Any = DailySpend) -> Any:
+def cost_column(basis: CostBasis, table: Any = DailySpend) -> Any:
     """Return the ledger's (or the rollup's) column for a cost basis."""
-    if basis not in BASES:
+    if basis not in tuple(CostBasis):  # a plain string from a caller outside the type checker
         raise UsageError(f"cost basis must be billed or effective, not {basis!r}")
-    return table.billed_cost if basis == "billed" else table.effective_cost
+    return table.billed_cost if basis == CostBasis.BILLED else table.effective_cost
 
 
 @dataclass
@@ -72,7 +72,7 @@ class SpendReport:
 
     period: Period
     by: list[str]
-    basis: str
+    basis: CostBasis
     lines: list[SpendLine] = field(default_factory=list)
     totals: list[SpendTotals] = field(default_factory=list)
     estimated_days: int = 0
@@ -171,7 +171,7 @@ def spend_report(
     session: Session,
     period: Period,
     by: list[str],
-    basis: str = "billed",
+    basis: CostBasis = CostBasis.BILLED,
     where: dict[str, str | None] | None = None,
 ) -> SpendReport:
     """Aggregate spend in the period by the given dimensions, largest first."""
@@ -212,7 +212,7 @@ def spend_report(
     return report
 
 
-def _totals(session: Session, in_period: list[Any], basis: str) -> list[SpendTotals]:
+def _totals(session: Session, in_period: list[Any], basis: CostBasis) -> list[SpendTotals]:
     """Return the period's totals per currency: billed, effective, attributed, unallocated."""
     cost = cost_column(basis)
     currency = DailySpend.currency.label("currency")
@@ -235,7 +235,7 @@ def _totals(session: Session, in_period: list[Any], basis: str) -> list[SpendTot
                 currency=row.currency,
                 billed=billed,
                 effective=effective,
-                total=billed if basis == "billed" else effective,
+                total=billed if basis == CostBasis.BILLED else effective,
                 attributed=Decimal(row[3] or 0),
                 unallocated=Decimal(row[4] or 0),
             )

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import Budget, DailySpend, MLModel
-from bot.money import format_money, percent_of
+from bot.money import CostBasis, format_money, percent_of
 from bot.registry.catalog import find_team
 from bot.slack.charts.spend_chart import SpendChart
 from bot.spend.daily import ReportingWindow, in_period, reporting_window
@@ -55,7 +55,7 @@ class TeamReport:
     team: str
     owners: list[str]
     channel: str | None
-    basis: str
+    basis: CostBasis
     span: ReportingWindow
     models: list[ModelLine]
     total: ModelLine
@@ -66,7 +66,7 @@ class TeamReport:
 @dataclass
 class TopModels:
     span: ReportingWindow
-    basis: str
+    basis: CostBasis
     biggest: list[ModelLine]
     growing: list[ModelLine]
     total: Decimal
@@ -74,7 +74,7 @@ class TopModels:
 
 
 def daily_by_model(
-    session: Session, span: ReportingWindow, basis: str, where: Sequence[Any]
+    session: Session, span: ReportingWindow, basis: CostBasis, where: Sequence[Any]
 ) -> dict[str, dict[dt.date, Decimal]]:
     """Return spend per model per day over everything the window needs."""
     cost = cost_column(basis)
@@ -116,7 +116,7 @@ def team_report(
     name: str,
     today: dt.date,
     window: str | None = None,
-    basis: str = "billed",
+    basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
 ) -> TeamReport:
     """Rank a team's models by month-to-date spend, with the team's total and forecast.
@@ -165,7 +165,7 @@ def top_models(
     session: Session,
     today: dt.date,
     count: int = 10,
-    basis: str = "billed",
+    basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
 ) -> TopModels:
     """Return the biggest models this month and the fastest-growing against last month.
@@ -238,6 +238,6 @@ def team_chart(report: TeamReport, currency: str) -> SpendChart:
     )
 
 
-def basis_label(basis: str) -> str:
+def basis_label(basis: CostBasis) -> str:
     """Return `billed cost` or `effective cost`."""
     return f"{basis} cost"

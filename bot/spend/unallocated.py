@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from sqlalchemy.orm import Session
 
+from bot.money import CostBasis
 from bot.periods import Period
 from bot.spend.reports import SpendReport, display_currency, spend_report
 
@@ -19,7 +20,7 @@ class UnallocatedReport:
 
 
 def unallocated_report(
-    *, session: Session, period: Period, basis: str = "billed", currency: str = "USD"
+    *, session: Session, period: Period, basis: CostBasis = CostBasis.BILLED, currency: str = "USD"
 ) -> UnallocatedReport:
     """Group the period's unallocated spend by model tag value and service, in one currency."""
     currency = display_currency(session, setting=currency, period=period, what="Spend")

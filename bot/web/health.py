@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import IngestionRun, OutboxMessage, ReviewItem
+from bot.db.schema import IngestionRun, OutboxMessage, OutboxStatus, ReviewItem
 from bot.notify.source_health import source_failures
 
 
@@ -24,11 +24,13 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
     """
     waiting, oldest = session.execute(
         select(func.count(), func.min(OutboxMessage.created_at)).where(
-            OutboxMessage.status.in_(("pending", "sending"))
+            OutboxMessage.status.in_((OutboxStatus.PENDING, OutboxStatus.SENDING))
         )
     ).one()
     failed = session.scalar(
-        select(func.count()).select_from(OutboxMessage).where(OutboxMessage.status == "failed")
+        select(func.count())
+        .select_from(OutboxMessage)
+        .where(OutboxMessage.status == OutboxStatus.FAILED)
     )
     last = session.execute(
         select(IngestionRun.source, IngestionRun.finished_at)

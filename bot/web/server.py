@@ -20,7 +20,7 @@ from slack_sdk.signature import SignatureVerifier
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.config import Settings
+from bot.bootstrap import AppServices
 from bot.errors import new_reference
 from bot.web.health import health_snapshot
 
@@ -217,10 +217,9 @@ class QuietHandler(WSGIRequestHandler):
         log.debug("http %s", format % args)
 
 
-def build_wsgi_app(
-    app: App, session_factory: sessionmaker[Session], settings: Settings
-) -> Callable[..., Any]:
+def build_wsgi_app(app: App, services: AppServices) -> Callable[..., Any]:
     """Route /slack/events (checked, then Bolt) and /healthz (database check, outbox backlog)."""
+    settings = services.settings
     secret = settings.slack_signing_secret
     if secret is None:
         raise ValueError("SLACK_SIGNING_SECRET is not set")
@@ -231,7 +230,7 @@ def build_wsgi_app(
     def wsgi(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path == "/healthz" and environ.get("REQUEST_METHOD") == "GET":
-            return _health(session_factory, start_response)
+            return _health(services.session_factory, start_response)
         if path == "/slack/events":
             return slack(environ, start_response)
         start_response("404 Not Found", [("Content-Type", "text/plain")])
@@ -245,6 +244,7 @@ def _health(factory: sessionmaker[Session], start_response: StartResponse) -> It
         with factory() as session:
             session.execute(text("SELECT 1"))
             body: dict[str, Any] = {"status": "ok", "database": "ok"}
+            # wall-clock time: monitoring asks how long messages have really waited
             body.update(health_snapshot(session, dt.datetime.now(dt.UTC)))
         status = "200 OK"
     except Exception as exc:
@@ -254,14 +254,12 @@ def _health(factory: sessionmaker[Session], start_response: StartResponse) -> It
     return [json.dumps(body).encode()]
 
 
-def make_http_server(
-    app: App, session_factory: sessionmaker[Session], host: str, port: int, *, settings: Settings
-) -> WSGIServer:
+def make_http_server(app: App, services: AppServices, host: str, port: int) -> WSGIServer:
     """Create (not start) the threaded HTTP server; port 0 picks a free port."""
     return make_server(
         host,
         port,
-        build_wsgi_app(app, session_factory, settings),
+        build_wsgi_app(app, services),
         server_class=ThreadingWSGIServer,
         handler_class=QuietHandler,
     )

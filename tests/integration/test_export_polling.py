@@ -85,7 +85,9 @@ def test_a_poll_rereads_the_previous_and_current_billing_periods(
         manifest = f"{root}metadata/BILLING_PERIOD={period:%Y-%m}/m-Manifest.json"
         s3.put_object(Bucket="billing", Key=manifest, Body=b"{}")
     settings = Settings(MLCOST_POLL_SOURCES=f"CUR:s3://billing/{root}")
-    (source,) = configured_sources(settings, dt.date(2026, 12, 2), s3_client=s3)
+    (source,) = configured_sources(
+        settings, dt.date(2026, 12, 2), model_tag_key="ml:model", s3_client=s3
+    )
     assert source.location == f"s3://billing/{root} (billing periods 2026-11, 2026-12)"
 
     report = ingest(source, session=session)
@@ -132,7 +134,9 @@ def test_poll_source_specs_keep_the_location_and_refuse_what_cannot_be_polled() 
     ]
     for bad in ("athena", "cur", "cost-explorer:s3://x/"):
         with pytest.raises(MlcostError, match="MLCOST_POLL_SOURCES: cannot poll"):
-            configured_sources(Settings(MLCOST_POLL_SOURCES=bad), dt.date(2026, 12, 2))
+            configured_sources(
+                Settings(MLCOST_POLL_SOURCES=bad), dt.date(2026, 12, 2), model_tag_key="ml:model"
+            )
 
 
 @mock_aws

@@ -18,15 +18,13 @@ from sqlalchemy import text
 from bot.bootstrap import AppServices
 from bot.config import Settings
 from bot.db.engine import make_engine, session_scope
-from bot.notify.scheduler import (
+from bot.notify.leader import (
     FileLeaderLock,
     LeaderElection,
     PostgresAdvisoryLock,
-    build_scheduler,
-    job_specs,
     leader_lock_for,
-    register_jobs,
 )
+from bot.notify.scheduler import build_scheduler, job_specs, register_jobs
 from tests.alert_fixtures import add_spend, migrated, spend_row
 from tests.conftest import PG_ENV
 from tests.slack.fake_slack import FakeSlack

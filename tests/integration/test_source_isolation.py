@@ -115,7 +115,9 @@ def test_a_failing_source_fails_alone_and_shows_in_healthz(
 
 def test_configured_sources_have_stable_names_and_fail_at_fetch_time(database_url: str) -> None:
     settings = Settings(MLCOST_POLL_SOURCES="cost-explorer,focus:s3://billing/focus/")
-    named = configured_sources(settings, dt.date(2026, 12, 2), ce_client=object())
+    named = configured_sources(
+        settings, dt.date(2026, 12, 2), model_tag_key="ml:model", ce_client=object()
+    )
     assert [s.name for s in named] == ["cost-explorer", "focus:s3://billing/focus/"]
     assert named[0].location == "cost-explorer:2026-11-25..2026-12-02"
 

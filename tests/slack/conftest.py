@@ -149,7 +149,7 @@ def start_app(
         settings=settings, session_factory=factory, client=make_web_client(settings), clock=clock
     )
     app = build_app(services)
-    server = make_http_server(app, factory, "127.0.0.1", 0, settings=settings)
+    server = make_http_server(app, services, "127.0.0.1", 0)
     serve_in_thread(server)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
 

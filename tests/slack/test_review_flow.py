@@ -176,9 +176,7 @@ def second_app(slack: SlackHarness, clock: Clock) -> Iterator[SlackHarness]:
         client=slack.services.client,
         clock=clock,
     )
-    server = make_http_server(
-        build_app(services), factory, "127.0.0.1", 0, settings=services.settings
-    )
+    server = make_http_server(build_app(services), services, "127.0.0.1", 0)
     serve_in_thread(server)
     yield SlackHarness(
         url=f"http://127.0.0.1:{server.server_address[1]}/",

@@ -143,9 +143,9 @@ def _split_s3(uri: str) -> tuple[str, str]:
 
 
 def _s3() -> Any:
-    import boto3
+    from bot.bootstrap import aws_client  # the composition root makes every AWS client
 
-    return boto3.client("s3")
+    return aws_client("s3")
 
 
 @contextmanager

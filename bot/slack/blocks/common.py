@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
+from bot.money import CostBasis
 from bot.slack import mrkdwn
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
@@ -19,8 +20,8 @@ from bot.slack.guard import (
 from bot.spend.daily import ReportingWindow
 
 BASIS_WORDS = {
-    "billed": "billed cost (as invoiced)",
-    "effective": "effective cost (amortised: Savings Plans and RIs spread)",
+    CostBasis.BILLED: "billed cost (as invoiced)",
+    CostBasis.EFFECTIVE: "effective cost (amortised: Savings Plans and RIs spread)",
 }
 
 
@@ -68,7 +69,7 @@ def mention_channel(channel_id: str) -> str:
     return mrkdwn.channel(channel_id)
 
 
-def basis_words(basis: str) -> str:
+def basis_words(basis: CostBasis) -> str:
     """Say which cost basis a number is in."""
     return BASIS_WORDS.get(basis, f"{mrkdwn.escape(basis)} cost")
 

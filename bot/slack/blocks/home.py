@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.money import format_money, format_percent
+from bot.money import CostBasis, format_money, format_percent
 from bot.slack.blocks.common import basis_words, context, divider, header, month_words, section
 from bot.slack.guard import clip
 from bot.slack.mrkdwn import escape
@@ -16,11 +16,10 @@ MAX_MODELS = 40  # a Home view holds 100 blocks; two per model plus the frame
 def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
     """Return the `home` view for views.publish."""
     span = board.span
+    basis = basis_words(CostBasis.BILLED)
     blocks: list[dict[str, Any]] = [
         header(f"Your models · {span.month.start:%B %Y}"),
-        context(
-            f"{basis_words('billed')} · {month_words(span)} · data through {span.as_of:%d %b %Y}"
-        ),
+        context(f"{basis} · {month_words(span)} · data through {span.as_of:%d %b %Y}"),
     ]
     for line in board.models[:MAX_MODELS]:
         budget = "no budget"
