@@ -46,7 +46,7 @@ from tests.chaos.replicas import ServeProcess, wait_until
 from tests.conftest import PG_ENV
 from tests.economics_data import add_spend, month_days, seed_review_month
 from tests.helpers import load_registry
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
 
 pytestmark = pytest.mark.chaos
 

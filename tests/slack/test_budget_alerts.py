@@ -15,7 +15,8 @@ from bot.notify.cycle import run_cycle
 from bot.notify.outbox import HistoryLookup, deliver_pending
 from bot.slack.notifier import SlackNotifier
 from tests.alert_fixtures import MONTH_START, add_spend, days, seed_walk, walk_day_rows
-from tests.slack.conftest import SlackHarness
+from tests.support.slack_app import SlackHarness
+from tests.support.slack_requests import button_click, view_submission
 
 T0 = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)  # evaluates as of Nov 20
 
@@ -128,28 +129,19 @@ def click(slack: SlackHarness, key: str, action_id: str, user: str) -> None:
         for e in b["elements"]
         if e["action_id"] == action_id
     )
-    payload = {
-        "type": "block_actions",
-        "user": {"id": user},
-        "team": {"id": "T1"},
-        "api_app_id": "A1",
-        "token": "legacy",
-        "trigger_id": "trig-1",
-        "container": {"type": "message", "channel_id": channel, "message_ts": message["ts"]},
-        "channel": {"id": channel},
-        "response_url": f"{slack.fake.url}respond/click",
-        "message": {"ts": message["ts"], "text": message["text"], "blocks": message["blocks"]},
-        "actions": [
-            {
-                "action_id": action_id,
-                "block_id": "budget_alert_actions",
-                "type": "button",
-                "value": button["value"],
-                "action_ts": "1",
-            }
-        ],
-    }
+    payload = button_click(
+        user=user,
+        action_id=action_id,
+        value=button["value"],
+        channel=channel,
+        message_ts=message["ts"],
+        message_text=message["text"],
+        message_blocks=message["blocks"],
+        block_id="budget_alert_actions",
+        response_url=f"{slack.fake.url}respond/click",
+    )
     assert slack.action(payload).status == 200
+    slack.settle()  # each click is handled before the next one is made
 
 
 def test_an_acknowledgement_is_kept_when_the_alert_cannot_be_updated(slack: SlackHarness) -> None:
@@ -242,22 +234,7 @@ def test_raise_budget_opens_a_modal_for_owners_only_and_changes_the_budget(
     assert view["blocks"][1]["element"]["initial_value"] == "3000"
 
     def submit(value: str) -> Any:
-        payload = {
-            "type": "view_submission",
-            "user": {"id": "U0AAA111"},
-            "team": {"id": "T1"},
-            "api_app_id": "A1",
-            "token": "legacy",
-            "trigger_id": "trig-2",
-            "view": {
-                **view,
-                "id": "V1",
-                "state": {
-                    "values": {"amount": {"amount": {"type": "plain_text_input", "value": value}}}
-                },
-            },
-        }
-        return slack.action(payload)
+        return slack.action(view_submission(view, user="U0AAA111", block="amount", value=value))
 
     refused = submit("lots")
     assert refused.status == 200 and refused.json()["response_action"] == "errors"

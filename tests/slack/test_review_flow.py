@@ -6,8 +6,7 @@ import datetime as dt
 import json
 import threading
 import time
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -28,12 +27,12 @@ from bot.review.signoff import enqueue_digests
 from bot.slack.app import build_app
 from bot.slack.notifier import SlackNotifier
 from bot.web.health import health_snapshot
-from bot.web.server import make_http_server, serve_in_thread
 from handlers.review_actions import build_decision_view
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
-from tests.slack.conftest import SlackHarness, seed
-from tests.slack.fake_slack import Call, dm_channel
+from tests.support.fake_slack import Call, dm_channel
+from tests.support.slack_app import SlackHarness, install_settling_executor, seed
+from tests.support.slack_requests import button_click, view_submission
 
 
 def dumps(value: Any) -> str:
@@ -85,32 +84,16 @@ def button_payload(
         if ch == channel and m["text"] == post.params["text"]
     )
     stored = message(slack, channel, ts)
-    return {
-        "type": "block_actions",
-        "user": {"id": user, "username": user},
-        "api_app_id": "A1",
-        "token": "legacy",
-        "team": {"id": "T1"},
-        "trigger_id": f"trig-{time.time_ns()}",
-        "response_url": f"{slack.fake.url}respond/act-{time.time_ns()}",
-        "container": {
-            "type": "message",
-            "message_ts": ts,
-            "channel_id": channel,
-            "is_ephemeral": False,
-        },
-        "channel": {"id": channel, "name": "x"},
-        "message": {"ts": ts, "text": stored["text"], "blocks": stored["blocks"]},
-        "actions": [
-            {
-                "type": "button",
-                "action_id": action_id,
-                "block_id": "b",
-                "value": value,
-                "action_ts": str(time.time()),
-            }
-        ],
-    }
+    return button_click(
+        user=user,
+        action_id=action_id,
+        value=value,
+        channel=channel,
+        message_ts=ts,
+        message_text=stored["text"],
+        message_blocks=stored["blocks"],
+        response_url=f"{slack.fake.url}respond/act-{time.time_ns()}",
+    )
 
 
 def item_id(slack: SlackHarness, model: str) -> int:
@@ -119,25 +102,7 @@ def item_id(slack: SlackHarness, model: str) -> int:
 
 
 def submit_payload(view: dict[str, Any], user: str, reason: str | None) -> dict[str, Any]:
-    return {
-        "type": "view_submission",
-        "user": {"id": user},
-        "team": {"id": "T1"},
-        "api_app_id": "A1",
-        "token": "legacy",
-        # Slack gives every submission its own trigger and view hash, so no two are byte-identical
-        "trigger_id": f"trig-{uuid.uuid4().hex[:12]}",
-        "view": {
-            "id": "V1",
-            "hash": uuid.uuid4().hex[:10],
-            "type": "modal",
-            "callback_id": view["callback_id"],
-            "private_metadata": view["private_metadata"],
-            "state": {
-                "values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}
-            },
-        },
-    }
+    return view_submission(view, user=user, block="reason", value=reason)
 
 
 def decide(
@@ -155,13 +120,9 @@ def decide(
     assert result.status == 200 and not result.body
 
 
-def wait_until(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
+def wait_until(slack: SlackHarness, check: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait until `check()` holds, re-checking whenever the fake Slack answers a call."""
+    assert slack.fake.wait_until(check, timeout), "condition not met in time"
 
 
 @pytest.fixture
@@ -176,18 +137,14 @@ def second_app(slack: SlackHarness, clock: Clock) -> Iterator[SlackHarness]:
         client=slack.services.client,
         clock=clock,
     )
-    server = make_http_server(
-        build_app(services), factory, "127.0.0.1", 0, settings=services.settings
-    )
-    serve_in_thread(server)
+    app = build_app(services)
     yield SlackHarness(
-        url=f"http://127.0.0.1:{server.server_address[1]}/",
+        app=app,
+        listeners=install_settling_executor(app),
         fake=slack.fake,
         services=services,
         session_factory=factory,
     )
-    server.shutdown()
-    server.server_close()
     engine.dispose()
 
 
@@ -260,7 +217,8 @@ def test_a_whole_review(slack: SlackHarness, clock: Clock, second_app: SlackHarn
 
     # restart: a new app instance on the same database sees the review and records decisions
     decide(second_app, "U0AAA113", "search", "keep")
-    wait_until(lambda: "All decided" in dumps(message(slack, "C0RANKING", parent_ts)["blocks"]))
+    second_app.settle()  # the submission's listener has updated the thread
+    assert "All decided" in dumps(message(slack, "C0RANKING", parent_ts)["blocks"])
     summary = dumps(message(slack, "C0RANKING", parent_ts)["blocks"])
     assert "kept 1, killed 1 (recsys: saves about *$1,500* a month once stopped)" in summary
 
@@ -270,11 +228,12 @@ def test_a_whole_review(slack: SlackHarness, clock: Clock, second_app: SlackHarn
     run_review_reminders_job(second_app.services)
     assert second_app.command("review 2026-11", user="U0ADMIN01").status == 200
     wait_until(
+        slack,
         lambda: any(
             "already posted, 2 of 2 decided" in c.params.get("text", "")
             for c in slack.fake.calls
             if c.method.startswith("respond/")
-        )
+        ),
     )
     assert len(posts(slack)) == 7
     assert len(slack.fake.calls_to("files.completeUploadExternal")) == 2
@@ -565,7 +524,8 @@ def test_two_owners_submitting_at_the_same_moment_close_the_review(
                 ).all()
                 return all(i.decision and not i.refresh_pending for i in items)
 
-        wait_until(refreshed)
+        slack.settle()  # both submissions' listeners have finished updating the thread
+        assert refreshed()
         with session_scope(slack.session_factory) as session:
             ranking = session.scalars(select(Review).where(Review.team_name == "ranking")).one()
             assert ranking.status == "decided", f"round {round_}: the review stayed open"

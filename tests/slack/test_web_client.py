@@ -8,7 +8,7 @@ from pydantic import SecretStr
 from bot.config import Settings
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SLACK_FAILURES, SlackNotifier
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
 
 
 def settings_for(fake_slack: FakeSlack, **kw: object) -> Settings:
