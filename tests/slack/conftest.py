@@ -9,9 +9,29 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.conftest import create_database_url, drop_database_url
+from tests.support.chart_cache import charts_rendered_once
 from tests.support.demo_org import NOW, seed_demo
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_app import SlackHarness, seed, start_app
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _charts_rendered_once() -> Iterator[None]:
+    """Draw each distinct chart once per session (many tests post the same review charts)."""
+    with charts_rendered_once():
+        yield
+
+
+@pytest.fixture
+def retry_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Record, instead of sleeping, the seconds slack_sdk waits before retrying a 429."""
+    import types
+
+    from slack_sdk.http_retry import builtin_handlers
+
+    waits: list[float] = []
+    monkeypatch.setattr(builtin_handlers, "time", types.SimpleNamespace(sleep=waits.append))
+    return waits
 
 
 @pytest.fixture

@@ -56,7 +56,7 @@ def outbox(slack: SlackHarness) -> dict[str, OutboxMessage]:
 
 
 def test_429_and_500_delay_delivery_but_every_alert_posts_exactly_once(
-    slack: SlackHarness,
+    slack: SlackHarness, retry_waits: list[float]
 ) -> None:
     seed_month(slack)
     slack.fake.fail("chat.postMessage", 429, times=2, retry_after=1)
@@ -84,6 +84,7 @@ def test_429_and_500_delay_delivery_but_every_alert_posts_exactly_once(
     assert (
         len(slack.fake.calls_to("chat.postMessage")) == 5 + 2 + 2
     )  # two 429s (one retried by the client), two 500s
+    assert len(retry_waits) == 1 and 1 <= retry_waits[0] < 2  # the client waited Retry-After
 
 
 def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: SlackHarness) -> None:

@@ -102,8 +102,9 @@ class FakeSlack:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        # stop() waits up to one poll interval, and every Slack test starts and stops a fake
         self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.005}, daemon=True
         )
 
     def start(self) -> FakeSlack:
