@@ -11,34 +11,12 @@ from sqlalchemy import select
 
 from bot.db.engine import session_scope
 from bot.db.schema import AlertSilence, AuditLog, Budget, OutboxMessage
-from bot.notify.cycle import run_cycle
 from bot.notify.outbox import HistoryLookup, deliver_pending
 from bot.slack.notifier import SlackNotifier
-from tests.alert_fixtures import MONTH_START, add_spend, days, seed_walk, walk_day_rows
+from tests.alert_fixtures import days
+from tests.support.budget_alerts import T0, click, cycle, seed_month
 from tests.support.slack_app import SlackHarness
-from tests.support.slack_requests import button_click, view_submission
-
-T0 = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)  # evaluates as of Nov 20
-
-
-def seed_month(slack: SlackHarness) -> None:
-    seed_walk(slack.session_factory)
-    with session_scope(slack.session_factory) as session:
-        add_spend(
-            session, [r for d in days(MONTH_START, dt.date(2026, 12, 1)) for r in walk_day_rows(d)]
-        )
-
-
-def cycle(slack: SlackHarness, now: dt.datetime, **kw: Any) -> Any:
-    client = slack.services.client
-    kw.setdefault("notifier", SlackNotifier(client))
-    return run_cycle(
-        session_factory=slack.session_factory,
-        settings=slack.services.settings,
-        now=now,
-        find_posted=HistoryLookup(client),
-        **kw,
-    )
+from tests.support.slack_requests import view_submission
 
 
 def posted_keys(slack: SlackHarness) -> list[str]:
@@ -115,34 +93,6 @@ def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: Slack
     assert report.recovered == [key] and key in report.delivered
     assert Counter(posted_keys(slack))[key] == 1
     assert len(posted_keys(slack)) == len(queued)
-
-
-def click(slack: SlackHarness, key: str, action_id: str, user: str) -> None:
-    channel, message = next(
-        (c, m)
-        for (c, _), m in slack.fake.messages.items()
-        if (m.get("metadata") or {}).get("event_payload", {}).get("key") == key
-    )
-    button = next(
-        e
-        for b in message["blocks"]
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"] == action_id
-    )
-    payload = button_click(
-        user=user,
-        action_id=action_id,
-        value=button["value"],
-        channel=channel,
-        message_ts=message["ts"],
-        message_text=message["text"],
-        message_blocks=message["blocks"],
-        block_id="budget_alert_actions",
-        response_url=f"{slack.fake.url}respond/click",
-    )
-    assert slack.action(payload).status == 200
-    slack.settle()  # each click is handled before the next one is made
 
 
 def test_an_acknowledgement_is_kept_when_the_alert_cannot_be_updated(slack: SlackHarness) -> None:

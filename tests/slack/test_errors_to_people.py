@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, select
 
 from bot.db.engine import make_session_factory, session_scope
 from bot.db.schema import Budget
-from tests.slack.test_budget_alerts import T0, click, cycle, seed_month
+from tests.support.budget_alerts import T0, click, cycle, seed_month
 from tests.support.slack_app import SlackHarness
 from tests.support.slack_requests import view_submission
 
