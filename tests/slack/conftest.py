@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import create_database_url, drop_database_url
 from tests.support.chart_cache import charts_rendered_once
-from tests.support.demo_org import NOW, seed_demo
+from tests.support.demo_org import NOW, TINY_PNG, seed_demo
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_app import SlackHarness, seed, start_app
 
@@ -35,6 +35,15 @@ def retry_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 @pytest.fixture
+def tiny_charts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand a tiny PNG in for the command handlers' chart rendering (for direct dispatch)."""
+    for module in ("model", "team"):
+        monkeypatch.setattr(
+            f"handlers.subcommands.{module}.render_spend_chart", lambda *a, **kw: TINY_PNG
+        )
+
+
+@pytest.fixture
 def clock() -> Callable[[], dt.datetime]:
     """A fixed clock: 2026-11-20 12:00 UTC, late in the demo month."""
     return lambda: dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)
@@ -56,6 +65,25 @@ def http_slack(
 ) -> Iterator[SlackHarness]:
     """The real app served over HTTP by bot/web/server.py on a fresh database."""
     harness, stop = start_app(migrated_database_url, fake_slack, clock, http=True)
+    yield harness
+    stop()
+
+
+@pytest.fixture
+def second_app(slack: SlackHarness, clock: Callable[[], dt.datetime]) -> Iterator[SlackHarness]:
+    """A new app instance (a restart, or another replica) on the same database and fake Slack."""
+    harness, stop = start_app(slack.services.settings.database_url, slack.fake, clock)
+    yield harness
+    stop()
+
+
+@pytest.fixture
+def small_cap_slack(
+    database_url: str, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[SlackHarness]:
+    """The app over HTTP with MLCOST_MAX_BODY_BYTES=2000."""
+    monkeypatch.setenv("MLCOST_MAX_BODY_BYTES", "2000")
+    harness, stop = start_app(database_url, fake_slack, lambda: dt.datetime.now(dt.UTC), http=True)
     yield harness
     stop()
 

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import socket
 import time
-from collections.abc import Iterator
 from urllib.parse import urlencode, urlsplit
 
 import pytest
 
 from bot.web.server import RecentSignatures
-from tests.support.fake_slack import FakeSlack
-from tests.support.slack_app import SlackHarness, start_app
+from tests.support.slack_app import SlackHarness
 from tests.support.slack_requests import sign, slash_command
 
 
@@ -84,16 +81,6 @@ def test_a_body_just_over_the_cap_gets_413_and_one_at_the_cap_is_let_through(
     body = challenge + b" " * (cap - len(challenge))
     status, answer = signed_post(http_slack, body)
     assert (status, len(body)) == (200, cap) and b"c4" in answer
-
-
-@pytest.fixture
-def small_cap_slack(
-    database_url: str, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[SlackHarness]:
-    monkeypatch.setenv("MLCOST_MAX_BODY_BYTES", "2000")
-    harness, stop = start_app(database_url, fake_slack, lambda: dt.datetime.now(dt.UTC), http=True)
-    yield harness
-    stop()
 
 
 def test_the_body_cap_is_a_setting(small_cap_slack: SlackHarness) -> None:

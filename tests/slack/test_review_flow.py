@@ -6,15 +6,14 @@ import datetime as dt
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from bot.bootstrap import AppServices
-from bot.db.engine import make_engine, make_session_factory, session_scope
+from bot.db.engine import session_scope
 from bot.db.schema import AuditLog, OutboxMessage, Review, ReviewItem, SignOff
 from bot.review.jobs import (
     run_monthly_review_job,
@@ -24,14 +23,13 @@ from bot.review.jobs import (
 )
 from bot.review.service import record_decision
 from bot.review.signoff import enqueue_digests
-from bot.slack.app import build_app
 from bot.slack.notifier import SlackNotifier
 from bot.web.health import health_snapshot
 from handlers.review_actions import build_decision_view
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
 from tests.support.fake_slack import Call, dm_channel
-from tests.support.slack_app import SlackHarness, install_settling_executor, seed
+from tests.support.slack_app import SlackHarness, seed
 from tests.support.slack_requests import button_click, view_submission
 
 
@@ -123,29 +121,6 @@ def decide(
 def wait_until(slack: SlackHarness, check: Callable[[], bool], timeout: float = 10.0) -> None:
     """Wait until `check()` holds, re-checking whenever the fake Slack answers a call."""
     assert slack.fake.wait_until(check, timeout), "condition not met in time"
-
-
-@pytest.fixture
-def second_app(slack: SlackHarness, clock: Clock) -> Iterator[SlackHarness]:
-    """A new app instance (a restart, or another replica) on the same database."""
-    url = slack.services.settings.database_url
-    engine = make_engine(url)
-    factory = make_session_factory(engine)
-    services = AppServices(
-        settings=slack.services.settings,
-        session_factory=factory,
-        client=slack.services.client,
-        clock=clock,
-    )
-    app = build_app(services)
-    yield SlackHarness(
-        app=app,
-        listeners=install_settling_executor(app),
-        fake=slack.fake,
-        services=services,
-        session_factory=factory,
-    )
-    engine.dispose()
 
 
 def test_a_whole_review(slack: SlackHarness, clock: Clock, second_app: SlackHarness) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +11,6 @@ from bot.slack.guard import checked_message
 from handlers.commands import build_router, handle_command
 from tests.support.slack_app import SlackHarness
 
-TINY_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 SUBCOMMANDS = [
     "model",
     "team",
@@ -136,15 +134,6 @@ def assert_helpful(replies: list[dict[str, Any]], sent: str) -> None:
         assert reply["response_type"] == "ephemeral"
     if reply.get("blocks"):
         checked_message(text, reply["blocks"])
-
-
-@pytest.fixture
-def tiny_charts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stand a tiny PNG in for chart rendering, once for every example of a test."""
-    for module in ("model", "team"):
-        monkeypatch.setattr(
-            f"handlers.subcommands.{module}.render_spend_chart", lambda *a, **kw: TINY_PNG
-        )
 
 
 @settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))

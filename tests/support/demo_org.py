@@ -13,6 +13,7 @@ from bot.registry.sync import import_registry, load_registry_file
 DEMO_DATA = Path(__file__).resolve().parents[2] / "bot" / "demo" / "data"
 NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TINY_PNG = PNG_SIGNATURE + b"\x00" * 16  # stands in for a chart where its pixels do not matter
 
 
 def seed_demo(session: object) -> None:
