@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from bot.db.engine import make_engine, upgrade
 from tests.conftest import create_database_url, drop_database_url
 from tests.support.chart_cache import charts_rendered_once
 from tests.support.demo_org import NOW, TINY_PNG, seed_demo
@@ -79,11 +80,13 @@ def second_app(slack: SlackHarness, clock: Callable[[], dt.datetime]) -> Iterato
 
 @pytest.fixture
 def small_cap_slack(
-    database_url: str, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+    migrated_database_url: str, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[SlackHarness]:
     """The app over HTTP with MLCOST_MAX_BODY_BYTES=2000."""
     monkeypatch.setenv("MLCOST_MAX_BODY_BYTES", "2000")
-    harness, stop = start_app(database_url, fake_slack, lambda: dt.datetime.now(dt.UTC), http=True)
+    harness, stop = start_app(
+        migrated_database_url, fake_slack, lambda: dt.datetime.now(dt.UTC), http=True
+    )
     yield harness
     stop()
 
@@ -92,6 +95,9 @@ def small_cap_slack(
 def demo_slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackHarness]:
     """The real app on the demo organisation (also over HTTP); tests must not change the data."""
     url = create_database_url(tmp_path_factory.mktemp("demo"))
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
     fake = FakeSlack().start()
     harness, stop = start_app(url, fake, lambda: NOW, http=True)
     seed(harness, seed_demo)

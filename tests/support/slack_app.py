@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.bootstrap import AppServices
 from bot.config import Settings
-from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
+from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.slack.app import build_app
 from bot.slack.client import make_web_client
 from bot.web.server import make_http_server, serve_in_thread
@@ -164,7 +164,7 @@ def start_app(
     *,
     http: bool = False,
 ) -> tuple[SlackHarness, Callable[[], None]]:
-    """Build the real app on a database (served over HTTP too if asked); return it and a stop."""
+    """Build the real app on a migrated database (also over HTTP if asked); return it and a stop."""
     settings = Settings(
         database_url=database_url,
         slack_bot_token=SecretStr("xoxb-test"),
@@ -172,7 +172,6 @@ def start_app(
         slack_api_url=fake_slack.url,
     )
     engine = make_engine(database_url)
-    upgrade(engine)
     factory = make_session_factory(engine)
     services = AppServices(
         settings=settings, session_factory=factory, client=make_web_client(settings), clock=clock
