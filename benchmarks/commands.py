@@ -44,8 +44,9 @@ from bot.slack.app import build_app  # noqa: E402
 from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes  # noqa: E402
 from bot.slack.client import make_web_client  # noqa: E402
 from bot.web.server import make_http_server, serve_in_thread  # noqa: E402
-from tests.slack.conftest import SECRET, SlackHarness  # noqa: E402
-from tests.slack.fake_slack import FakeSlack  # noqa: E402
+from tests.support.fake_slack import FakeSlack  # noqa: E402
+from tests.support.slack_app import SlackHarness, install_settling_executor  # noqa: E402
+from tests.support.slack_requests import SECRET  # noqa: E402
 
 TODAY = dt.date(2026, 11, 20)
 STAGES = {
@@ -165,13 +166,17 @@ def main() -> int:
     )
     # What `mlcost serve` does at start-up: chart worker processes that warm matplotlib.
     start_render_processes(max(1, (os.cpu_count() or 2) - 1))
-    server = make_http_server(build_app(services), services, "127.0.0.1", 0)
+    app = build_app(services)
+    server = make_http_server(app, services, "127.0.0.1", 0)
     serve_in_thread(server)
-    harness = SlackHarness(
-        url=f"http://127.0.0.1:{server.server_address[1]}/",
+    harness = SlackHarness(  # over HTTP: the ack latency measured includes the server
+        app=app,
+        listeners=install_settling_executor(app),
         fake=fake,
         services=services,
         session_factory=factory,
+        url=f"http://127.0.0.1:{server.server_address[1]}/",
+        over_http=True,
     )
     names = [f"model-{i:03d}" for i in range(args.models)]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from bot.db.engine import make_engine, upgrade
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
 
 DATA = Path(__file__).resolve().parent / "data"
 PG_ENV = "MLCOST_TEST_DATABASE_URL"
@@ -90,6 +91,37 @@ def session(engine: Engine) -> Iterator[Session]:
 def database_url(tmp_path: Path) -> Iterator[str]:
     """A fresh, empty database URL for tests that run whole commands."""
     url = create_database_url(tmp_path)
+    yield url
+    drop_database_url(url)
+
+
+@pytest.fixture(scope="session")
+def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A database migrated once per session, copied by `migrated_database_url`."""
+    url = create_database_url(tmp_path_factory.mktemp("template"), "template")
+    eng = make_engine(url)
+    upgrade(eng)
+    eng.dispose()  # a PostgreSQL template must have no connections; SQLite's WAL is folded in
+    yield url
+    drop_database_url(url)
+
+
+@pytest.fixture
+def migrated_database_url(migrated_template: str, tmp_path: Path) -> Iterator[str]:
+    """A fresh database at the head revision, copied from the session's migrated template."""
+    if migrated_template.startswith("sqlite"):
+        source = make_url(migrated_template).database
+        assert source
+        target = tmp_path / f"{uuid.uuid4().hex[:8]}.db"
+        shutil.copyfile(source, target)
+        yield f"sqlite:///{target}"
+        return
+    name, template = f"mlcost_test_{uuid.uuid4().hex[:10]}", make_url(migrated_template).database
+    admin = create_engine(os.environ[PG_ENV], isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+    admin.dispose()
+    url = make_url(os.environ[PG_ENV]).set(database=name).render_as_string(hide_password=False)
     yield url
     drop_database_url(url)
 

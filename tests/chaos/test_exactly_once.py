@@ -14,8 +14,6 @@ Reproduce a failure with the seed it prints: `CHAOS_SEED=<seed> .venv/bin/pytest
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import hmac
 import json
 import os
 import random
@@ -47,7 +45,14 @@ from tests.chaos.replicas import ServeProcess, wait_until
 from tests.conftest import PG_ENV
 from tests.economics_data import add_spend, month_days, seed_review_month
 from tests.helpers import load_registry
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
+from tests.support.slack_requests import (
+    FORM,
+    button_click,
+    interactive,
+    signed_headers,
+    view_submission,
+)
 
 pytestmark = pytest.mark.chaos
 
@@ -119,20 +124,12 @@ def section(text: str) -> list[dict[str, Any]]:
 
 def signed_post(url: str, payload: dict[str, Any]) -> tuple[int, str]:
     """POST an interactivity payload to a replica's /slack/events, signed as Slack signs."""
-    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
-    ts = str(int(time.time()))
-    signature = (
-        "v0=" + hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
-    )
+    body = interactive(payload)
     request = urllib.request.Request(
         url + "slack/events",
         data=body.encode(),
         method="POST",
-        headers={
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": ts,
-            "X-Slack-Signature": signature,
-        },
+        headers=signed_headers(body, content_type=FORM, secret=SECRET),
     )
     try:
         with urllib.request.urlopen(request, timeout=20) as response:
@@ -143,48 +140,20 @@ def signed_post(url: str, payload: dict[str, Any]) -> tuple[int, str]:
 
 def click(item: ReviewTarget, user: str, decision: str, fake_url: str) -> dict[str, Any]:
     """The block_actions payload of a decision button in the item's thread message."""
-    return {
-        "type": "block_actions",
-        "user": {"id": user, "username": user},
-        "api_app_id": "A1",
-        "token": "legacy",
-        "team": {"id": "T1"},
-        "trigger_id": f"trig-{user}-{item.id}-{decision}-{time.time_ns()}",
-        "response_url": f"{fake_url}respond/{user}-{item.id}-{time.time_ns()}",
-        "container": {"type": "message", "message_ts": item.ts, "channel_id": item.channel},
-        "channel": {"id": item.channel, "name": "x"},
-        "message": {"ts": item.ts, "text": item.model},
-        "actions": [
-            {
-                "type": "button",
-                "action_id": f"review_decide_{decision}",
-                "block_id": "b",
-                "value": str(item.id),
-                "action_ts": str(time.time()),
-            }
-        ],
-    }
+    return button_click(
+        user=user,
+        action_id=f"review_decide_{decision}",
+        value=str(item.id),
+        channel=item.channel,
+        message_ts=item.ts,
+        message_text=item.model,
+        response_url=f"{fake_url}respond/{user}-{item.id}-{time.time_ns()}",
+    )
 
 
 def submission(view: dict[str, Any], user: str, reason: str) -> dict[str, Any]:
     """The view_submission payload of the decision modal the click opened."""
-    return {
-        "type": "view_submission",
-        "user": {"id": user},
-        "team": {"id": "T1"},
-        "api_app_id": "A1",
-        "token": "legacy",
-        "trigger_id": f"trig-view-{time.time_ns()}",
-        "view": {
-            "id": "V1",
-            "type": "modal",
-            "callback_id": view["callback_id"],
-            "private_metadata": view["private_metadata"],
-            "state": {
-                "values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}
-            },
-        },
-    }
+    return view_submission(view, user=user, block="reason", value=reason)
 
 
 def all_at_once(calls: list[Callable[[], Any]]) -> list[Any]:

@@ -21,7 +21,7 @@ from bot.notify.delivery import deliver_pending
 from bot.notify.outbox import HistoryLookup, PlannedPost, enqueue_many
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
 
 
 def test_a_rate_limited_lookup_after_a_lost_answer_does_not_post_again(

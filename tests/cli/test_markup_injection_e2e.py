@@ -12,7 +12,7 @@ import pytest
 from bot.cli import main
 from tests.conftest import DATA
 from tests.helpers import REGISTRY
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
 
 HOSTILE_TAG = "` <!channel> <https://x.example|click> & <@U0AAA111>"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.chaos.replicas import ServeProcess, wait_until
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
 
 
 def test_sigterm_stops_serve_cleanly_and_frees_the_scheduler_lead(

@@ -21,7 +21,7 @@ from bot.notify.scheduler import run_delivery, run_poll
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
 from tests.alert_fixtures import migrated
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
 
 BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
 

@@ -27,7 +27,7 @@ from bot.notify.leader import (
 from bot.notify.scheduler import build_scheduler, job_specs, register_jobs
 from tests.alert_fixtures import add_spend, migrated, spend_row
 from tests.conftest import PG_ENV
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_pg = pytest.mark.skipif(not os.environ.get(PG_ENV), reason="needs PostgreSQL")

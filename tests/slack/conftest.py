@@ -1,119 +1,47 @@
-"""The real Bolt app over HTTP in a thread, its WebClient on a fake Slack Web API."""
+"""Fixtures for the Slack tier: the real app on a fresh database, and on the demo organisation."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-import hashlib
-import hmac
-import json
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urlencode
 
 import pytest
-from pydantic import SecretStr
-from sqlalchemy.orm import Session, sessionmaker
 
-from bot.bootstrap import AppServices
-from bot.config import Settings
-from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
-from bot.slack.app import build_app
-from bot.slack.client import make_web_client
-from bot.web.server import make_http_server, serve_in_thread
-from tests.slack.fake_slack import FakeSlack
-
-SECRET = "test-signing-secret"
+from bot.db.engine import make_engine, upgrade
+from tests.conftest import create_database_url, drop_database_url
+from tests.support.chart_cache import charts_rendered_once
+from tests.support.demo_org import NOW, TINY_PNG, seed_demo
+from tests.support.fake_slack import FakeSlack
+from tests.support.slack_app import SlackHarness, seed, start_app
 
 
-@dataclass
-class HttpResult:
-    status: int
-    body: str
-    elapsed: float
-
-    def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
+@pytest.fixture(scope="session", autouse=True)
+def _charts_rendered_once() -> Iterator[None]:
+    """Draw each distinct chart once per session (many tests post the same review charts)."""
+    with charts_rendered_once():
+        yield
 
 
-@dataclass
-class SlackHarness:
-    """Sends signed requests to the running app and exposes the fake Web API."""
+@pytest.fixture
+def retry_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Record, instead of sleeping, the seconds slack_sdk waits before retrying a 429."""
+    import types
 
-    url: str
-    fake: FakeSlack
-    services: AppServices
-    session_factory: sessionmaker[Session]
+    from slack_sdk.http_retry import builtin_handlers
 
-    def post(
-        self, body: str, *, content_type: str, secret: str = SECRET, timestamp: int | None = None
-    ) -> HttpResult:
-        ts = str(timestamp if timestamp is not None else int(time.time()))
-        signature = (
-            "v0="
-            + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    waits: list[float] = []
+    monkeypatch.setattr(builtin_handlers, "time", types.SimpleNamespace(sleep=waits.append))
+    return waits
+
+
+@pytest.fixture
+def tiny_charts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand a tiny PNG in for the command handlers' chart rendering (for direct dispatch)."""
+    for module in ("model", "team"):
+        monkeypatch.setattr(
+            f"handlers.subcommands.{module}.render_spend_chart", lambda *a, **kw: TINY_PNG
         )
-        request = urllib.request.Request(
-            self.url + "slack/events",
-            data=body.encode(),
-            method="POST",
-            headers={
-                "Content-Type": content_type,
-                "X-Slack-Request-Timestamp": ts,
-                "X-Slack-Signature": signature,
-            },
-        )
-        started = time.perf_counter()
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return HttpResult(
-                    response.status, response.read().decode(), time.perf_counter() - started
-                )
-        except urllib.error.HTTPError as exc:
-            return HttpResult(exc.code, exc.read().decode(), time.perf_counter() - started)
-
-    def command(
-        self, text: str, *, user: str = "U0AAA111", channel: str = "C0RANKING", **kw: Any
-    ) -> HttpResult:
-        form = {
-            "command": "/mlcost",
-            "text": text,
-            "user_id": user,
-            "channel_id": channel,
-            "team_id": "T1",
-            "response_url": f"{self.fake.url}respond/{int(time.time() * 1e6)}",
-            "trigger_id": "trig-1",
-        }
-        return self.post(urlencode(form), content_type="application/x-www-form-urlencoded", **kw)
-
-    def action(self, payload: dict[str, Any], **kw: Any) -> HttpResult:
-        body = urlencode({"payload": json.dumps(payload)})
-        return self.post(body, content_type="application/x-www-form-urlencoded", **kw)
-
-    def event(self, event: dict[str, Any], **kw: Any) -> HttpResult:
-        body = json.dumps(
-            {
-                "type": "event_callback",
-                "team_id": "T1",
-                "event": event,
-                "event_id": f"Ev{time.time_ns()}",
-                "event_time": int(time.time()),
-            }
-        )
-        return self.post(body, content_type="application/json", **kw)
-
-    def responses(self, count: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
-        """Wait for `count` response_url replies and return their payloads."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [c.params for c in self.fake.calls if c.method.startswith("respond/")]
-            if len(found) >= count:
-                return found
-            time.sleep(0.01)
-        raise AssertionError(f"wanted {count} responses; calls: {self.fake.methods()}")
 
 
 @pytest.fixture
@@ -124,45 +52,63 @@ def clock() -> Callable[[], dt.datetime]:
 
 @pytest.fixture
 def slack(
-    database_url: str, fake_slack: FakeSlack, clock: Callable[[], dt.datetime]
+    migrated_database_url: str, fake_slack: FakeSlack, clock: Callable[[], dt.datetime]
 ) -> Iterator[SlackHarness]:
-    """The real app served over HTTP on a fresh database."""
-    harness, stop = start_app(database_url, fake_slack, clock)
+    """The real app on a fresh database, taking requests in process."""
+    harness, stop = start_app(migrated_database_url, fake_slack, clock)
     yield harness
     stop()
 
 
-def start_app(
-    database_url: str, fake_slack: FakeSlack, clock: Callable[[], dt.datetime]
-) -> tuple[SlackHarness, Callable[[], None]]:
-    """Serve the real app over HTTP on a database; return the harness and a stop function."""
-    settings = Settings(
-        database_url=database_url,
-        slack_bot_token=SecretStr("xoxb-test"),
-        slack_signing_secret=SecretStr(SECRET),
-        slack_api_url=fake_slack.url,
+@pytest.fixture
+def http_slack(
+    migrated_database_url: str, fake_slack: FakeSlack, clock: Callable[[], dt.datetime]
+) -> Iterator[SlackHarness]:
+    """The real app served over HTTP by bot/web/server.py on a fresh database."""
+    harness, stop = start_app(migrated_database_url, fake_slack, clock, http=True)
+    yield harness
+    stop()
+
+
+@pytest.fixture
+def second_app(slack: SlackHarness, clock: Callable[[], dt.datetime]) -> Iterator[SlackHarness]:
+    """A new app instance (a restart, or another replica) on the same database and fake Slack."""
+    harness, stop = start_app(slack.services.settings.database_url, slack.fake, clock)
+    yield harness
+    stop()
+
+
+@pytest.fixture
+def small_cap_slack(
+    migrated_database_url: str, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[SlackHarness]:
+    """The app over HTTP with MLCOST_MAX_BODY_BYTES=2000."""
+    monkeypatch.setenv("MLCOST_MAX_BODY_BYTES", "2000")
+    harness, stop = start_app(
+        migrated_database_url, fake_slack, lambda: dt.datetime.now(dt.UTC), http=True
     )
-    engine = make_engine(database_url)
+    yield harness
+    stop()
+
+
+@pytest.fixture(scope="module")
+def demo_slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackHarness]:
+    """The real app on the demo organisation (also over HTTP); tests must not change the data."""
+    url = create_database_url(tmp_path_factory.mktemp("demo"))
+    engine = make_engine(url)
     upgrade(engine)
-    factory = make_session_factory(engine)
-    services = AppServices(
-        settings=settings, session_factory=factory, client=make_web_client(settings), clock=clock
-    )
-    app = build_app(services)
-    server = make_http_server(app, services, "127.0.0.1", 0)
-    serve_in_thread(server)
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
-
-    def stop() -> None:
-        server.shutdown()
-        server.server_close()
-        engine.dispose()
-
-    harness = SlackHarness(url=url, fake=fake_slack, services=services, session_factory=factory)
-    return harness, stop
+    engine.dispose()
+    fake = FakeSlack().start()
+    harness, stop = start_app(url, fake, lambda: NOW, http=True)
+    seed(harness, seed_demo)
+    yield dataclasses.replace(harness, over_http=False)
+    stop()
+    fake.stop()
+    drop_database_url(url)
 
 
-def seed(harness: SlackHarness, fn: Callable[[Session], None]) -> None:
-    """Run setup code in a committed transaction."""
-    with session_scope(harness.session_factory) as session:
-        fn(session)
+@pytest.fixture
+def demo(demo_slack: SlackHarness) -> SlackHarness:
+    """The demo app, in process, with the fake's call record cleared."""
+    demo_slack.fake.calls.clear()
+    return demo_slack

@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.db.engine import session_scope
 from bot.db.schema import IngestionRun, OutboxMessage
-from tests.slack.conftest import SlackHarness
+from tests.support.slack_app import SlackHarness
 
 
 def test_bad_signature_and_stale_timestamp_get_401(slack: SlackHarness) -> None:
@@ -19,10 +19,11 @@ def test_bad_signature_and_stale_timestamp_get_401(slack: SlackHarness) -> None:
     assert not [c for c in slack.fake.calls if c.method.startswith("respond/")]
 
 
-def test_help_lists_every_subcommand_with_an_example(slack: SlackHarness) -> None:
-    result = slack.command("")
+def test_help_lists_every_subcommand_with_an_example(http_slack: SlackHarness) -> None:
+    # the happy path through bot/web/server.py: signed HTTP in, the reply via response_url
+    result = http_slack.command("")
     assert result.status == 200
-    reply = slack.responses(1)[0]
+    reply = http_slack.responses(1)[0]
     assert reply["response_type"] == "ephemeral"
     assert "/mlcost unallocated" in reply["text"]
 
@@ -34,7 +35,10 @@ def test_unknown_subcommand_suggests_the_closest(slack: SlackHarness) -> None:
     assert "Did you mean `unallocated`" in reply["text"]
 
 
-def test_healthz_checks_the_database_and_reports_the_backlog(slack: SlackHarness) -> None:
+def test_healthz_checks_the_database_and_reports_the_backlog(http_slack: SlackHarness) -> None:
+    slack = http_slack
+    assert slack.url
+
     def health() -> dict[str, Any]:
         with urllib.request.urlopen(slack.url + "healthz", timeout=5) as response:
             assert response.status == 200

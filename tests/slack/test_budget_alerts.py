@@ -11,34 +11,13 @@ from sqlalchemy import select
 
 from bot.db.engine import session_scope
 from bot.db.schema import AlertSilence, AuditLog, Budget, OutboxMessage
-from bot.notify.cycle import run_cycle
 from bot.notify.delivery import deliver_pending
 from bot.notify.outbox import HistoryLookup
 from bot.slack.notifier import SlackNotifier
-from tests.alert_fixtures import MONTH_START, add_spend, days, seed_walk, walk_day_rows
-from tests.slack.conftest import SlackHarness
-
-T0 = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)  # evaluates as of Nov 20
-
-
-def seed_month(slack: SlackHarness) -> None:
-    seed_walk(slack.session_factory)
-    with session_scope(slack.session_factory) as session:
-        add_spend(
-            session, [r for d in days(MONTH_START, dt.date(2026, 12, 1)) for r in walk_day_rows(d)]
-        )
-
-
-def cycle(slack: SlackHarness, now: dt.datetime, **kw: Any) -> Any:
-    client = slack.services.client
-    kw.setdefault("notifier", SlackNotifier(client))
-    return run_cycle(
-        session_factory=slack.session_factory,
-        settings=slack.services.settings,
-        now=now,
-        find_posted=HistoryLookup(client),
-        **kw,
-    )
+from tests.alert_fixtures import days
+from tests.support.budget_alerts import T0, click, cycle, seed_month
+from tests.support.slack_app import SlackHarness
+from tests.support.slack_requests import view_submission
 
 
 def posted_keys(slack: SlackHarness) -> list[str]:
@@ -56,7 +35,7 @@ def outbox(slack: SlackHarness) -> dict[str, OutboxMessage]:
 
 
 def test_429_and_500_delay_delivery_but_every_alert_posts_exactly_once(
-    slack: SlackHarness,
+    slack: SlackHarness, retry_waits: list[float]
 ) -> None:
     seed_month(slack)
     slack.fake.fail("chat.postMessage", 429, times=2, retry_after=1)
@@ -84,6 +63,7 @@ def test_429_and_500_delay_delivery_but_every_alert_posts_exactly_once(
     assert (
         len(slack.fake.calls_to("chat.postMessage")) == 5 + 2 + 2
     )  # two 429s (one retried by the client), two 500s
+    assert len(retry_waits) == 1 and 1 <= retry_waits[0] < 2  # the client waited Retry-After
 
 
 def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: SlackHarness) -> None:
@@ -114,43 +94,6 @@ def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: Slack
     assert report.recovered == [key] and key in report.delivered
     assert Counter(posted_keys(slack))[key] == 1
     assert len(posted_keys(slack)) == len(queued)
-
-
-def click(slack: SlackHarness, key: str, action_id: str, user: str) -> None:
-    channel, message = next(
-        (c, m)
-        for (c, _), m in slack.fake.messages.items()
-        if (m.get("metadata") or {}).get("event_payload", {}).get("key") == key
-    )
-    button = next(
-        e
-        for b in message["blocks"]
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"] == action_id
-    )
-    payload = {
-        "type": "block_actions",
-        "user": {"id": user},
-        "team": {"id": "T1"},
-        "api_app_id": "A1",
-        "token": "legacy",
-        "trigger_id": "trig-1",
-        "container": {"type": "message", "channel_id": channel, "message_ts": message["ts"]},
-        "channel": {"id": channel},
-        "response_url": f"{slack.fake.url}respond/click",
-        "message": {"ts": message["ts"], "text": message["text"], "blocks": message["blocks"]},
-        "actions": [
-            {
-                "action_id": action_id,
-                "block_id": "budget_alert_actions",
-                "type": "button",
-                "value": button["value"],
-                "action_ts": "1",
-            }
-        ],
-    }
-    assert slack.action(payload).status == 200
 
 
 def test_an_acknowledgement_is_kept_when_the_alert_cannot_be_updated(slack: SlackHarness) -> None:
@@ -243,22 +186,7 @@ def test_raise_budget_opens_a_modal_for_owners_only_and_changes_the_budget(
     assert view["blocks"][1]["element"]["initial_value"] == "3000"
 
     def submit(value: str) -> Any:
-        payload = {
-            "type": "view_submission",
-            "user": {"id": "U0AAA111"},
-            "team": {"id": "T1"},
-            "api_app_id": "A1",
-            "token": "legacy",
-            "trigger_id": "trig-2",
-            "view": {
-                **view,
-                "id": "V1",
-                "state": {
-                    "values": {"amount": {"amount": {"type": "plain_text_input", "value": value}}}
-                },
-            },
-        }
-        return slack.action(payload)
+        return slack.action(view_submission(view, user="U0AAA111", block="amount", value=value))
 
     refused = submit("lots")
     assert refused.status == 200 and refused.json()["response_action"] == "errors"

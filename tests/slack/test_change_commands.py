@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from bot.db.schema import AuditLog, Budget, MLModel
 from tests.helpers import load_registry
-from tests.slack.conftest import SlackHarness, seed
+from tests.support.slack_app import SlackHarness, seed
 
 
 def snapshot(

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from tests.alert_fixtures import add_spend, spend_row
 from tests.helpers import load_registry
-from tests.slack.conftest import SlackHarness, seed
+from tests.support.slack_app import SlackHarness, seed
 
 DAY = dt.date(2026, 11, 18)  # the harness clock is 2026-11-20
 

@@ -12,8 +12,9 @@ from sqlalchemy import create_engine, select
 
 from bot.db.engine import make_session_factory, session_scope
 from bot.db.schema import Budget
-from tests.slack.conftest import SlackHarness
-from tests.slack.test_budget_alerts import T0, click, cycle, seed_month
+from tests.support.budget_alerts import T0, click, cycle, seed_month
+from tests.support.slack_app import SlackHarness
+from tests.support.slack_requests import view_submission
 
 ALPHA = "budget:model:alpha:2026-11:actual:50"
 
@@ -59,20 +60,7 @@ def open_raise_modal(slack: SlackHarness) -> dict[str, Any]:
 
 
 def submit(slack: SlackHarness, view: dict[str, Any], value: str) -> Any:
-    typed = {"amount": {"amount": {"type": "plain_text_input", "value": value}}}
-    payload = {
-        "type": "view_submission",
-        "user": {"id": "U0AAA111"},
-        "team": {"id": "T1"},
-        "api_app_id": "A1",
-        "token": "legacy",
-        "trigger_id": "trig-2",
-        "view": {
-            **view,
-            "id": "V1",
-            "state": {"values": typed},
-        },
-    }
+    payload = view_submission(view, user="U0AAA111", block="amount", value=value)
     result = slack.action(payload)
     assert result.status == 200, result
     return result.json()

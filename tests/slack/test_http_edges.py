@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import hmac
 import json
 import logging
 import socket
 import time
-from collections.abc import Iterator
 from urllib.parse import urlencode, urlsplit
 
 import pytest
 
 from bot.web.server import RecentSignatures
-from tests.slack.conftest import SECRET, SlackHarness, start_app
-from tests.slack.fake_slack import FakeSlack
-
-
-def sign(body: bytes, timestamp: str, secret: str = SECRET) -> str:
-    base = b"v0:" + timestamp.encode() + b":" + body
-    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+from tests.support.slack_app import SlackHarness
+from tests.support.slack_requests import sign, slash_command
 
 
 def raw_post(
-    slack: SlackHarness,
+    http_slack: SlackHarness,
     body: bytes,
     *,
     content_length: int | None = None,
@@ -33,7 +24,8 @@ def raw_post(
     timeout: float = 5.0,
 ) -> tuple[int, bytes]:
     """POST over a bare socket (so Content-Length can lie) and return (status, response body)."""
-    parts = urlsplit(slack.url)
+    assert http_slack.url
+    parts = urlsplit(http_slack.url)
     head = {"Host": parts.netloc, "Content-Type": "application/json", "Connection": "close"}
     if content_length is not None:
         head["Content-Length"] = str(content_length)
@@ -50,7 +42,7 @@ def raw_post(
 
 
 def signed_post(
-    slack: SlackHarness,
+    http_slack: SlackHarness,
     body: bytes,
     *,
     content_type: str = "application/json",
@@ -59,7 +51,7 @@ def signed_post(
 ) -> tuple[int, bytes]:
     ts = timestamp if timestamp is not None else str(int(time.time()))
     return raw_post(
-        slack,
+        http_slack,
         body,
         content_length=len(body),
         headers={
@@ -71,34 +63,24 @@ def signed_post(
 
 
 def test_an_oversized_content_length_gets_413_without_the_body_being_read(
-    slack: SlackHarness,
+    http_slack: SlackHarness,
 ) -> None:
     # 150 MB announced, a few bytes sent: the answer must come before the rest would arrive.
-    status, _ = raw_post(slack, b'{"type":', content_length=150 * 1024 * 1024)
+    status, _ = raw_post(http_slack, b'{"type":', content_length=150 * 1024 * 1024)
     assert status == 413
 
 
 def test_a_body_just_over_the_cap_gets_413_and_one_at_the_cap_is_let_through(
-    slack: SlackHarness,
+    http_slack: SlackHarness,
 ) -> None:
-    cap = slack.services.settings.max_body_bytes
+    cap = http_slack.services.settings.max_body_bytes
     assert cap == 1024 * 1024
     # Only the first bytes are sent: a refusal that waited for the rest would time out.
-    assert raw_post(slack, b"x" * 64, content_length=cap + 1)[0] == 413
+    assert raw_post(http_slack, b"x" * 64, content_length=cap + 1)[0] == 413
     challenge = json.dumps({"type": "url_verification", "challenge": "c4"}).encode()
     body = challenge + b" " * (cap - len(challenge))
-    status, answer = signed_post(slack, body)
+    status, answer = signed_post(http_slack, body)
     assert (status, len(body)) == (200, cap) and b"c4" in answer
-
-
-@pytest.fixture
-def small_cap_slack(
-    database_url: str, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[SlackHarness]:
-    monkeypatch.setenv("MLCOST_MAX_BODY_BYTES", "2000")
-    harness, stop = start_app(database_url, fake_slack, lambda: dt.datetime.now(dt.UTC))
-    yield harness
-    stop()
 
 
 def test_the_body_cap_is_a_setting(small_cap_slack: SlackHarness) -> None:
@@ -108,21 +90,21 @@ def test_the_body_cap_is_a_setting(small_cap_slack: SlackHarness) -> None:
     assert signed_post(small_cap_slack, challenge + b" " * (2000 - len(challenge)))[0] == 200
 
 
-def test_a_body_without_a_length_is_refused(slack: SlackHarness) -> None:
+def test_a_body_without_a_length_is_refused(http_slack: SlackHarness) -> None:
     chunked = b"5\r\nhello\r\n0\r\n\r\n"
-    status, _ = raw_post(slack, chunked, headers={"Transfer-Encoding": "chunked"})
+    status, _ = raw_post(http_slack, chunked, headers={"Transfer-Encoding": "chunked"})
     assert status in (411, 413)
-    assert raw_post(slack, b"", headers={})[0] in (401, 411)
+    assert raw_post(http_slack, b"", headers={})[0] in (401, 411)
 
 
 def test_an_unsigned_or_stale_request_is_refused_before_its_body_is_parsed(
-    slack: SlackHarness, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+    http_slack: SlackHarness, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ts = str(int(time.time()))
-    assert signed_post(slack, b"{not json", signature="v0=" + "0" * 64, timestamp=ts)[0] == 401
+    assert signed_post(http_slack, b"{not json", signature="v0=" + "0" * 64, timestamp=ts)[0] == 401
     old = str(int(time.time()) - 600)
-    assert signed_post(slack, b"{not json", timestamp=old)[0] == 401
-    missing = raw_post(slack, b"{not json", content_length=9)
+    assert signed_post(http_slack, b"{not json", timestamp=old)[0] == 401
+    missing = raw_post(http_slack, b"{not json", content_length=9)
     assert missing[0] == 401
     assert "Traceback" not in capsys.readouterr().err
     assert not [r for r in caplog.records if r.exc_info]
@@ -140,14 +122,14 @@ def test_an_unsigned_or_stale_request_is_refused_before_its_body_is_parsed(
     ids=["json", "json-not-an-object", "form-payload", "form-payload-not-an-object", "not-utf8"],
 )
 def test_a_signed_but_malformed_body_gets_400_and_one_warning(
-    slack: SlackHarness,
+    http_slack: SlackHarness,
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
     body: bytes,
     content_type: str,
 ) -> None:
     caplog.set_level(logging.WARNING)
-    status, _ = signed_post(slack, body, content_type=content_type)
+    status, _ = signed_post(http_slack, body, content_type=content_type)
     assert status == 400
     assert "Traceback" not in capsys.readouterr().err
     assert not [r for r in caplog.records if r.exc_info]
@@ -156,38 +138,31 @@ def test_a_signed_but_malformed_body_gets_400_and_one_warning(
 
 
 def test_a_non_numeric_timestamp_gets_400(
-    slack: SlackHarness, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+    http_slack: SlackHarness, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     body = b'{"type": "event_callback"}'
-    assert signed_post(slack, body, timestamp="soon")[0] == 400
+    assert signed_post(http_slack, body, timestamp="soon")[0] == 400
     assert "Traceback" not in capsys.readouterr().err
     assert not [r for r in caplog.records if r.exc_info]
 
 
-def test_a_replayed_request_is_refused_inside_the_window(slack: SlackHarness) -> None:
-    form = {
-        "command": "/mlcost",
-        "text": "help",
-        "user_id": "U0AAA111",
-        "channel_id": "C1",
-        "team_id": "T1",
-        "response_url": f"{slack.fake.url}respond/replay",
-        "trigger_id": "t",
-    }
-    body = urlencode(form).encode()
+def test_a_replayed_request_is_refused_inside_the_window(http_slack: SlackHarness) -> None:
+    body = slash_command(
+        "help", user="U0AAA111", channel="C1", response_url=f"{http_slack.fake.url}respond/replay"
+    ).encode()
     ts = str(int(time.time()))
     signature = sign(body, ts)
     kind = "application/x-www-form-urlencoded"
-    first = signed_post(slack, body, content_type=kind, timestamp=ts, signature=signature)
-    again = signed_post(slack, body, content_type=kind, timestamp=ts, signature=signature)
+    first = signed_post(http_slack, body, content_type=kind, timestamp=ts, signature=signature)
+    again = signed_post(http_slack, body, content_type=kind, timestamp=ts, signature=signature)
     assert first[0] == 200
     assert again[0] in (401, 409)
     # Slack's own retries are signed afresh (new timestamp), so they still get through.
     retry_ts = str(int(ts) + 1)
-    retried = signed_post(slack, body, content_type=kind, timestamp=retry_ts)
+    retried = signed_post(http_slack, body, content_type=kind, timestamp=retry_ts)
     assert retried[0] == 200
     time.sleep(0.2)
-    assert len([c for c in slack.fake.calls if c.method == "respond/replay"]) == 2
+    assert len([c for c in http_slack.fake.calls if c.method == "respond/replay"]) == 2
 
 
 def test_remembered_signatures_expire_with_their_window_and_stay_bounded() -> None:

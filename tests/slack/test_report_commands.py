@@ -6,10 +6,8 @@ import time
 from typing import Any
 
 from bot.slack.charts.spend_chart import HEIGHT_PX, WIDTH_PX
-from tests.slack.conftest import SlackHarness
-from tests.slack.demo_org import demo, demo_slack, png_size
-
-__all__ = ["demo", "demo_slack"]  # fixtures
+from tests.support.demo_org import png_size
+from tests.support.slack_app import SlackHarness
 
 
 def all_text(blocks: list[dict[str, Any]]) -> str:

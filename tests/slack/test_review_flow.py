@@ -6,16 +6,14 @@ import datetime as dt
 import json
 import threading
 import time
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from bot.bootstrap import AppServices
-from bot.db.engine import make_engine, make_session_factory, session_scope
+from bot.db.engine import session_scope
 from bot.db.schema import AuditLog, OutboxMessage, Review, ReviewItem, SignOff
 from bot.review.decisions import record_decision
 from bot.review.jobs import (
@@ -25,15 +23,14 @@ from bot.review.jobs import (
     run_weekly_signoff_job,
 )
 from bot.review.signoff import enqueue_digests
-from bot.slack.app import build_app
 from bot.slack.blocks.decision import build_decision_view
 from bot.slack.notifier import SlackNotifier
 from bot.web.health import health_snapshot
-from bot.web.server import make_http_server, serve_in_thread
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
-from tests.slack.conftest import SlackHarness, seed
-from tests.slack.fake_slack import Call, dm_channel
+from tests.support.fake_slack import Call, dm_channel
+from tests.support.slack_app import SlackHarness, seed
+from tests.support.slack_requests import button_click, view_submission
 
 
 def dumps(value: Any) -> str:
@@ -85,32 +82,16 @@ def button_payload(
         if ch == channel and m["text"] == post.params["text"]
     )
     stored = message(slack, channel, ts)
-    return {
-        "type": "block_actions",
-        "user": {"id": user, "username": user},
-        "api_app_id": "A1",
-        "token": "legacy",
-        "team": {"id": "T1"},
-        "trigger_id": f"trig-{time.time_ns()}",
-        "response_url": f"{slack.fake.url}respond/act-{time.time_ns()}",
-        "container": {
-            "type": "message",
-            "message_ts": ts,
-            "channel_id": channel,
-            "is_ephemeral": False,
-        },
-        "channel": {"id": channel, "name": "x"},
-        "message": {"ts": ts, "text": stored["text"], "blocks": stored["blocks"]},
-        "actions": [
-            {
-                "type": "button",
-                "action_id": action_id,
-                "block_id": "b",
-                "value": value,
-                "action_ts": str(time.time()),
-            }
-        ],
-    }
+    return button_click(
+        user=user,
+        action_id=action_id,
+        value=value,
+        channel=channel,
+        message_ts=ts,
+        message_text=stored["text"],
+        message_blocks=stored["blocks"],
+        response_url=f"{slack.fake.url}respond/act-{time.time_ns()}",
+    )
 
 
 def item_id(slack: SlackHarness, model: str) -> int:
@@ -119,25 +100,7 @@ def item_id(slack: SlackHarness, model: str) -> int:
 
 
 def submit_payload(view: dict[str, Any], user: str, reason: str | None) -> dict[str, Any]:
-    return {
-        "type": "view_submission",
-        "user": {"id": user},
-        "team": {"id": "T1"},
-        "api_app_id": "A1",
-        "token": "legacy",
-        # Slack gives every submission its own trigger and view hash, so no two are byte-identical
-        "trigger_id": f"trig-{uuid.uuid4().hex[:12]}",
-        "view": {
-            "id": "V1",
-            "hash": uuid.uuid4().hex[:10],
-            "type": "modal",
-            "callback_id": view["callback_id"],
-            "private_metadata": view["private_metadata"],
-            "state": {
-                "values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}
-            },
-        },
-    }
+    return view_submission(view, user=user, block="reason", value=reason)
 
 
 def decide(
@@ -155,38 +118,9 @@ def decide(
     assert result.status == 200 and not result.body
 
 
-def wait_until(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
-
-
-@pytest.fixture
-def second_app(slack: SlackHarness, clock: Clock) -> Iterator[SlackHarness]:
-    """A new app instance (a restart, or another replica) on the same database."""
-    url = slack.services.settings.database_url
-    engine = make_engine(url)
-    factory = make_session_factory(engine)
-    services = AppServices(
-        settings=slack.services.settings,
-        session_factory=factory,
-        client=slack.services.client,
-        clock=clock,
-    )
-    server = make_http_server(build_app(services), services, "127.0.0.1", 0)
-    serve_in_thread(server)
-    yield SlackHarness(
-        url=f"http://127.0.0.1:{server.server_address[1]}/",
-        fake=slack.fake,
-        services=services,
-        session_factory=factory,
-    )
-    server.shutdown()
-    server.server_close()
-    engine.dispose()
+def wait_until(slack: SlackHarness, check: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait until `check()` holds, re-checking whenever the fake Slack answers a call."""
+    assert slack.fake.wait_until(check, timeout), "condition not met in time"
 
 
 def test_a_whole_review(slack: SlackHarness, clock: Clock, second_app: SlackHarness) -> None:
@@ -258,7 +192,8 @@ def test_a_whole_review(slack: SlackHarness, clock: Clock, second_app: SlackHarn
 
     # restart: a new app instance on the same database sees the review and records decisions
     decide(second_app, "U0AAA113", "search", "keep")
-    wait_until(lambda: "All decided" in dumps(message(slack, "C0RANKING", parent_ts)["blocks"]))
+    second_app.settle()  # the submission's listener has updated the thread
+    assert "All decided" in dumps(message(slack, "C0RANKING", parent_ts)["blocks"])
     summary = dumps(message(slack, "C0RANKING", parent_ts)["blocks"])
     assert "kept 1, killed 1 (recsys: saves about *$1,500* a month once stopped)" in summary
 
@@ -268,11 +203,12 @@ def test_a_whole_review(slack: SlackHarness, clock: Clock, second_app: SlackHarn
     run_review_reminders_job(second_app.services)
     assert second_app.command("review 2026-11", user="U0ADMIN01").status == 200
     wait_until(
+        slack,
         lambda: any(
             "already posted, 2 of 2 decided" in c.params.get("text", "")
             for c in slack.fake.calls
             if c.method.startswith("respond/")
-        )
+        ),
     )
     assert len(posts(slack)) == 7
     assert len(slack.fake.calls_to("files.completeUploadExternal")) == 2
@@ -563,7 +499,8 @@ def test_two_owners_submitting_at_the_same_moment_close_the_review(
                 ).all()
                 return all(i.decision and not i.refresh_pending for i in items)
 
-        wait_until(refreshed)
+        slack.settle()  # both submissions' listeners have finished updating the thread
+        assert refreshed()
         with session_scope(slack.session_factory) as session:
             ranking = session.scalars(select(Review).where(Review.team_name == "ranking")).one()
             assert ranking.status == "decided", f"round {round_}: the review stayed open"

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 from typing import Any
-from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.slack.guard import checked_message
 from handlers.commands import build_router, handle_command
-from tests.slack.conftest import SlackHarness
-from tests.slack.demo_org import demo, demo_slack
+from tests.support.slack_app import SlackHarness
 
-__all__ = ["demo", "demo_slack"]  # fixtures
-
-TINY_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 SUBCOMMANDS = [
     "model",
     "team",
@@ -143,21 +138,19 @@ def assert_helpful(replies: list[dict[str, Any]], sent: str) -> None:
 
 @settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=command_texts, user=st.sampled_from(USERS))
-def test_router_answers_every_text_helpfully(demo: SlackHarness, text: str, user: str) -> None:
+def test_router_answers_every_text_helpfully(
+    demo: SlackHarness, tiny_charts: None, text: str, user: str
+) -> None:
     router = build_router()
     replies: list[dict[str, Any]] = []
     body = {"text": text, "user_id": user, "channel_id": "C0RANKING", "team_id": "T1"}
-    with (
-        mock.patch("handlers.subcommands.model.render_spend_chart", return_value=TINY_PNG),
-        mock.patch("handlers.subcommands.team.render_spend_chart", return_value=TINY_PNG),
-    ):
-        handle_command(
-            body,
-            lambda **kw: replies.append(kw),
-            RecordingClient(),  # type: ignore[arg-type]
-            demo.services,
-            router,
-        )
+    handle_command(
+        body,
+        lambda **kw: replies.append(kw),
+        RecordingClient(),  # type: ignore[arg-type]
+        demo.services,
+        router,
+    )
     assert_helpful(replies, text)
 
 
@@ -167,7 +160,7 @@ def test_random_commands_over_http_get_200_and_one_reply(
     demo: SlackHarness, text: str, user: str
 ) -> None:
     demo.fake.calls.clear()
-    result = demo.command(text, user=user)
+    result = demo.via_http().command(text, user=user)
     assert result.status == 200
     ack = result.json()
     if ack is not None:

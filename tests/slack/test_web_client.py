@@ -8,7 +8,7 @@ from pydantic import SecretStr
 from bot.config import Settings
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SLACK_FAILURES, SlackNotifier
-from tests.slack.fake_slack import FakeSlack
+from tests.support.fake_slack import FakeSlack
 
 
 def settings_for(fake_slack: FakeSlack, **kw: object) -> Settings:
@@ -28,12 +28,15 @@ def test_a_slow_post_times_out_after_the_configured_seconds_and_is_not_retried(
     assert [m["text"] for m in fake_slack.messages.values()] == ["hello"]  # it did reach Slack
 
 
-def test_a_rate_limited_call_is_retried_after_retry_after(fake_slack: FakeSlack) -> None:
+def test_a_rate_limited_call_is_retried_after_retry_after(
+    fake_slack: FakeSlack, retry_waits: list[float]
+) -> None:
     fake_slack.fail("chat.postMessage", 429, times=1, retry_after=1)
     client = make_web_client(settings_for(fake_slack))
     posted = SlackNotifier(client).post("C1", "hello", [])
     assert posted.ts and len(fake_slack.calls_to("chat.postMessage")) == 2
     assert len(fake_slack.messages) == 1
+    assert len(retry_waits) == 1 and 1 <= retry_waits[0] < 2  # Retry-After, plus jitter
 
 
 def test_a_server_error_is_not_retried_by_the_client(fake_slack: FakeSlack) -> None:

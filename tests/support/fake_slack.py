@@ -83,6 +83,7 @@ class FakeSlack:
         self.non_member_channels: set[str] = set()
         self._ts = int(time.time() * 1_000_000)
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified after every answered call
         self.handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
         self.delays: dict[str, float] = {}  # seconds to wait before answering (after acting)
         fake = self
@@ -101,8 +102,9 @@ class FakeSlack:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        # stop() waits up to one poll interval, and every Slack test starts and stops a fake
         self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.005}, daemon=True
         )
 
     def start(self) -> FakeSlack:
@@ -136,16 +138,26 @@ class FakeSlack:
 
     def wait_for(self, method: str, count: int = 1, timeout: float = 10.0) -> list[Call]:
         """Wait until a method has been called `count` times; return those calls."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.calls_to(method)
-            if len(found) >= count:
-                return found
-            time.sleep(0.01)
-        raise AssertionError(
-            f"{method} called {len(self.calls_to(method))} times, wanted "
-            f"{count}; calls: {[c.method for c in self.calls]}"
-        )
+        found: list[Call] = []
+
+        def enough() -> bool:
+            found[:] = [c for c in self.calls if c.method == method]
+            return len(found) >= count
+
+        if not self.wait_until(enough, timeout):
+            raise AssertionError(
+                f"{method} called {len(self.calls_to(method))} times, wanted "
+                f"{count}; calls: {self.methods()}"
+            )
+        return list(found)
+
+    def wait_until(self, check: Callable[[], bool], timeout: float = 10.0) -> bool:
+        """Wait until `check()` holds, re-checking after each answered call; return whether it did.
+
+        `check` runs under the fake's lock, so it must not call the fake's locking helpers.
+        """
+        with self._changed:
+            return self._changed.wait_for(check, timeout)
 
     def methods(self) -> list[str]:
         with self._lock:
@@ -183,6 +195,8 @@ class FakeSlack:
             else:
                 fault = None
         if fault is not None:
+            with self._changed:
+                self._changed.notify_all()
             if fault.error:
                 self._send(request, 200, {"ok": False, "error": fault.error})
             else:
@@ -190,6 +204,8 @@ class FakeSlack:
                 self._send(request, fault.status, {"ok": False, "error": "fake_failure"}, headers)
             return
         response = self._respond(path, params)
+        with self._changed:
+            self._changed.notify_all()
         if self.delays.get(path):
             time.sleep(self.delays[path])
         self._send(request, 200, response)
@@ -283,5 +299,7 @@ class FakeSlack:
         for key, value in (headers or {}).items():
             request.send_header(key, value)
         request.send_header("Content-Length", str(len(data)))
-        request.end_headers()
-        request.wfile.write(data)
+        # a client that gave up waiting (the timeout tests) has closed its end: not an error here
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            request.end_headers()
+            request.wfile.write(data)

@@ -1,0 +1,1 @@
+"""Builders and fakes shared by the test tiers: signed requests, the fake Slack, demo data."""
