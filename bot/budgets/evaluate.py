@@ -26,7 +26,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from bot.budgets.forecast import (
+from bot.db.schema import Budget, DailySpend, SpendRollup
+from bot.money import CostBasis
+from bot.periods import Period, month_of
+from bot.spend.forecast import (
     HISTORY_DAYS,
     RUN_RATE_DAYS,
     BudgetForecast,
@@ -34,9 +37,6 @@ from bot.budgets.forecast import (
     forecast_month_end,
     history_window,
 )
-from bot.db.schema import Budget, DailySpend, SpendRollup
-from bot.money import CostBasis
-from bot.periods import Period, month_of
 from bot.spend.reports import cost_column
 
 ZERO = Decimal(0)

@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 from bot.anomalies.detect import find_anomalies
 from bot.budgets.drivers import Drivers, top_drivers
 from bot.budgets.evaluate import evaluate_budgets
-from bot.budgets.forecast import forecast_month_end, summarize_daily
 from bot.db.schema import Budget, ValueMetric
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
+from bot.spend.forecast import forecast_month_end, summarize_daily
 from tests.alert_fixtures import ALERT_REGISTRY, add_spend, days, spend_row
 
 FIRST = dt.date(2026, 10, 20)

@@ -6,7 +6,6 @@ import datetime as dt
 from decimal import Decimal
 
 from bot.budgets.evaluate import BudgetStatus
-from bot.budgets.forecast import BudgetForecast
 from bot.budgets.plan import (
     BudgetAlert,
     Silence,
@@ -17,6 +16,7 @@ from bot.budgets.plan import (
     sent_by_scope,
 )
 from bot.periods import month_period
+from bot.spend.forecast import BudgetForecast
 
 NOW = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)
 

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Callable
 from decimal import Decimal
 
-from bot.budgets.forecast import forecast_month_end, summarize_daily
+from bot.spend.forecast import forecast_month_end, summarize_daily
 
 
 def series(start: dt.date, end: dt.date, cost: Callable[[dt.date], int]) -> dict[dt.date, Decimal]:

@@ -26,7 +26,6 @@ from bot.anomalies.detect import Anomaly, Baseline
 from bot.budgets.board import BudgetBoard, BudgetBoardRow
 from bot.budgets.drivers import Driver, Drivers
 from bot.budgets.evaluate import BudgetStatus
-from bot.budgets.forecast import BudgetForecast
 from bot.budgets.plan import ACTUAL, FORECAST, BudgetAlert
 from bot.db.schema import Budget
 from bot.economics.gate import GateCheck, GateResult
@@ -47,7 +46,7 @@ from bot.slack.blocks import waste as waste_blocks
 from bot.slack.blocks.decision import build_decision_view
 from bot.slack.guard import MAX_FALLBACK_TEXT, checked_message, checked_view
 from bot.spend.daily import ReportingWindow
-from bot.spend.forecast import Forecast
+from bot.spend.forecast import BudgetForecast, Forecast
 from bot.spend.home import HomeDashboard
 from bot.spend.model_report import ModelReport, ResourceCost
 from bot.spend.reports import SpendLine, SpendReport, SpendTotals
