@@ -22,6 +22,7 @@ def build_app(services: AppServices, *, process_before_response: bool = False) -
     if secret is None:
         raise ConfigurationError("SLACK_SIGNING_SECRET is not set")
     app = App(
+        name="mlcost",  # named, Bolt does not walk the call stack to find a name
         client=services.client,
         signing_secret=secret.get_secret_value(),
         process_before_response=process_before_response,
