@@ -63,6 +63,40 @@ COLUMNS = (
 SCALE = 10**10  # ExactDecimal's scale on SQLite
 
 
+def _row(
+    run_id: int,
+    day: dt.date,
+    charge: tuple[str, str],
+    owner: tuple[str | None, str, str | None, str],
+    cost: Decimal,
+    usage: tuple[Decimal, Decimal],
+) -> tuple[Any, ...]:
+    """One ledger row in COLUMNS order: (service, resource), (model, stage, team, attribution)."""
+    service, resource = charge
+    model, stage, team, attribution = owner
+    quantity, gpu_hours = usage
+    period = day.replace(day=1)
+    return (
+        run_id,
+        day,
+        period,
+        "AWS",
+        "123456789012",
+        service,
+        resource,
+        "Usage",
+        model,
+        stage,
+        team,
+        attribution,
+        cost,
+        cost,
+        quantity,
+        gpu_hours,
+        False,
+    )
+
+
 def spend_rows(run_id: int) -> list[tuple[Any, ...]]:
     """Return 1,000,000 synthetic ledger rows (cost as Decimal)."""
     rng = random.Random(42)
@@ -70,54 +104,18 @@ def spend_rows(run_id: int) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
     day = START
     while day < END:
-        period = day.replace(day=1)
         for m in range(MODELS):
             for s, stage in enumerate(STAGES):
                 cost = (base[m] * Decimal(rng.randint(5, 40)) / 100).quantize(Decimal("0.0001"))
-                rows.append(
-                    (
-                        run_id,
-                        day,
-                        period,
-                        "AWS",
-                        "123456789012",
-                        "Amazon EC2",
-                        f"i-{m:04d}-{s}",
-                        "Usage",
-                        f"m{m:04d}",
-                        stage,
-                        f"t{m % TEAMS:03d}",
-                        "tag",
-                        cost,
-                        cost,
-                        Decimal(24),
-                        Decimal(8 if s == 0 else 0),
-                        False,
-                    )
-                )
+                owner: tuple[str | None, str, str | None, str]
+                owner = (f"m{m:04d}", stage, f"t{m % TEAMS:03d}", "tag")
+                usage = (Decimal(24), Decimal(8 if s == 0 else 0))
+                rows.append(_row(run_id, day, ("Amazon EC2", f"i-{m:04d}-{s}"), owner, cost, usage))
         for u in range(990 if day == START else 989):
             cost = Decimal(rng.randint(1, 2_000)) / 100
-            rows.append(
-                (
-                    run_id,
-                    day,
-                    period,
-                    "AWS",
-                    "123456789012",
-                    "AWS Lambda",
-                    f"fn-{u}",
-                    "Usage",
-                    None,
-                    "other",
-                    None,
-                    "unallocated",
-                    cost,
-                    cost,
-                    Decimal(1),
-                    Decimal(0),
-                    False,
-                )
-            )
+            owner = (None, "other", None, "unallocated")  # no model: unallocated
+            usage = (Decimal(1), Decimal(0))
+            rows.append(_row(run_id, day, ("AWS Lambda", f"fn-{u}"), owner, cost, usage))
         day += dt.timedelta(days=1)
     return rows[:1_000_000]
 
