@@ -1,7 +1,7 @@
 """What the planners hand the notify layer: plain messages, rendered to Block Kit in one place.
 
 Budget, anomaly, unallocated and waste alerts, review threads and sign-off digests are planned as
-these values; bot/notify/render.py turns each into Slack text and blocks when it is recorded in
+these values; bot/slack/render.py turns each into Slack text and blocks when it is recorded in
 the outbox (or when a posted review message is updated).
 """
 

@@ -18,7 +18,9 @@ from sqlalchemy.orm import Session
 
 from bot.db.engine import dialect_insert
 from bot.db.schema import OutboxMessage, OutboxStatus
+from bot.notify.messages import Message
 from bot.slack.notifier import Posted
+from bot.slack.render import render
 
 log = logging.getLogger(__name__)
 
@@ -141,3 +143,25 @@ class HistoryLookup:
         log.warning(
             "history of %s not read to the end (%d pages)", params["channel"], self.MAX_PAGES
         )
+
+
+def planned_post(
+    dedupe_key: str, kind: str, channel: str, message: Message, thread_key: str | None = None
+) -> PlannedPost:
+    """Render a planned message into the post the outbox records."""
+    text, blocks = render(message)
+    return PlannedPost(dedupe_key, kind, channel, text, blocks, thread_key)
+
+
+def enqueue_message(
+    *,
+    session: Session,
+    dedupe_key: str,
+    kind: str,
+    channel: str,
+    message: Message,
+    thread_key: str | None = None,
+) -> bool:
+    """Render a message and record it in the outbox unless its key exists; return whether new."""
+    post = planned_post(dedupe_key, kind, channel, message, thread_key)
+    return bool(enqueue_many(session, [post]))

@@ -1,6 +1,6 @@
 """Plan the alerts due as of a day: budgets, anomalies, unallocated spend and waste.
 
-Each planner returns plain messages rendered by bot/notify/render.py into outbox posts, and the
+Each planner returns plain messages rendered by bot/slack/render.py into outbox posts, and the
 keys it could not route; nothing is written here.
 """
 
@@ -30,8 +30,7 @@ from bot.notify.messages import (
     UnallocatedAlertMessage,
     WasteDigestMessage,
 )
-from bot.notify.outbox import PlannedPost
-from bot.notify.render import planned_post
+from bot.notify.outbox import PlannedPost, planned_post
 from bot.notify.routing import Router
 from bot.spend.reports import check_currency_setting, cost_column
 from bot.waste.checks import WasteFinding

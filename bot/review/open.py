@@ -20,7 +20,7 @@ from bot.economics.unit_costs import ModelEconomics, economics_for, verdict_rule
 from bot.notify.messages import (
     ReviewReminderMessage,
 )
-from bot.notify.render import enqueue_message
+from bot.notify.outbox import enqueue_message
 from bot.periods import Period, previous_month
 from bot.registry.catalog import model_owner_ids
 from bot.review.signoff import signoff_counts

@@ -12,11 +12,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.db.engine import session_scope
 from bot.db.schema import Review, ReviewItem
 from bot.notify.delivery import PERMANENT_ERRORS
-from bot.notify.render import render
 from bot.review.decisions import load_item, lock_review
 from bot.review.threads import item_message, parent_message, sync_message_ts
 from bot.slack.guard import MessageTooLarge
 from bot.slack.notifier import SLACK_FAILURES, Notifier
+from bot.slack.render import render
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from bot.db.schema import AuditLog, MLModel, SignOff, Team
 from bot.economics.unit_costs import economics_for
 from bot.errors import PermissionDenied, UsageError
 from bot.notify.messages import SignoffDigestMessage
-from bot.notify.render import enqueue_message
+from bot.notify.outbox import enqueue_message
 from bot.periods import Period
 from bot.registry.catalog import can_manage_model, find_model, model_owner_ids
 

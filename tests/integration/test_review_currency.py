@@ -17,12 +17,12 @@ from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import Budget, DailySpend, OutboxMessage
 from bot.economics.gate import evaluate_gate
 from bot.notify.messages import Message
-from bot.notify.render import render
 from bot.periods import month_period
 from bot.review.open import open_reviews
 from bot.review.signoff import enqueue_digests
 from bot.review.threads import item_message, parent_message
 from bot.slack.charts.review import render_review_chart, review_figure
+from bot.slack.render import render
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
 

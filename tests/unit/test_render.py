@@ -21,8 +21,9 @@ from bot.notify.messages import (
     UnallocatedAlertMessage,
     WasteDigestMessage,
 )
-from bot.notify.render import planned_post, render
+from bot.notify.outbox import planned_post
 from bot.slack.blocks import alerts, review, signoff, waste
+from bot.slack.render import render
 from tests.unit.test_markup_safety import (
     AS_OF,
     VALID_USERS,

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from sqlalchemy.orm import Session
-
 from bot.notify.messages import (
     AnomalyAlertMessage,
     BudgetAlertMessage,
@@ -17,7 +15,6 @@ from bot.notify.messages import (
     UnallocatedAlertMessage,
     WasteDigestMessage,
 )
-from bot.notify.outbox import PlannedPost, enqueue_many
 from bot.slack.blocks.alerts import (
     build_anomaly_alert,
     build_budget_alert,
@@ -61,25 +58,3 @@ def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
             )
         case _:
             assert_never(message)
-
-
-def planned_post(
-    dedupe_key: str, kind: str, channel: str, message: Message, thread_key: str | None = None
-) -> PlannedPost:
-    """Render a planned message into the post the outbox records."""
-    text, blocks = render(message)
-    return PlannedPost(dedupe_key, kind, channel, text, blocks, thread_key)
-
-
-def enqueue_message(
-    *,
-    session: Session,
-    dedupe_key: str,
-    kind: str,
-    channel: str,
-    message: Message,
-    thread_key: str | None = None,
-) -> bool:
-    """Render a message and record it in the outbox unless its key exists; return whether new."""
-    post = planned_post(dedupe_key, kind, channel, message, thread_key)
-    return bool(enqueue_many(session, [post]))
