@@ -1,0 +1,55 @@
+"""Outbox builders shared by the outbox tests: queue a message, read the rows, make one due."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.bootstrap import system_clock
+from bot.db.engine import session_scope
+from bot.db.schema import OutboxMessage
+from bot.notify.outbox import enqueue
+
+BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
+
+
+def put(
+    session: Session,
+    key: str,
+    *,
+    text: str,
+    channel: str = "C1",
+    kind: str = "test",
+    thread_key: str | None = None,
+) -> bool:
+    """Enqueue one message with the test blocks."""
+    return enqueue(
+        session=session,
+        dedupe_key=key,
+        kind=kind,
+        channel=channel,
+        text=text,
+        blocks=BLOCKS,
+        thread_key=thread_key,
+    )
+
+
+def put_one(factory: sessionmaker[Session], key: str, *, text: str, **fields: str) -> None:
+    """Enqueue one message in its own session scope."""
+    with session_scope(factory) as session:
+        put(session, key, text=text, **fields)
+
+
+def outbox_rows(factory: sessionmaker[Session]) -> dict[str, OutboxMessage]:
+    """Return every outbox row by its dedupe key."""
+    with session_scope(factory) as session:
+        return {m.dedupe_key: m for m in session.scalars(select(OutboxMessage))}
+
+
+def make_due(factory: sessionmaker[Session]) -> None:
+    """Move the only outbox row's next attempt into the past."""
+    with session_scope(factory) as session:
+        row = session.scalars(select(OutboxMessage)).one()
+        row.next_attempt_at = system_clock() - dt.timedelta(seconds=1)
