@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db.engine import session_scope
-from bot.notify.delivery import deliver_pending
-from bot.notify.outbox import enqueue
+from bot.notify.delivery import DeliveryReport, deliver_pending
+from bot.notify.outbox import FindPosted, enqueue
 from bot.slack.notifier import FakeNotifier, Posted
 from tests.alert_fixtures import migrated
 from tests.support.outbox import BLOCKS, outbox_rows, put, put_one
@@ -166,6 +166,24 @@ def test_replies_wait_for_a_parent_that_is_not_posted_yet_without_blocking_other
         assert {p["thread_ts"] for p in notifier.posts[2:]} == {parent_ts}
 
 
+def deliver_an_hour_later(
+    factory: sessionmaker[Session],
+    notifier: FakeNotifier,
+    lookup: FindPosted,
+    caplog: pytest.LogCaptureFixture,
+) -> tuple[DeliveryReport, list[str]]:
+    """Run a delivery round an hour after NOW; return its report and the warnings it logged."""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="bot.notify.delivery"):
+        report = deliver_pending(
+            session_factory=factory,
+            notifier=notifier,
+            now=NOW + dt.timedelta(hours=1),
+            find_posted=lookup,
+        )
+    return report, [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
 def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
     database_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -183,20 +201,12 @@ def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
             session_factory=factory, notifier=notifier, now=NOW, find_posted=not_a_member
         )
         assert first.failed == ["k0"] and lookups == []
-        caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="bot.notify.delivery"):
-            second = deliver_pending(
-                session_factory=factory,
-                notifier=notifier,
-                now=NOW + dt.timedelta(hours=1),
-                find_posted=not_a_member,
-            )
+        second, warnings = deliver_an_hour_later(factory, notifier, not_a_member, caplog)
         assert lookups == [("C1", "k0")]
         assert second.delivered == ["k0"] and second.dead == []
         assert [p["text"] for p in notifier.posts] == ["message 0"]
         k0 = outbox_rows(factory)["k0"]
         assert k0.status == "delivered" and k0.last_error is None
-        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "k0" in warnings[0] and "not_in_channel" in warnings[0]
 
 
@@ -337,18 +347,10 @@ def test_a_lookup_that_cannot_read_the_channel_is_unknown_and_the_message_is_pos
     with migrated(database_url) as (_engine, factory):
         notifier = FakeNotifier()
         lose_the_first_answer(factory, notifier)
-        caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="bot.notify.delivery"):
-            report = deliver_pending(
-                session_factory=factory,
-                notifier=notifier,
-                now=NOW + dt.timedelta(hours=1),
-                find_posted=lookup,
-            )
+        report, warnings = deliver_an_hour_later(factory, notifier, lookup, caplog)
         assert lookup.calls == ["k0"]
         assert report.delivered == ["k0", "k1"] and report.failed == report.dead == []
         assert [p["text"] for p in notifier.posts] == ["message 0", "message 1"]
-        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "k0" in warnings[0] and str(error)[:20] in warnings[0]
 
 

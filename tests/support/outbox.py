@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.bootstrap import system_clock
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.outbox import enqueue
+from bot.notify.outbox import PlannedPost, enqueue_many
 
 BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
 
@@ -25,15 +25,7 @@ def put(
     thread_key: str | None = None,
 ) -> bool:
     """Enqueue one message with the test blocks."""
-    return enqueue(
-        session=session,
-        dedupe_key=key,
-        kind=kind,
-        channel=channel,
-        text=text,
-        blocks=BLOCKS,
-        thread_key=thread_key,
-    )
+    return bool(enqueue_many(session, [PlannedPost(key, kind, channel, text, BLOCKS, thread_key)]))
 
 
 def put_one(factory: sessionmaker[Session], key: str, *, text: str, **fields: str) -> None:
