@@ -14,7 +14,7 @@ from moto import mock_aws
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.schema import DailySpend, IngestionRun, Review, ReviewItem, ValueMetric
+from bot.db.schema import IngestionRun, Review, ReviewItem, ValueMetric
 from bot.notify.cycle import queue_posts
 from bot.notify.outbox import PlannedPost
 from bot.notify.plan import plan_alerts
@@ -23,6 +23,7 @@ from bot.registry.sync import import_registry
 from bot.waste.findings import find_waste
 from bot.waste.spot import SpotAdvisor
 from tests.alert_fixtures import ALERT_REGISTRY
+from tests.support.ledger import ingestion_run, spend_record
 
 AS_OF = dt.date(2026, 11, 30)
 
@@ -40,23 +41,16 @@ def spend(
     instance: str | None = None,
 ) -> None:
     for i in range(days):
-        day = AS_OF - dt.timedelta(days=i)
         session.add(
-            DailySpend(
-                run_id=run.id,
-                day=day,
-                billing_period=day.replace(day=1),
-                provider="AWS",
-                billing_account="1",
-                service="svc",
+            spend_record(
+                run,
+                AS_OF - dt.timedelta(days=i),
+                daily,
                 resource_id=resource,
                 stage=stage,
                 model=model,
                 team="t" if model else None,
                 model_tag_value=tag or model,
-                attribution="tag",
-                billed_cost=Decimal(daily),
-                effective_cost=Decimal(daily),
                 gpu_hours=Decimal(gpu),
                 instance_type=instance,
             )
@@ -64,10 +58,7 @@ def spend(
 
 
 def ledger(session: Session) -> IngestionRun:
-    run = IngestionRun(source="test", location="test")
-    session.add(run)
-    session.flush()
-    return run
+    return ingestion_run(session, location="test")
 
 
 def test_findings_with_known_run_rates(session: Session) -> None:
@@ -222,22 +213,17 @@ def training(
     stage: str = "training",
 ) -> None:
     for i in range(7):
-        day = AS_OF - dt.timedelta(days=i)
         session.add(
-            DailySpend(
-                run_id=run.id,
-                day=day,
-                billing_period=day.replace(day=1),
-                provider="AWS",
-                billing_account="1",
+            spend_record(
+                run,
+                AS_OF - dt.timedelta(days=i),
+                billed,
+                effective=effective,
                 service="Amazon Elastic Compute Cloud",
                 resource_id=f"i-{model}-{instance}",
                 stage=stage,
                 model=model,
                 team="t",
-                attribution="tag",
-                billed_cost=Decimal(billed),
-                effective_cost=Decimal(effective),
                 instance_type=instance,
                 region=region,
                 usage_type=usage_type or f"USE1-BoxUsage:{instance}",
@@ -333,20 +319,15 @@ def test_serving_that_does_not_follow_a_weekly_traffic_swing(session: Session) -
             )
         )
         session.add(
-            DailySpend(
-                run_id=run.id,
-                day=day,
-                billing_period=day.replace(day=1),
-                provider="AWS",
-                billing_account="1",
-                service="svc",
+            spend_record(
+                run,
+                day,
+                30 if weekend else 100,
+                effective=100,
                 resource_id="arn:endpoint/scaled",
                 stage="serving",
                 model="scaled",
                 team="t",
-                attribution="tag",
-                billed_cost=Decimal(30 if weekend else 100),
-                effective_cost=Decimal(100),
             )
         )
     session.flush()
