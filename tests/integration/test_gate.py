@@ -15,6 +15,7 @@ from bot.db.schema import AlertSilence, Review, ReviewItem
 from bot.economics.gate import evaluate_gate
 from tests.economics_data import add_spend, add_value
 from tests.helpers import load_registry
+from tests.support.cli import import_registry_file
 
 AS_OF = dt.date(2026, 11, 30)
 REGISTRY = """\
@@ -173,10 +174,7 @@ def test_unit_cost_rising_with_value_rising_passes(session: Session) -> None:
 def test_cli_exit_codes_and_json(
     database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    registry = tmp_path / "registry.yaml"
-    registry.write_text(REGISTRY)
-    db = ["--database-url", database_url]
-    assert main([*db, "registry", "import", str(registry)]) == 0
+    db = import_registry_file(database_url, tmp_path, REGISTRY)
     values = tmp_path / "values.csv"
     values.write_text("date,model,metric,units,revenue\n2026-11-30,good,predictions,1000,\n")
     assert main([*db, "ingest", "value", str(values)]) == 0

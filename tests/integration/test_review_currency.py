@@ -25,6 +25,7 @@ from bot.review.threads import item_message, parent_message
 from bot.slack.charts.review import render_review_chart, review_figure
 from tests.economics_data import REGISTRY, seed_review_month
 from tests.helpers import load_registry
+from tests.support.cli import import_registry_file
 
 NOW = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
 
@@ -95,10 +96,7 @@ def test_the_signoff_digest_shows_a_euro_model_in_euros(session: Session) -> Non
 def test_review_show_prints_each_model_in_its_currency(
     database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = ["--database-url", database_url]
-    registry = tmp_path / "registry.yaml"
-    registry.write_text(REGISTRY)
-    assert main([*db, "registry", "import", str(registry)]) == 0
+    db = import_registry_file(database_url, tmp_path, REGISTRY)
     engine = make_engine(database_url)
     with session_scope(make_session_factory(engine)) as session:
         seed_review_month(session)
