@@ -22,7 +22,7 @@ from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
 from tests.alert_fixtures import migrated
 from tests.support.fake_slack import FakeSlack
-from tests.support.outbox import make_due, outbox_rows, put_one
+from tests.support.outbox import make_due, outbox_rows, post_as_the_worker, put_one
 
 
 def make_services(
@@ -81,13 +81,7 @@ def post_then_lose_the_outcome(
     """Post a queued message as a worker would, then die before recording it; return its ts."""
     with session_scope(services.session_factory) as session:
         row = session.scalars(select(OutboxMessage).where(OutboxMessage.dedupe_key == key)).one()
-        posted = SlackNotifier(services.client).post_with_metadata(
-            row.channel,
-            row.payload["text"],
-            row.payload["blocks"],
-            thread_ts,
-            {"event_type": METADATA_EVENT, "event_payload": {"key": key}},
-        )
+        posted = post_as_the_worker(services.client, row, thread_ts)
         row.status, row.attempts = "sending", 1
         row.next_attempt_at = system_clock() - dt.timedelta(seconds=1)  # the lease has expired
     return posted.ts

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+from slack_sdk import WebClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.bootstrap import system_clock
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.outbox import PlannedPost, enqueue_many
+from bot.notify.outbox import METADATA_EVENT, PlannedPost, enqueue_many
+from bot.slack.notifier import Posted, SlackNotifier
 
 BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
 
@@ -45,3 +47,16 @@ def make_due(factory: sessionmaker[Session]) -> None:
     with session_scope(factory) as session:
         row = session.scalars(select(OutboxMessage)).one()
         row.next_attempt_at = system_clock() - dt.timedelta(seconds=1)
+
+
+def post_as_the_worker(
+    client: WebClient, row: OutboxMessage, thread_ts: str | None = None
+) -> Posted:
+    """Post an outbox row with its key in the metadata, as the delivery worker does."""
+    return SlackNotifier(client).post_with_metadata(
+        row.channel,
+        row.payload["text"],
+        row.payload["blocks"],
+        thread_ts,
+        {"event_type": METADATA_EVENT, "event_payload": {"key": row.dedupe_key}},
+    )
