@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from bot.cli import main
 from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope
-from bot.db.schema import Budget, DailySpend, OutboxMessage
+from bot.db.schema import Budget, DailySpend, OutboxMessage, Review
 from bot.economics.gate import evaluate_gate
 from bot.notify.messages import Message
 from bot.notify.render import render
@@ -38,14 +38,8 @@ def seed_two_currencies(session: Session) -> None:
     session.flush()
 
 
-def shown(message: Message) -> str:
-    text, blocks = render(message)
-    return text + json.dumps(blocks, ensure_ascii=False)
-
-
-def test_a_euro_models_review_item_is_in_euros_and_the_parent_never_adds_them(
-    session: Session,
-) -> None:
+def ranking_review_in_two_currencies(session: Session) -> Review:
+    """Seed the two-currency months and open November's review; return ranking's."""
     seed_two_currencies(session)
     (review,) = [
         r
@@ -54,6 +48,18 @@ def test_a_euro_models_review_item_is_in_euros_and_the_parent_never_adds_them(
         )
         if r.team_name == "ranking"
     ]
+    return review
+
+
+def shown(message: Message) -> str:
+    text, blocks = render(message)
+    return text + json.dumps(blocks, ensure_ascii=False)
+
+
+def test_a_euro_models_review_item_is_in_euros_and_the_parent_never_adds_them(
+    session: Session,
+) -> None:
+    review = ranking_review_in_two_currencies(session)
     items = {item.model_name: item for item in review.items}
     search = shown(item_message(items["search"], "USD"))
     assert "€450" in search and "€300" in search  # November against October
@@ -67,14 +73,7 @@ def test_a_euro_models_review_item_is_in_euros_and_the_parent_never_adds_them(
 
 
 def test_an_old_snapshot_without_a_currency_falls_back_to_the_setting(session: Session) -> None:
-    seed_two_currencies(session)
-    (review,) = [
-        r
-        for r in open_reviews(
-            session=session, month=month_period("2026-11"), settings=Settings(), now=NOW
-        )
-        if r.team_name == "ranking"
-    ]
+    review = ranking_review_in_two_currencies(session)
     item = next(i for i in review.items if i.model_name == "recsys")
     item.snapshot = {k: v for k, v in item.snapshot.items() if k != "currency"}
     assert "£1,500" in shown(item_message(item, "GBP"))
@@ -99,10 +98,7 @@ def test_review_show_prints_each_model_in_its_currency(
     db = import_registry_file(database_url, tmp_path, REGISTRY)
     engine = make_engine(database_url)
     with session_scope(make_session_factory(engine)) as session:
-        seed_review_month(session)
-        session.execute(
-            update(DailySpend).where(DailySpend.model == "search").values(currency="EUR")
-        )
+        seed_two_currencies(session)
     engine.dispose()
     capsys.readouterr()
     assert main([*db, "review", "show", "--month", "2026-11"]) == 0
@@ -126,14 +122,7 @@ def test_the_gate_shows_a_euro_models_budget_in_euros(session: Session) -> None:
 
 
 def test_the_review_chart_draws_each_currency_on_its_own_axis(session: Session) -> None:
-    seed_two_currencies(session)
-    (review,) = [
-        r
-        for r in open_reviews(
-            session=session, month=month_period("2026-11"), settings=Settings(), now=NOW
-        )
-        if r.team_name == "ranking"
-    ]
+    review = ranking_review_in_two_currencies(session)
     snaps = [i.snapshot for i in review.items]
     figure = review_figure("2026-11", "ranking", snaps, "USD")
     panels = {
