@@ -15,8 +15,8 @@ from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import AuditLog
 from bot.registry.ownership import set_model_owners
 from tests.conftest import DATA
-from tests.helpers import REGISTRY
 from tests.support.cli import import_registry_file
+from tests.support.sample_registry import REGISTRY
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -11,9 +11,9 @@ import pytest
 
 from bot.cli import main
 from tests.conftest import DATA
-from tests.helpers import REGISTRY
 from tests.support.cli import import_registry_file
 from tests.support.fake_slack import FakeSlack
+from tests.support.sample_registry import REGISTRY
 
 HOSTILE_TAG = "` <!channel> <https://x.example|click> & <@U0AAA111>"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from tests.economics_data import REGISTRY
 from tests.support.cli import import_registry_file
+from tests.support.economics_seed import REGISTRY
 
 
 def test_ingest_value_is_all_or_nothing_and_review_show(

@@ -18,7 +18,8 @@ from bot.db.schema import OutboxMessage
 from bot.notify.cycle import run_cycle
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
-from tests.alert_fixtures import add_spend, migrated, spend_row
+from tests.support.alert_walk import add_spend, spend_row
+from tests.support.database import migrated
 
 REGISTRY = """\
 teams:

@@ -38,9 +38,10 @@ from bot.registry.sync import export_registry
 from bot.slack.blocks.budget import build_budget_show_blocks
 from bot.spend.reports import spend_report
 from bot.waste.findings import find_configured_waste
-from tests.alert_fixtures import add_spend, spend_row
 from tests.conftest import DATA
-from tests.helpers import REGISTRY, assert_rollup_matches_ledger, load_registry
+from tests.support.alert_walk import add_spend, spend_row
+from tests.support.ledger import assert_rollup_matches_ledger
+from tests.support.sample_registry import REGISTRY, load_registry
 
 HEADER = (
     "BillingAccountId,ProviderName,ChargePeriodStart,BillingPeriodStart,ServiceName,"

@@ -13,9 +13,9 @@ from bot.cli import main
 from bot.config import Settings
 from bot.db.schema import AlertSilence, Review, ReviewItem
 from bot.economics.gate import evaluate_gate
-from tests.economics_data import add_spend, add_value
-from tests.helpers import load_registry
 from tests.support.cli import import_registry_file
+from tests.support.economics_seed import add_spend, add_value
+from tests.support.sample_registry import load_registry
 
 AS_OF = dt.date(2026, 11, 30)
 REGISTRY = """\

@@ -22,7 +22,8 @@ from bot.ingest.sources.athena import AthenaSource, build_query
 from bot.ingest.sources.cost_explorer import CostExplorerSource
 from bot.ingest.sources.focus import FocusSource
 from tests.conftest import DATA
-from tests.helpers import assert_rollup_matches_ledger, ledger_totals, load_registry
+from tests.support.ledger import assert_rollup_matches_ledger, ledger_totals
+from tests.support.sample_registry import load_registry
 
 HUBS = json.loads((DATA / "test_query_total_costs_per_hub-input.json").read_text())
 SERVICES = json.loads((DATA / "test_data_cost_component_all.json").read_text())

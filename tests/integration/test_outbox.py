@@ -16,7 +16,7 @@ from bot.db.engine import session_scope
 from bot.notify.delivery import DeliveryReport, deliver_pending
 from bot.notify.outbox import FindPosted, enqueue
 from bot.slack.notifier import FakeNotifier, Posted
-from tests.alert_fixtures import migrated
+from tests.support.database import migrated
 from tests.support.outbox import BLOCKS, outbox_rows, put, put_one
 
 NOW = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)

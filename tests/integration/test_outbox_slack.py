@@ -20,7 +20,7 @@ from bot.notify.outbox import METADATA_EVENT, HistoryLookup
 from bot.notify.scheduler import run_delivery, run_poll
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
-from tests.alert_fixtures import migrated
+from tests.support.database import migrated
 from tests.support.fake_slack import FakeSlack
 from tests.support.outbox import make_due, outbox_rows, post_as_the_worker, put_one
 

@@ -23,9 +23,9 @@ from bot.review.open import open_reviews
 from bot.review.signoff import enqueue_digests
 from bot.review.threads import item_message, parent_message
 from bot.slack.charts.review import render_review_chart, review_figure
-from tests.economics_data import REGISTRY, seed_review_month
-from tests.helpers import load_registry
 from tests.support.cli import import_registry_file
+from tests.support.economics_seed import REGISTRY, seed_review_month
+from tests.support.sample_registry import load_registry
 
 NOW = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
 

@@ -22,7 +22,7 @@ from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
 from bot.waste.findings import find_waste
 from bot.waste.spot import SpotAdvisor
-from tests.alert_fixtures import ALERT_REGISTRY
+from tests.support.alert_walk import ALERT_REGISTRY
 from tests.support.ledger import ingestion_run, spend_record
 
 AS_OF = dt.date(2026, 11, 30)

@@ -14,7 +14,7 @@ from bot.db.schema import AlertSilence, AuditLog, Budget, OutboxMessage
 from bot.notify.delivery import deliver_pending
 from bot.notify.outbox import HistoryLookup
 from bot.slack.notifier import SlackNotifier
-from tests.alert_fixtures import days
+from tests.support.alert_walk import days
 from tests.support.budget_alerts import T0, click, cycle, seed_month
 from tests.support.outbox import post_as_the_worker
 from tests.support.slack_app import SlackHarness

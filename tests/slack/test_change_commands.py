@@ -7,7 +7,7 @@ from decimal import Decimal
 from sqlalchemy import select
 
 from bot.db.schema import AuditLog, Budget, MLModel
-from tests.helpers import load_registry
+from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
 
 

@@ -25,10 +25,10 @@ from bot.review.jobs import (
 from bot.review.signoff import enqueue_digests
 from bot.slack.blocks.decision import build_decision_view
 from bot.web.health import health_snapshot
-from tests.economics_data import REGISTRY, seed_review_month
-from tests.helpers import load_registry
+from tests.support.economics_seed import REGISTRY, seed_review_month
 from tests.support.fake_slack import Call, dm_channel
 from tests.support.outbox import post_as_the_worker
+from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
 from tests.support.slack_requests import button_click, view_submission
 

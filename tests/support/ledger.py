@@ -1,4 +1,4 @@
-"""Ledger rows for tests that write spend straight into daily_spend."""
+"""Ledger rows written straight into daily_spend, and checks over the ledger and its rollup."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend, IngestionRun
+from bot.db.schema import DailySpend, IngestionRun, SpendRollup
 
 
 def ingestion_run(session: Session, **fields: Any) -> IngestionRun:
@@ -39,3 +40,49 @@ def spend_record(
         effective_cost=Decimal(billed if effective is None else effective),
         **values,
     )
+
+
+def ledger_totals(session: Session) -> tuple[Decimal, Decimal, int]:
+    """Return (billed, effective, rows) over the whole ledger."""
+    billed, effective, rows = session.execute(
+        select(func.sum(DailySpend.billed_cost), func.sum(DailySpend.effective_cost), func.count())
+    ).one()
+    return Decimal(billed or 0), Decimal(effective or 0), int(rows)
+
+
+def assert_rollup_matches_ledger(session: Session) -> int:
+    """Check spend_rollup row by row against the ledger grouped in Python; return its rows."""
+    expected: dict[tuple[object, ...], list[Decimal]] = {}
+    for row in session.execute(
+        select(
+            DailySpend.day,
+            DailySpend.model,
+            DailySpend.team,
+            DailySpend.stage,
+            DailySpend.currency,
+            DailySpend.billed_cost,
+            DailySpend.effective_cost,
+            DailySpend.gpu_hours,
+        )
+    ):
+        sums = expected.setdefault(tuple(row[:5]), [Decimal(0)] * 3)
+        for i, value in enumerate(row[5:]):
+            sums[i] += value
+    rolled = {
+        tuple(row[:5]): list(row[5:])
+        for row in session.execute(
+            select(
+                SpendRollup.day,
+                SpendRollup.model,
+                SpendRollup.team,
+                SpendRollup.stage,
+                SpendRollup.currency,
+                SpendRollup.billed_cost,
+                SpendRollup.effective_cost,
+                SpendRollup.gpu_hours,
+            )
+        )
+    }
+    assert session.scalar(select(func.count()).select_from(SpendRollup)) == len(rolled)
+    assert rolled == expected
+    return len(rolled)
