@@ -43,9 +43,9 @@ from bot.review.threads import item_key, parent_key
 from tests.chaos.chaos_slack import ChaosSlack, FaultPlan, PostedMessage
 from tests.chaos.replicas import ServeProcess, wait_until
 from tests.conftest import PG_ENV
-from tests.economics_data import add_spend, month_days, seed_review_month
-from tests.helpers import load_registry
+from tests.support.economics_seed import add_spend, month_days, seed_review_month
 from tests.support.fake_slack import FakeSlack
+from tests.support.sample_registry import load_registry
 from tests.support.slack_requests import (
     FORM,
     button_click,

@@ -15,7 +15,8 @@ from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import AuditLog
 from bot.registry.ownership import set_model_owners
 from tests.conftest import DATA
-from tests.helpers import REGISTRY
+from tests.support.cli import import_registry_file
+from tests.support.sample_registry import REGISTRY
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -108,14 +109,12 @@ def test_cost_explorer_command_through_moto(
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.moto_api._internal.models import moto_api_backend
 
-    registry = tmp_path / "registry.yaml"
-    registry.write_text(REGISTRY)
-    db = ["--database-url", database_url]
+    db = import_registry_file(database_url, tmp_path, REGISTRY)
+    capsys.readouterr()
     response = json.loads((DATA / "test_query_total_costs_per_hub-input.json").read_text())
     response.pop("ResponseMetadata", None)
     with mock_aws():
         moto_api_backend.set_ce_cost_usage(result=response, account_id=DEFAULT_ACCOUNT_ID)
-        assert run(capsys, *db, "registry", "import", str(registry))[0] == 0
         code, out, err = run(
             capsys,
             *db,

@@ -11,8 +11,9 @@ import pytest
 
 from bot.cli import main
 from tests.conftest import DATA
-from tests.helpers import REGISTRY
+from tests.support.cli import import_registry_file
 from tests.support.fake_slack import FakeSlack
+from tests.support.sample_registry import REGISTRY
 
 HOSTILE_TAG = "` <!channel> <https://x.example|click> & <@U0AAA111>"
 
@@ -49,12 +50,9 @@ def test_hostile_tag_value_is_escaped_in_the_unallocated_post(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    registry = tmp_path / "registry.yaml"
-    registry.write_text(REGISTRY)
+    db = import_registry_file(database_url, tmp_path, REGISTRY)
     export = tmp_path / "focus.csv"
     hostile_focus_file(export)
-    db = ["--database-url", database_url]
-    assert main([*db, "registry", "import", str(registry)]) == 0
     assert main([*db, "ingest", "focus", str(export)]) == 0
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
     monkeypatch.setenv("SLACK_API_URL", fake_slack.url)

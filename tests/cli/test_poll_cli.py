@@ -6,7 +6,8 @@ import pytest
 
 from bot.cli import main
 from bot.db.engine import session_scope
-from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
+from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
+from tests.support.database import migrated
 
 
 def test_poll_as_of_a_day_dry_run_then_queue(

@@ -9,16 +9,14 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from tests.economics_data import REGISTRY
+from tests.support.cli import import_registry_file
+from tests.support.economics_seed import REGISTRY
 
 
 def test_ingest_value_is_all_or_nothing_and_review_show(
     database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = ["--database-url", database_url]
-    registry = tmp_path / "registry.yaml"
-    registry.write_text(REGISTRY)
-    assert main([*db, "registry", "import", str(registry)]) == 0
+    db = import_registry_file(database_url, tmp_path, REGISTRY)
     bad = tmp_path / "bad.csv"
     bad.write_text(
         "date,model,metric,units\n2026-11-01,recsys,predictions,10\n"

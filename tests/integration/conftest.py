@@ -12,8 +12,8 @@ from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.periods import month_period
 from bot.review.open import open_reviews
-from tests.economics_data import REGISTRY, seed_review_month
-from tests.helpers import load_registry
+from tests.support.economics_seed import REGISTRY, seed_review_month
+from tests.support.sample_registry import load_registry
 
 REVIEW_NOW = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
 PARENT_TS = "1700000000.000100"

@@ -13,7 +13,8 @@ from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
 from bot.notify.cycle import run_cycle
 from bot.slack.notifier import FakeNotifier, Posted
-from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
+from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
+from tests.support.database import migrated
 
 EXPECTED = {
     1: ["unallocated:2026-10-26"],

@@ -13,7 +13,8 @@ from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
 from bot.notify.cycle import run_cycle
-from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
+from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
+from tests.support.database import migrated
 
 SPIKE_DAY = dt.date(2026, 11, 10)
 SPIKE_KEYS = ["anomaly:spend:model:beta:2026-11-10", "anomaly:spend:stage:training:2026-11-10"]

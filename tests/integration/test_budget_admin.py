@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from bot.budgets.admin import parse_amount, set_budget
 from bot.db.schema import AuditLog, Budget
 from bot.errors import NotFoundError, PermissionDenied, UsageError
-from tests.helpers import load_registry
+from tests.support.sample_registry import load_registry
 
 
 def test_owner_sets_a_budget_and_it_is_audited(session: Session) -> None:

@@ -16,7 +16,7 @@ from bot.db.schema import Budget, ValueMetric
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
 from bot.spend.forecast import forecast_month_end, summarize_daily
-from tests.alert_fixtures import ALERT_REGISTRY, add_spend, days, spend_row
+from tests.support.alert_walk import ALERT_REGISTRY, add_spend, days, spend_row
 
 FIRST = dt.date(2026, 10, 20)
 AS_OF = dt.date(2026, 11, 17)

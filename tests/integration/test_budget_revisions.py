@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 
 from sqlalchemy import select
@@ -16,7 +18,8 @@ from bot.db.schema import OutboxMessage
 from bot.notify.cycle import run_cycle
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
-from tests.alert_fixtures import add_spend, migrated, spend_row
+from tests.support.alert_walk import add_spend, spend_row
+from tests.support.database import migrated
 
 REGISTRY = """\
 teams:
@@ -54,14 +57,27 @@ def raise_to(factory: sessionmaker[Session], amount: int) -> None:
         set_budget(session=session, user_id="U0AAA111", scope="model:alpha", amount=Decimal(amount))
 
 
-def test_raising_a_budget_gives_fresh_thresholds_for_the_month(database_url: str) -> None:
+def import_budget(factory: sessionmaker[Session], amount: int) -> None:
+    with session_scope(factory) as session:
+        import_registry(parse_registry(REGISTRY % amount), session=session, actor="test")
+
+
+@contextmanager
+def alpha_alerted_at_80_percent(
+    database_url: str,
+) -> Iterator[tuple[sessionmaker[Session], Settings]]:
+    """Open a database where alpha's $1,000 budget reached 80 % on Nov 5 and was alerted."""
     settings = Settings(database_url=database_url)
     with migrated(database_url) as (_engine, factory):
-        with session_scope(factory) as session:
-            import_registry(parse_registry(REGISTRY % 1000), session=session, actor="test")
+        import_budget(factory, 1000)
         spend(factory, 5, "850")
         # an unchanged budget keeps today's key, so nothing already sent is sent again
         assert cycle(factory, settings, 5) == ["budget:model:alpha:2026-11:actual:80"]
+        yield factory, settings
+
+
+def test_raising_a_budget_gives_fresh_thresholds_for_the_month(database_url: str) -> None:
+    with alpha_alerted_at_80_percent(database_url) as (factory, settings):
         raise_to(factory, 2000)
         assert cycle(factory, settings, 6) == []  # 850 is 42.5 % of the new amount
         spend(factory, 7, "850")
@@ -75,12 +91,7 @@ def test_raising_a_budget_gives_fresh_thresholds_for_the_month(database_url: str
 
 
 def test_changing_thresholds_only_keeps_the_keys(database_url: str) -> None:
-    settings = Settings(database_url=database_url)
-    with migrated(database_url) as (_engine, factory):
-        with session_scope(factory) as session:
-            import_registry(parse_registry(REGISTRY % 1000), session=session, actor="test")
-        spend(factory, 5, "850")
-        assert cycle(factory, settings, 5) == ["budget:model:alpha:2026-11:actual:80"]
+    with alpha_alerted_at_80_percent(database_url) as (factory, settings):
         with session_scope(factory) as session:
             set_budget(
                 session=session,
@@ -95,17 +106,10 @@ def test_changing_thresholds_only_keeps_the_keys(database_url: str) -> None:
 def test_a_registry_import_that_changes_the_amount_gives_fresh_thresholds(
     database_url: str,
 ) -> None:
-    settings = Settings(database_url=database_url)
-    with migrated(database_url) as (_engine, factory):
-        with session_scope(factory) as session:
-            import_registry(parse_registry(REGISTRY % 1000), session=session, actor="test")
-        spend(factory, 5, "850")
-        assert cycle(factory, settings, 5) == ["budget:model:alpha:2026-11:actual:80"]
-        with session_scope(factory) as session:  # the same file again changes nothing
-            import_registry(parse_registry(REGISTRY % 1000), session=session, actor="test")
+    with alpha_alerted_at_80_percent(database_url) as (factory, settings):
+        import_budget(factory, 1000)  # the same file again changes nothing
         assert cycle(factory, settings, 6) == []
-        with session_scope(factory) as session:
-            import_registry(parse_registry(REGISTRY % 900), session=session, actor="test")
+        import_budget(factory, 900)
         assert cycle(factory, settings, 6) == ["budget:model:alpha:2026-11:actual:80:r1"]
         assert cycle(factory, settings, 7) == []
 
@@ -116,12 +120,7 @@ def test_silences_of_the_old_amount_do_not_silence_the_new_one(database_url: str
     Whoever raises a budget has decided what the month may cost: reaching the new thresholds is
     news. A silence given after the change silences the new amount as before.
     """
-    settings = Settings(database_url=database_url)
-    with migrated(database_url) as (_engine, factory):
-        with session_scope(factory) as session:
-            import_registry(parse_registry(REGISTRY % 1000), session=session, actor="test")
-        spend(factory, 5, "850")
-        assert cycle(factory, settings, 5) == ["budget:model:alpha:2026-11:actual:80"]
+    with alpha_alerted_at_80_percent(database_url) as (factory, settings):
         with session_scope(factory) as session:
             now = dt.datetime(2026, 11, 6, 8, tzinfo=dt.UTC)
             acknowledge_budget(

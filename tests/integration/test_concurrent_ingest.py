@@ -13,7 +13,8 @@ from bot.db.engine import make_engine, make_session_factory, session_scope, upgr
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.focus import FocusSource
 from tests.conftest import DATA, PG_ENV
-from tests.helpers import assert_rollup_matches_ledger, ledger_totals, load_registry
+from tests.support.ledger import assert_rollup_matches_ledger, ledger_totals
+from tests.support.sample_registry import load_registry
 
 FOCUS = str(DATA / "focus_sample.csv")
 

@@ -16,7 +16,7 @@ from bot.db.schema import DailySpend
 from bot.ingest.attribution import normalize_tag_key
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.cur import CurSource, value_from_map
-from tests.helpers import load_registry
+from tests.support.sample_registry import load_registry
 
 
 def write_cur2(path: Path) -> None:

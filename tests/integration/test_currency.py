@@ -6,6 +6,7 @@ import datetime as dt
 import json
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -24,7 +25,7 @@ from bot.economics.gate import _over_budget_check as over_budget_check
 from bot.economics.gate import evaluate_gate
 from bot.economics.unit_costs import economics_for
 from bot.errors import CurrencyError, IngestError, RegistryError
-from bot.ingest.ledger import ingest
+from bot.ingest.ledger import IngestReport, ingest
 from bot.ingest.sources.athena import _to_table as athena_table
 from bot.ingest.sources.athena import build_query
 from bot.ingest.sources.cost_explorer import CostExplorerSource
@@ -38,9 +39,10 @@ from bot.registry.sync import export_registry
 from bot.slack.blocks.budget import build_budget_show_blocks
 from bot.spend.reports import spend_report
 from bot.waste.findings import find_configured_waste
-from tests.alert_fixtures import add_spend, spend_row
 from tests.conftest import DATA
-from tests.helpers import REGISTRY, assert_rollup_matches_ledger, load_registry
+from tests.support.alert_walk import add_spend, spend_row
+from tests.support.ledger import assert_rollup_matches_ledger
+from tests.support.sample_registry import REGISTRY, load_registry
 
 HEADER = (
     "BillingAccountId,ProviderName,ChargePeriodStart,BillingPeriodStart,ServiceName,"
@@ -48,8 +50,14 @@ HEADER = (
 )
 
 
-def focus_file(tmp_path: Path, rows: list[tuple[str, str, str, str, str]], name: str) -> Path:
-    """Write a small FOCUS file: (account, day, cost, currency, model tag) per row."""
+def ingest_focus_rows(
+    tmp_path: Path,
+    session: Session,
+    rows: list[tuple[str, str, str, str, str]],
+    name: str,
+    **source_options: Any,
+) -> IngestReport:
+    """Write and ingest a small FOCUS file: (account, day, cost, currency, model tag) per row."""
     path = tmp_path / name
     lines = [
         f"{account},AWS,{day} 00:00:00,{day[:8]}01 00:00:00,Amazon SageMaker,{cost},{cost},"
@@ -57,15 +65,16 @@ def focus_file(tmp_path: Path, rows: list[tuple[str, str, str, str, str]], name:
         for account, day, cost, currency, model in rows
     ]
     path.write_text(HEADER + "".join(lines))
-    return path
+    return ingest(FocusSource([str(path)], **source_options), session=session)
 
 
 @pytest.fixture
 def mixed(tmp_path: Path, session: Session) -> Path:
     """One USD account and one EUR account, both spending on recsys in November 2026."""
     load_registry(session)
-    path = focus_file(
+    ingest_focus_rows(
         tmp_path,
+        session,
         [
             ("111", "2026-11-02", "100.00", "USD", "recsys"),
             ("111", "2026-11-03", "10.00", "USD", "nobody"),
@@ -74,9 +83,8 @@ def mixed(tmp_path: Path, session: Session) -> Path:
         ],
         "mixed.csv",
     )
-    ingest(FocusSource([str(path)]), session=session)
     session.flush()
-    return path
+    return tmp_path / "mixed.csv"
 
 
 def test_ledger_rows_keep_their_billing_currency(session: Session, mixed: Path) -> None:
@@ -94,15 +102,15 @@ def test_ledger_rows_keep_their_billing_currency(session: Session, mixed: Path) 
 
 def test_reconciliation_is_one_line_per_currency(tmp_path: Path, session: Session) -> None:
     load_registry(session)
-    path = focus_file(
+    report = ingest_focus_rows(
         tmp_path,
+        session,
         [
             ("111", "2026-11-02", "100.00", "USD", "recsys"),
             ("222", "2026-11-02", "120.00", "EUR", "nobody"),
         ],
         "mixed.csv",
     )
-    report = ingest(FocusSource([str(path)]), session=session)
     assert report.reconciled
     assert report.reconciliation_lines() == [
         "reconciliation OK: billed 120.00 EUR = attributed 0.00 EUR + unallocated 120.00 EUR",
@@ -118,15 +126,15 @@ def test_reconciliation_is_one_line_per_currency(tmp_path: Path, session: Sessio
 
 def test_a_bad_currency_code_is_refused(tmp_path: Path, session: Session) -> None:
     load_registry(session)
-    path = focus_file(tmp_path, [("111", "2026-11-02", "1.00", "US Dollar", "recsys")], "bad.csv")
+    bad = [("111", "2026-11-02", "1.00", "US Dollar", "recsys")]
     with pytest.raises(IngestError, match=r"BillingCurrency.*'US Dollar'.*ISO 4217"):
-        ingest(FocusSource([str(path)]), session=session)
+        ingest_focus_rows(tmp_path, session, bad, "bad.csv")
 
 
 def test_a_missing_currency_takes_the_default_and_says_so(tmp_path: Path, session: Session) -> None:
     load_registry(session)
-    path = focus_file(tmp_path, [("111", "2026-11-02", "1.00", "", "recsys")], "blank.csv")
-    report = ingest(FocusSource([str(path)], default_currency="EUR"), session=session)
+    blank = [("111", "2026-11-02", "1.00", "", "recsys")]
+    report = ingest_focus_rows(tmp_path, session, blank, "blank.csv", default_currency="EUR")
     assert session.scalars(select(DailySpend.currency)).all() == ["EUR"]
     assert any("1 row(s) had no BillingCurrency" in n and "EUR" in n for n in report.notes)
 
@@ -380,8 +388,9 @@ def test_one_model_in_two_currencies_leaves_the_others_economics_and_review(
     tmp_path: Path, session: Session, mixed: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A monthly review or sign-off for everyone must not stop because one model is mixed."""
-    path = focus_file(tmp_path, [("333", "2026-11-02", "70.00", "USD", "brightpath")], "bp.csv")
-    ingest(FocusSource([str(path)]), session=session)
+    ingest_focus_rows(
+        tmp_path, session, [("333", "2026-11-02", "70.00", "USD", "brightpath")], "bp.csv"
+    )
     session.flush()
     november, october = month_period("2026-11"), month_period("2026-10")
     everyone = economics_for(session=session, period=november, previous=october)

@@ -21,7 +21,8 @@ from bot.errors import IngestError, MlcostError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.exports import RecentExportSource, export_period, recent_periods
 from bot.notify.sources import configured_sources
-from tests.helpers import assert_rollup_matches_ledger, load_registry
+from tests.support.ledger import assert_rollup_matches_ledger
+from tests.support.sample_registry import load_registry
 
 
 def cur2_month(period: dt.date, cost: float) -> bytes:

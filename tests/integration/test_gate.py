@@ -13,8 +13,9 @@ from bot.cli import main
 from bot.config import Settings
 from bot.db.schema import AlertSilence, Review, ReviewItem
 from bot.economics.gate import evaluate_gate
-from tests.economics_data import add_spend, add_value
-from tests.helpers import load_registry
+from tests.support.cli import import_registry_file
+from tests.support.economics_seed import add_spend, add_value
+from tests.support.sample_registry import load_registry
 
 AS_OF = dt.date(2026, 11, 30)
 REGISTRY = """\
@@ -121,35 +122,37 @@ def test_fails_over_budget_until_acknowledged(session: Session) -> None:
     assert gate(session, "good") == (True, [])
 
 
+def decide_good(
+    session: Session,
+    month: str,
+    decision: str,
+    user: str,
+    on: dt.date,
+    reason: str | None = None,
+) -> None:
+    """Record ranking's review of a month in which `good` was decided."""
+    review = Review(month=month, team_name="ranking", channel="C0RANKING")
+    review.items.append(
+        ReviewItem(
+            model_name="good",
+            decision=decision,
+            decided_by=user,
+            decided_at=dt.datetime(on.year, on.month, on.day, tzinfo=dt.UTC),
+            reason=reason,
+        )
+    )
+    session.add(review)
+    session.flush()
+
+
 def test_fails_when_the_last_review_decided_kill(session: Session) -> None:
     load_registry(session, REGISTRY)
     steady(session, "good")
-    october = Review(month="2026-10", team_name="ranking", channel="C0RANKING")
-    october.items.append(
-        ReviewItem(
-            model_name="good",
-            decision="kill",
-            decided_by="U0AAA111",
-            decided_at=dt.datetime(2026, 11, 2, tzinfo=dt.UTC),
-            reason="no lift",
-        )
-    )
-    session.add(october)
-    session.flush()
+    decide_good(session, "2026-10", "kill", "U0AAA111", dt.date(2026, 11, 2), reason="no lift")
     passed, reasons = gate(session, "good")
     assert not passed
     assert reasons == ["decided Kill in the 2026-10 review by U0AAA111 on 2026-11-02 (no lift)"]
-    november = Review(month="2026-11", team_name="ranking", channel="C0RANKING")
-    november.items.append(
-        ReviewItem(
-            model_name="good",
-            decision="keep",
-            decided_by="U0ADMIN01",
-            decided_at=dt.datetime(2026, 12, 1, tzinfo=dt.UTC),
-        )
-    )
-    session.add(november)
-    session.flush()
+    decide_good(session, "2026-11", "keep", "U0ADMIN01", dt.date(2026, 12, 1))
     assert gate(session, "good") == (True, [])
 
 
@@ -171,10 +174,7 @@ def test_unit_cost_rising_with_value_rising_passes(session: Session) -> None:
 def test_cli_exit_codes_and_json(
     database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    registry = tmp_path / "registry.yaml"
-    registry.write_text(REGISTRY)
-    db = ["--database-url", database_url]
-    assert main([*db, "registry", "import", str(registry)]) == 0
+    db = import_registry_file(database_url, tmp_path, REGISTRY)
     values = tmp_path / "values.csv"
     values.write_text("date,model,metric,units,revenue\n2026-11-30,good,predictions,1000,\n")
     assert main([*db, "ingest", "value", str(values)]) == 0

@@ -22,7 +22,8 @@ from bot.ingest.sources.athena import AthenaSource, build_query
 from bot.ingest.sources.cost_explorer import CostExplorerSource
 from bot.ingest.sources.focus import FocusSource
 from tests.conftest import DATA
-from tests.helpers import assert_rollup_matches_ledger, ledger_totals, load_registry
+from tests.support.ledger import assert_rollup_matches_ledger, ledger_totals
+from tests.support.sample_registry import load_registry
 
 HUBS = json.loads((DATA / "test_query_total_costs_per_hub-input.json").read_text())
 SERVICES = json.loads((DATA / "test_data_cost_component_all.json").read_text())
@@ -47,12 +48,14 @@ def pages(response: dict, size: int) -> list[dict]:
     return out
 
 
-def expected_total(response: dict) -> Decimal:
+def expected_total(response: dict, keys: list[str] | None = None) -> Decimal:
+    """Sum the response's unblended cost over its groups (only those with `keys` if given)."""
     return sum(
         (
             Decimal(g["Metrics"]["UnblendedCost"]["Amount"])
             for r in response["ResultsByTime"]
             for g in r["Groups"]
+            if keys is None or g["Keys"] == keys
         ),
         Decimal(0),
     )
@@ -86,25 +89,9 @@ def test_cost_explorer_paginates_counts_requests_and_keeps_untagged(session: Ses
     assert report.api_requests == 3
     assert report.reconciled
     assert report.billed_total == expected_total(HUBS)
-    untagged = sum(
-        (
-            Decimal(g["Metrics"]["UnblendedCost"]["Amount"])
-            for r in HUBS["ResultsByTime"]
-            for g in r["Groups"]
-            if g["Keys"] == ["2i2c:hub-name$"]
-        ),
-        Decimal(0),
-    )
+    untagged = expected_total(HUBS, ["2i2c:hub-name$"])
     assert untagged > 0
-    assert report.unallocated_total == untagged + sum(
-        (
-            Decimal(g["Metrics"]["UnblendedCost"]["Amount"])
-            for r in HUBS["ResultsByTime"]
-            for g in r["Groups"]
-            if g["Keys"] == ["2i2c:hub-name$binder"]
-        ),
-        Decimal(0),
-    )
+    assert report.unallocated_total == untagged + expected_total(HUBS, ["2i2c:hub-name$binder"])
     prod = session.scalar(
         select(func.sum(DailySpend.billed_cost)).where(DailySpend.model == "prod")
     )

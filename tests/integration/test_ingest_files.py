@@ -20,7 +20,8 @@ from bot.ingest.ledger import ingest
 from bot.ingest.sources.cur import CurSource
 from bot.ingest.sources.focus import FocusSource
 from tests.conftest import DATA
-from tests.helpers import assert_rollup_matches_ledger, ledger_totals, load_registry
+from tests.support.ledger import assert_rollup_matches_ledger, ledger_totals
+from tests.support.sample_registry import load_registry
 
 FOCUS = DATA / "focus_sample.csv"
 CUR_MONTHS = sorted(DATA.glob("*2018-WorkshopCUR-00001.snappy.parquet"))

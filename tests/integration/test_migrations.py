@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from bot.db.engine import alembic_config, make_engine, upgrade
 from bot.db.schema import Base, DailySpend, IngestionRun, SpendRollup
-from tests.alert_fixtures import spend_row
-from tests.helpers import assert_rollup_matches_ledger
+from tests.support.alert_walk import spend_row
+from tests.support.ledger import assert_rollup_matches_ledger
 
 
 def test_upgrade_head_matches_the_models_and_downgrade_works(database_url: str) -> None:

@@ -14,8 +14,8 @@ from bot.cli import main
 from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.notify.scheduler import poll_sources
-from tests.alert_fixtures import migrated
-from tests.helpers import load_registry
+from tests.support.database import migrated
+from tests.support.sample_registry import load_registry
 
 # The settings default to ["ml:model", "model"]; the registry names another key first.
 REGISTRY = """\

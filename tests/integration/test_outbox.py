@@ -10,36 +10,22 @@ import urllib.error
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db.engine import session_scope
-from bot.db.schema import OutboxMessage
-from bot.notify.delivery import deliver_pending
-from bot.notify.outbox import enqueue
+from bot.notify.delivery import DeliveryReport, deliver_pending
+from bot.notify.outbox import FindPosted, enqueue
 from bot.slack.notifier import FakeNotifier, Posted
-from tests.alert_fixtures import migrated
+from tests.support.database import migrated
+from tests.support.outbox import BLOCKS, outbox_rows, put, put_one
 
 NOW = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)
-BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
 
 
 def queue(factory: sessionmaker[Session], n: int) -> None:
     with session_scope(factory) as session:
         for i in range(n):
-            enqueue(
-                session=session,
-                dedupe_key=f"k{i}",
-                kind="test",
-                channel="C1",
-                text=f"message {i}",
-                blocks=BLOCKS,
-            )
-
-
-def rows(factory: sessionmaker[Session]) -> dict[str, OutboxMessage]:
-    with session_scope(factory) as session:
-        return {m.dedupe_key: m for m in session.scalars(select(OutboxMessage))}
+            put(session, f"k{i}", text=f"message {i}")
 
 
 class SlackError(Exception):
@@ -64,7 +50,7 @@ def test_network_error_stops_the_round_and_retries_later(database_url: str) -> N
         notifier = FakeNotifier(fail_next=1, error=urllib.error.URLError("connection refused"))
         report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
         assert report.failed == ["k0"] and report.delivered == []
-        k0 = rows(factory)["k0"]
+        k0 = outbox_rows(factory)["k0"]
         assert k0.status == "pending" and k0.attempts == 1
         assert k0.next_attempt_at == NOW + dt.timedelta(seconds=60)
         assert "URLError" in (k0.last_error or "")
@@ -84,7 +70,7 @@ def test_permanent_errors_are_given_up_and_do_not_block_others(database_url: str
         notifier = FakeNotifier(fail_next=1, error=SlackError("channel_not_found"))
         report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
         assert report.dead == ["k0"] and report.delivered == ["k1"]
-        assert rows(factory)["k0"].status == "failed"
+        assert outbox_rows(factory)["k0"].status == "failed"
         assert (
             deliver_pending(
                 session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(days=1)
@@ -118,48 +104,25 @@ def test_concurrent_workers_never_post_a_message_twice(database_url: str) -> Non
             worker.join()
         texts = [p["text"] for p in notifier.posts]
         assert len(texts) == 30 and len(set(texts)) == 30
-        assert {m.status for m in rows(factory).values()} == {"delivered"}
+        assert {m.status for m in outbox_rows(factory).values()} == {"delivered"}
 
 
 def test_dead_parent_fails_its_replies_and_does_not_block_delivery(database_url: str) -> None:
     with migrated(database_url) as (_engine, factory):
         with session_scope(factory) as session:
-            enqueue(
-                session=session,
-                dedupe_key="parent",
-                kind="test",
-                channel="CGONE",
-                text="parent",
-                blocks=BLOCKS,
-            )
+            put(session, "parent", text="parent", channel="CGONE")
             for i in range(25):  # more than one claim window of replies under the dead parent
-                enqueue(
-                    session=session,
-                    dedupe_key=f"reply{i}",
-                    kind="test",
-                    channel="CGONE",
-                    text=f"reply {i}",
-                    blocks=BLOCKS,
-                    thread_key="parent",
-                )
+                put(session, f"reply{i}", text=f"reply {i}", channel="CGONE", thread_key="parent")
         notifier = FakeNotifier(fail_next=1, error=SlackError("is_archived"))
         report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
         assert "parent" in report.dead and notifier.posts == []
-        with session_scope(factory) as session:
-            enqueue(
-                session=session,
-                dedupe_key="fresh",
-                kind="test",
-                channel="C1",
-                text="fresh",
-                blocks=BLOCKS,
-            )
+        put_one(factory, "fresh", text="fresh")
         later = deliver_pending(
             session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(hours=1)
         )
         assert later.delivered == ["fresh"]
         assert [p["text"] for p in notifier.posts] == ["fresh"]
-        replies = [m for k, m in rows(factory).items() if k.startswith("reply")]
+        replies = [m for k, m in outbox_rows(factory).items() if k.startswith("reply")]
         assert len(replies) == 25 and {m.status for m in replies} == {"failed"}
         assert all(
             "parent" in (m.last_error or "") and "is_archived" in (m.last_error or "")
@@ -174,26 +137,11 @@ def test_replies_queued_after_their_parent_failed_fail_with_it(database_url: str
         assert deliver_pending(session_factory=factory, notifier=notifier, now=NOW).dead == ["k0"]
         with session_scope(factory) as session:
             for i in range(22):
-                enqueue(
-                    session=session,
-                    dedupe_key=f"late{i}",
-                    kind="test",
-                    channel="C1",
-                    text=f"late {i}",
-                    blocks=BLOCKS,
-                    thread_key="k0",
-                )
-            enqueue(
-                session=session,
-                dedupe_key="fresh",
-                kind="test",
-                channel="C1",
-                text="fresh",
-                blocks=BLOCKS,
-            )
+                put(session, f"late{i}", text=f"late {i}", thread_key="k0")
+            put(session, "fresh", text="fresh")
         report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
         assert report.delivered == ["fresh"] and len(report.dead) == 22
-        late = rows(factory)["late3"]
+        late = outbox_rows(factory)["late3"]
         assert late.status == "failed" and "k0" in (late.last_error or "")
         assert "channel_not_found" in (late.last_error or "")
 
@@ -204,41 +152,36 @@ def test_replies_wait_for_a_parent_that_is_not_posted_yet_without_blocking_other
     with migrated(database_url) as (_engine, factory):
         with session_scope(factory) as session:
             for i in range(25):  # the parent is queued later (or by another kind's job)
-                enqueue(
-                    session=session,
-                    dedupe_key=f"early{i}",
-                    kind="test",
-                    channel="C1",
-                    text=f"early {i}",
-                    blocks=BLOCKS,
-                    thread_key="parent",
-                )
-            enqueue(
-                session=session,
-                dedupe_key="fresh",
-                kind="test",
-                channel="C1",
-                text="fresh",
-                blocks=BLOCKS,
-            )
+                put(session, f"early{i}", text=f"early {i}", thread_key="parent")
+            put(session, "fresh", text="fresh")
         notifier = FakeNotifier()
         assert deliver_pending(session_factory=factory, notifier=notifier, now=NOW).delivered == [
             "fresh"
         ]
-        assert rows(factory)["early0"].status == "pending"
-        with session_scope(factory) as session:
-            enqueue(
-                session=session,
-                dedupe_key="parent",
-                kind="test",
-                channel="C1",
-                text="parent",
-                blocks=BLOCKS,
-            )
+        assert outbox_rows(factory)["early0"].status == "pending"
+        put_one(factory, "parent", text="parent")
         report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
         assert report.delivered[0] == "parent" and len(report.delivered) == 26
         parent_ts = notifier.posts[1]["ts"]
         assert {p["thread_ts"] for p in notifier.posts[2:]} == {parent_ts}
+
+
+def deliver_an_hour_later(
+    factory: sessionmaker[Session],
+    notifier: FakeNotifier,
+    lookup: FindPosted,
+    caplog: pytest.LogCaptureFixture,
+) -> tuple[DeliveryReport, list[str]]:
+    """Run a delivery round an hour after NOW; return its report and the warnings it logged."""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="bot.notify.delivery"):
+        report = deliver_pending(
+            session_factory=factory,
+            notifier=notifier,
+            now=NOW + dt.timedelta(hours=1),
+            find_posted=lookup,
+        )
+    return report, [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
 def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
@@ -258,20 +201,12 @@ def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
             session_factory=factory, notifier=notifier, now=NOW, find_posted=not_a_member
         )
         assert first.failed == ["k0"] and lookups == []
-        caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="bot.notify.delivery"):
-            second = deliver_pending(
-                session_factory=factory,
-                notifier=notifier,
-                now=NOW + dt.timedelta(hours=1),
-                find_posted=not_a_member,
-            )
+        second, warnings = deliver_an_hour_later(factory, notifier, not_a_member, caplog)
         assert lookups == [("C1", "k0")]
         assert second.delivered == ["k0"] and second.dead == []
         assert [p["text"] for p in notifier.posts] == ["message 0"]
-        k0 = rows(factory)["k0"]
+        k0 = outbox_rows(factory)["k0"]
         assert k0.status == "delivered" and k0.last_error is None
-        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "k0" in warnings[0] and "not_in_channel" in warnings[0]
 
 
@@ -345,7 +280,7 @@ def test_a_lookup_that_fails_for_now_leaves_the_message_pending_and_looks_again(
         # not posted, and the round ends as after a transient post failure: k1 waits too
         assert second.failed == ["k0"] and second.delivered == second.recovered == []
         assert notifier.posts == [] and lookup.calls == ["k0"]
-        k0 = rows(factory)["k0"]
+        k0 = outbox_rows(factory)["k0"]
         assert k0.status == "pending" and k0.slack_ts is None
         assert k0.next_attempt_at is not None and k0.next_attempt_at > later
         if error is TRANSIENT_LOOKUP_ERRORS[0]:
@@ -358,7 +293,7 @@ def test_a_lookup_that_fails_for_now_leaves_the_message_pending_and_looks_again(
         assert lookup.calls == ["k0", "k0"]  # the next attempt looks again before posting
         assert third.recovered == ["k0"] and third.delivered == ["k0", "k1"]
         assert [p["text"] for p in notifier.posts] == ["message 1"]  # k0 was not posted again
-        k0 = rows(factory)["k0"]
+        k0 = outbox_rows(factory)["k0"]
         assert (k0.status, k0.slack_ts, k0.last_error) == ("delivered", posted_before.ts, None)
 
 
@@ -374,17 +309,17 @@ def test_lookups_that_keep_failing_keep_the_message_retrying_with_a_growing_back
         deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
         waits: list[dt.timedelta] = []
         for _ in failures:
-            due = rows(factory)["k0"].next_attempt_at
+            due = outbox_rows(factory)["k0"].next_attempt_at
             assert due is not None
             report = deliver_pending(
                 session_factory=factory, notifier=notifier, now=due, find_posted=lookup
             )
             assert report.failed == ["k0"] and notifier.posts == []
-            k0 = rows(factory)["k0"]
+            k0 = outbox_rows(factory)["k0"]
             assert k0.status == "pending" and k0.next_attempt_at is not None
             waits.append(k0.next_attempt_at - due)
         assert waits == sorted(waits) and waits[0] < waits[-1] <= dt.timedelta(hours=1)
-        due = rows(factory)["k0"].next_attempt_at
+        due = outbox_rows(factory)["k0"].next_attempt_at
         assert due is not None
         # the lookup works again and finds nothing: the message is posted, once
         last = deliver_pending(
@@ -412,18 +347,10 @@ def test_a_lookup_that_cannot_read_the_channel_is_unknown_and_the_message_is_pos
     with migrated(database_url) as (_engine, factory):
         notifier = FakeNotifier()
         lose_the_first_answer(factory, notifier)
-        caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="bot.notify.delivery"):
-            report = deliver_pending(
-                session_factory=factory,
-                notifier=notifier,
-                now=NOW + dt.timedelta(hours=1),
-                find_posted=lookup,
-            )
+        report, warnings = deliver_an_hour_later(factory, notifier, lookup, caplog)
         assert lookup.calls == ["k0"]
         assert report.delivered == ["k0", "k1"] and report.failed == report.dead == []
         assert [p["text"] for p in notifier.posts] == ["message 0", "message 1"]
-        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "k0" in warnings[0] and str(error)[:20] in warnings[0]
 
 
@@ -453,7 +380,7 @@ def test_a_worker_whose_lease_ran_out_does_not_undo_the_worker_that_delivered(
 
         report = deliver_pending(session_factory=factory, notifier=SlowThenFails(), now=NOW)
         assert report.failed == ["k0"]
-        k0 = rows(factory)["k0"]
+        k0 = outbox_rows(factory)["k0"]
         assert k0.status == "delivered" and k0.slack_ts == other.posts[0]["ts"]
         assert k0.attempts == 2
         later = deliver_pending(

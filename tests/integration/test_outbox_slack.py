@@ -16,14 +16,13 @@ from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
 from bot.notify.delivery import DeliveryReport, deliver_pending
-from bot.notify.outbox import METADATA_EVENT, HistoryLookup, enqueue
+from bot.notify.outbox import METADATA_EVENT, HistoryLookup
 from bot.notify.scheduler import run_delivery, run_poll
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
-from tests.alert_fixtures import migrated
+from tests.support.database import migrated
 from tests.support.fake_slack import FakeSlack
-
-BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
+from tests.support.outbox import make_due, outbox_rows, post_as_the_worker, put_one
 
 
 def make_services(
@@ -47,11 +46,6 @@ def posted_keys(fake_slack: FakeSlack) -> Counter[str]:
     )
 
 
-def outbox(factory: sessionmaker[Session]) -> dict[str, OutboxMessage]:
-    with session_scope(factory) as session:
-        return {m.dedupe_key: m for m in session.scalars(select(OutboxMessage))}
-
-
 def test_a_slow_poll_leases_from_the_clock_at_claim_time_so_the_delivery_job_cannot_double(
     database_url: str, fake_slack: FakeSlack
 ) -> None:
@@ -65,15 +59,7 @@ def test_a_slow_poll_leases_from_the_clock_at_claim_time_so_the_delivery_job_can
         return system_clock()
 
     with migrated(database_url) as (_engine, factory):
-        with session_scope(factory) as session:
-            enqueue(
-                session=session,
-                dedupe_key="alert",
-                kind="budget",
-                channel="C1",
-                text="over budget",
-                blocks=BLOCKS,
-            )
+        put_one(factory, "alert", text="over budget", kind="budget")
         services = make_services(database_url, fake_slack, factory, clock)
 
         def post_while_the_delivery_job_runs(params: dict[str, Any]) -> Any:
@@ -84,7 +70,7 @@ def test_a_slow_poll_leases_from_the_clock_at_claim_time_so_the_delivery_job_can
         fake_slack.handlers["chat.postMessage"] = post_while_the_delivery_job_runs
         run_poll(services)
         assert posted_keys(fake_slack) == {"alert": 1}
-        row = outbox(factory)["alert"]
+        row = outbox_rows(factory)["alert"]
         assert row.status == "delivered" and row.attempts == 1
         assert row.delivered_at is not None and row.delivered_at > started[0]
 
@@ -95,13 +81,7 @@ def post_then_lose_the_outcome(
     """Post a queued message as a worker would, then die before recording it; return its ts."""
     with session_scope(services.session_factory) as session:
         row = session.scalars(select(OutboxMessage).where(OutboxMessage.dedupe_key == key)).one()
-        posted = SlackNotifier(services.client).post_with_metadata(
-            row.channel,
-            row.payload["text"],
-            row.payload["blocks"],
-            thread_ts,
-            {"event_type": METADATA_EVENT, "event_payload": {"key": key}},
-        )
+        posted = post_as_the_worker(services.client, row, thread_ts)
         row.status, row.attempts = "sending", 1
         row.next_attempt_at = system_clock() - dt.timedelta(seconds=1)  # the lease has expired
     return posted.ts
@@ -133,28 +113,18 @@ def test_a_thread_reply_whose_outcome_was_lost_is_found_in_the_thread_not_posted
 ) -> None:
     with migrated(database_url) as (_engine, factory):
         services = make_services(database_url, fake_slack, factory, system_clock)
-        with session_scope(factory) as session:
-            enqueue(
-                session=session,
-                dedupe_key="review:parent",
-                kind="review.parent",
-                channel=channel,
-                text="the review",
-                blocks=BLOCKS,
-            )
+        put_one(factory, "review:parent", text="the review", channel=channel, kind="review.parent")
         assert deliver(services).delivered == ["review:parent"]
-        parent = outbox(factory)["review:parent"]
+        parent = outbox_rows(factory)["review:parent"]
         assert parent.slack_ts is not None and parent.slack_channel is not None
-        with session_scope(factory) as session:
-            enqueue(
-                session=session,
-                dedupe_key="review:item:alpha",
-                kind="review.item",
-                channel=channel,
-                text="alpha: keep?",
-                blocks=BLOCKS,
-                thread_key="review:parent",
-            )
+        put_one(
+            factory,
+            "review:item:alpha",
+            text="alpha: keep?",
+            channel=channel,
+            kind="review.item",
+            thread_key="review:parent",
+        )
         chatter(services, parent.slack_channel, 4, thread_ts=parent.slack_ts)
         ts = post_then_lose_the_outcome(services, "review:item:alpha", parent.slack_ts)
         chatter(services, parent.slack_channel, 4, thread_ts=parent.slack_ts)
@@ -162,7 +132,7 @@ def test_a_thread_reply_whose_outcome_was_lost_is_found_in_the_thread_not_posted
         report = deliver(services)
         assert report.recovered == ["review:item:alpha"] == report.delivered
         assert posted_keys(fake_slack)["review:item:alpha"] == 1
-        row = outbox(factory)["review:item:alpha"]
+        row = outbox_rows(factory)["review:item:alpha"]
         assert (row.status, row.slack_ts, row.slack_channel) == (
             "delivered",
             ts,
@@ -177,22 +147,14 @@ def test_a_top_level_post_whose_outcome_was_lost_is_found_on_a_later_history_pag
 ) -> None:
     with migrated(database_url) as (_engine, factory):
         services = make_services(database_url, fake_slack, factory, system_clock)
-        with session_scope(factory) as session:
-            enqueue(
-                session=session,
-                dedupe_key="budget:alpha:50",
-                kind="budget",
-                channel="C0ALPHA",
-                text="alpha at 50%",
-                blocks=BLOCKS,
-            )
+        put_one(factory, "budget:alpha:50", text="alpha at 50%", channel="C0ALPHA", kind="budget")
         ts = post_then_lose_the_outcome(services, "budget:alpha:50")
         chatter(services, "C0ALPHA", 8)  # newer messages: the post is beyond the first page
 
         report = deliver(services)
         assert report.recovered == ["budget:alpha:50"] == report.delivered
         assert posted_keys(fake_slack)["budget:alpha:50"] == 1
-        assert outbox(factory)["budget:alpha:50"].slack_ts == ts
+        assert outbox_rows(factory)["budget:alpha:50"].slack_ts == ts
         assert len(fake_slack.calls_to("conversations.history")) > 1
 
 
@@ -202,20 +164,10 @@ def test_a_public_channel_the_bot_never_joined_still_gets_its_post(
     fake_slack.not_a_member("C0PUBLIC")  # posted through chat:write.public; history is not readable
     with migrated(database_url) as (_engine, factory):
         services = make_services(database_url, fake_slack, factory, system_clock)
-        with session_scope(factory) as session:
-            enqueue(
-                session=session,
-                dedupe_key="waste:week",
-                kind="waste",
-                channel="C0PUBLIC",
-                text="waste digest",
-                blocks=BLOCKS,
-            )
+        put_one(factory, "waste:week", text="waste digest", channel="C0PUBLIC", kind="waste")
         fake_slack.fail("chat.postMessage", 500)  # the first attempt fails; the second looks first
         assert deliver(services).failed == ["waste:week"]
-        with session_scope(factory) as session:
-            row = session.scalars(select(OutboxMessage)).one()
-            row.next_attempt_at = system_clock() - dt.timedelta(seconds=1)
+        make_due(factory)
 
         report = deliver(services)
         assert report.delivered == ["waste:week"] and report.dead == []
@@ -239,15 +191,7 @@ def test_a_history_lookup_that_fails_for_now_does_not_post_again_and_finds_the_p
 ) -> None:
     with migrated(database_url) as (_engine, factory):
         services = make_services(database_url, fake_slack, factory, system_clock)
-        with session_scope(factory) as session:
-            enqueue(
-                session=session,
-                dedupe_key="budget:alpha:90",
-                kind="budget",
-                channel="C0ALPHA",
-                text="alpha at 90%",
-                blocks=BLOCKS,
-            )
+        put_one(factory, "budget:alpha:90", text="alpha at 90%", channel="C0ALPHA", kind="budget")
         ts = post_then_lose_the_outcome(services, "budget:alpha:90")
         fake_slack.fail("conversations.history", **fault)
 
@@ -255,7 +199,7 @@ def test_a_history_lookup_that_fails_for_now_does_not_post_again_and_finds_the_p
         report = deliver(services)
         assert report.failed == ["budget:alpha:90"] and report.delivered == []
         assert posted_keys(fake_slack) == {"budget:alpha:90": 1}
-        row = outbox(factory)["budget:alpha:90"]
+        row = outbox_rows(factory)["budget:alpha:90"]
         assert row.status == "pending" and row.next_attempt_at is not None
         if fault.get("retry_after"):
             wait = row.next_attempt_at - before
@@ -263,10 +207,8 @@ def test_a_history_lookup_that_fails_for_now_does_not_post_again_and_finds_the_p
         else:
             assert row.next_attempt_at > before
 
-        with session_scope(factory) as session:
-            due = session.scalars(select(OutboxMessage)).one()
-            due.next_attempt_at = system_clock() - dt.timedelta(seconds=1)
+        make_due(factory)
         report = deliver(services)
         assert report.recovered == ["budget:alpha:90"] == report.delivered
         assert posted_keys(fake_slack) == {"budget:alpha:90": 1}
-        assert outbox(factory)["budget:alpha:90"].slack_ts == ts
+        assert outbox_rows(factory)["budget:alpha:90"].slack_ts == ts

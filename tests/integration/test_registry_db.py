@@ -11,7 +11,7 @@ from bot.registry.ownership import set_model_owners
 from bot.registry.plan import diff_registry, kept_entities, plan_import
 from bot.registry.spec import parse_registry, registry_to_yaml
 from bot.registry.sync import export_registry, import_registry
-from tests.helpers import REGISTRY, load_registry
+from tests.support.sample_registry import REGISTRY, load_registry
 
 
 def snapshot(session: Session) -> str:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from bot.cli import main
 from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope
-from bot.db.schema import Budget, DailySpend, OutboxMessage
+from bot.db.schema import Budget, DailySpend, OutboxMessage, Review
 from bot.economics.gate import evaluate_gate
 from bot.notify.messages import Message
 from bot.periods import month_period
@@ -23,8 +23,9 @@ from bot.review.signoff import enqueue_digests
 from bot.review.threads import item_message, parent_message
 from bot.slack.charts.review import render_review_chart, review_figure
 from bot.slack.render import render
-from tests.economics_data import REGISTRY, seed_review_month
-from tests.helpers import load_registry
+from tests.support.cli import import_registry_file
+from tests.support.economics_seed import REGISTRY, seed_review_month
+from tests.support.sample_registry import load_registry
 
 NOW = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
 
@@ -37,14 +38,8 @@ def seed_two_currencies(session: Session) -> None:
     session.flush()
 
 
-def shown(message: Message) -> str:
-    text, blocks = render(message)
-    return text + json.dumps(blocks, ensure_ascii=False)
-
-
-def test_a_euro_models_review_item_is_in_euros_and_the_parent_never_adds_them(
-    session: Session,
-) -> None:
+def ranking_review_in_two_currencies(session: Session) -> Review:
+    """Seed the two-currency months and open November's review; return ranking's."""
     seed_two_currencies(session)
     (review,) = [
         r
@@ -53,6 +48,18 @@ def test_a_euro_models_review_item_is_in_euros_and_the_parent_never_adds_them(
         )
         if r.team_name == "ranking"
     ]
+    return review
+
+
+def shown(message: Message) -> str:
+    text, blocks = render(message)
+    return text + json.dumps(blocks, ensure_ascii=False)
+
+
+def test_a_euro_models_review_item_is_in_euros_and_the_parent_never_adds_them(
+    session: Session,
+) -> None:
+    review = ranking_review_in_two_currencies(session)
     items = {item.model_name: item for item in review.items}
     search = shown(item_message(items["search"], "USD"))
     assert "€450" in search and "€300" in search  # November against October
@@ -66,14 +73,7 @@ def test_a_euro_models_review_item_is_in_euros_and_the_parent_never_adds_them(
 
 
 def test_an_old_snapshot_without_a_currency_falls_back_to_the_setting(session: Session) -> None:
-    seed_two_currencies(session)
-    (review,) = [
-        r
-        for r in open_reviews(
-            session=session, month=month_period("2026-11"), settings=Settings(), now=NOW
-        )
-        if r.team_name == "ranking"
-    ]
+    review = ranking_review_in_two_currencies(session)
     item = next(i for i in review.items if i.model_name == "recsys")
     item.snapshot = {k: v for k, v in item.snapshot.items() if k != "currency"}
     assert "£1,500" in shown(item_message(item, "GBP"))
@@ -95,16 +95,10 @@ def test_the_signoff_digest_shows_a_euro_model_in_euros(session: Session) -> Non
 def test_review_show_prints_each_model_in_its_currency(
     database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = ["--database-url", database_url]
-    registry = tmp_path / "registry.yaml"
-    registry.write_text(REGISTRY)
-    assert main([*db, "registry", "import", str(registry)]) == 0
+    db = import_registry_file(database_url, tmp_path, REGISTRY)
     engine = make_engine(database_url)
     with session_scope(make_session_factory(engine)) as session:
-        seed_review_month(session)
-        session.execute(
-            update(DailySpend).where(DailySpend.model == "search").values(currency="EUR")
-        )
+        seed_two_currencies(session)
     engine.dispose()
     capsys.readouterr()
     assert main([*db, "review", "show", "--month", "2026-11"]) == 0
@@ -128,14 +122,7 @@ def test_the_gate_shows_a_euro_models_budget_in_euros(session: Session) -> None:
 
 
 def test_the_review_chart_draws_each_currency_on_its_own_axis(session: Session) -> None:
-    seed_two_currencies(session)
-    (review,) = [
-        r
-        for r in open_reviews(
-            session=session, month=month_period("2026-11"), settings=Settings(), now=NOW
-        )
-        if r.team_name == "ranking"
-    ]
+    review = ranking_review_in_two_currencies(session)
     snaps = [i.snapshot for i in review.items]
     figure = review_figure("2026-11", "ranking", snaps, "USD")
     panels = {

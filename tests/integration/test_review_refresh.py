@@ -14,13 +14,13 @@ from bot.db.engine import session_scope
 from bot.db.schema import ReviewItem
 from bot.review.decisions import record_decision
 from bot.review.refresh import REFRESH_ROUNDS, refresh_messages, refresh_pending_messages
-from bot.slack.notifier import Posted
 from tests.integration.conftest import PARENT_TS, REVIEW_NOW
+from tests.support.update_only_notifier import UpdateOnlyNotifier
 
 NOW = REVIEW_NOW
 
 
-class RecordingNotifier:
+class RecordingNotifier(UpdateOnlyNotifier):
     """Record updates; optionally run something during each of the first ones (a click)."""
 
     def __init__(self, during_update: Any = None, times: int = 1) -> None:
@@ -28,21 +28,11 @@ class RecordingNotifier:
         self.during_update = during_update
         self.times = times
 
-    def post(
-        self, channel: str, text: str, blocks: list[dict[str, Any]], thread_ts: str | None = None
-    ) -> Posted:
-        raise AssertionError("a refresh never posts")
-
     def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
         self.updates.append((channel, ts, str(blocks)))
         if self.during_update is not None and self.times > 0:
             self.times -= 1
             self.during_update()
-
-    def upload_png(
-        self, channel: str, filename: str, data: bytes, title: str, thread_ts: str | None = None
-    ) -> None:
-        raise AssertionError("a refresh never uploads")
 
 
 def recsys_id(factory: sessionmaker[Session]) -> int:

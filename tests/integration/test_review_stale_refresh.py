@@ -28,29 +28,19 @@ from bot.db.engine import session_scope
 from bot.db.schema import ReviewItem
 from bot.review.decisions import record_decision
 from bot.review.refresh import refresh_messages, refresh_pending_messages
-from bot.slack.notifier import Posted
 from tests.integration.conftest import PARENT_TS
 from tests.integration.conftest import REVIEW_NOW as NOW
+from tests.support.update_only_notifier import UpdateOnlyNotifier
 
 
-class Slack:
+class Slack(UpdateOnlyNotifier):
     """What Slack shows: each chat.update replaces a message, in the order updates arrive."""
 
     def __init__(self, shown: dict[str, str]) -> None:
         self.shown = shown
 
-    def post(
-        self, channel: str, text: str, blocks: list[dict[str, Any]], thread_ts: str | None = None
-    ) -> Posted:
-        raise AssertionError("a decision never posts")
-
     def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
         self.shown[ts] = json.dumps(blocks, ensure_ascii=False)
-
-    def upload_png(
-        self, channel: str, filename: str, data: bytes, title: str, thread_ts: str | None = None
-    ) -> None:
-        raise AssertionError("a decision never uploads")
 
 
 class SlowThenLost(Slack):

@@ -25,8 +25,9 @@ from bot.notify.leader import (
     leader_lock_for,
 )
 from bot.notify.scheduler import build_scheduler, job_specs, register_jobs
-from tests.alert_fixtures import add_spend, migrated, spend_row
 from tests.conftest import PG_ENV
+from tests.support.alert_walk import add_spend, spend_row
+from tests.support.database import migrated
 from tests.support.fake_slack import FakeSlack
 
 ROOT = Path(__file__).resolve().parents[2]

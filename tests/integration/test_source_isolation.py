@@ -18,7 +18,8 @@ from bot.ingest.sources.focus import FocusSource
 from bot.notify.cycle import run_cycle
 from bot.notify.sources import PolledSource, configured_sources
 from bot.web.health import health_snapshot
-from tests.alert_fixtures import MONTH_START, add_spend, days, migrated, seed_walk, walk_day_rows
+from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
+from tests.support.database import migrated
 
 FOCUS = Path(__file__).resolve().parents[1] / "data" / "focus_sample.csv"
 NOW = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)

@@ -18,8 +18,14 @@ from bot.economics.value_metrics import ValueRow, parse_value_csv, record_values
 from bot.economics.verdicts import VerdictKind
 from bot.errors import IngestError
 from bot.periods import month_period
-from tests.economics_data import REGISTRY, add_spend, add_value, month_days, seed_review_month
-from tests.helpers import load_registry
+from tests.support.economics_seed import (
+    REGISTRY,
+    add_spend,
+    add_value,
+    month_days,
+    seed_review_month,
+)
+from tests.support.sample_registry import load_registry
 
 OCT, NOV = month_period("2026-10"), month_period("2026-11")
 

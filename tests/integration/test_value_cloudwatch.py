@@ -17,8 +17,8 @@ from bot.economics.cloudwatch_invocations import (
 )
 from bot.economics.value_metrics import ValueRow
 from bot.errors import IngestError
-from tests.economics_data import REGISTRY, add_spend
-from tests.helpers import load_registry
+from tests.support.economics_seed import REGISTRY, add_spend
+from tests.support.sample_registry import load_registry
 
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:endpoint/"
 

@@ -14,7 +14,7 @@ from moto import mock_aws
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.schema import DailySpend, IngestionRun, Review, ReviewItem, ValueMetric
+from bot.db.schema import IngestionRun, Review, ReviewItem
 from bot.notify.cycle import queue_posts
 from bot.notify.outbox import PlannedPost
 from bot.notify.plan import plan_alerts
@@ -22,7 +22,9 @@ from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
 from bot.waste.findings import find_waste
 from bot.waste.spot import SpotAdvisor
-from tests.alert_fixtures import ALERT_REGISTRY
+from tests.support.alert_walk import ALERT_REGISTRY
+from tests.support.economics_seed import add_value
+from tests.support.ledger import ingestion_run, spend_record
 
 AS_OF = dt.date(2026, 11, 30)
 
@@ -40,23 +42,16 @@ def spend(
     instance: str | None = None,
 ) -> None:
     for i in range(days):
-        day = AS_OF - dt.timedelta(days=i)
         session.add(
-            DailySpend(
-                run_id=run.id,
-                day=day,
-                billing_period=day.replace(day=1),
-                provider="AWS",
-                billing_account="1",
-                service="svc",
+            spend_record(
+                run,
+                AS_OF - dt.timedelta(days=i),
+                daily,
                 resource_id=resource,
                 stage=stage,
                 model=model,
                 team="t" if model else None,
                 model_tag_value=tag or model,
-                attribution="tag",
-                billed_cost=Decimal(daily),
-                effective_cost=Decimal(daily),
                 gpu_hours=Decimal(gpu),
                 instance_type=instance,
             )
@@ -64,10 +59,7 @@ def spend(
 
 
 def ledger(session: Session) -> IngestionRun:
-    run = IngestionRun(source="test", location="test")
-    session.add(run)
-    session.flush()
-    return run
+    return ingestion_run(session, location="test")
 
 
 def test_findings_with_known_run_rates(session: Session) -> None:
@@ -80,14 +72,7 @@ def test_findings_with_known_run_rates(session: Session) -> None:
     spend(session, run, "served", "serving", "arn:endpoint/served", "14")
     spend(session, run, "tiny", "serving", "arn:endpoint/tiny", "0.10")
     for i in range(7):
-        session.add(
-            ValueMetric(
-                model_name="served",
-                day=AS_OF - dt.timedelta(days=i),
-                metric="predictions",
-                units=Decimal(1000),
-            )
-        )
+        add_value(session, "served", AS_OF - dt.timedelta(days=i), 1000, source="manual")
     review = Review(month="2026-11", team_name="t", channel="C1")
     session.add(review)
     session.flush()
@@ -155,14 +140,7 @@ def test_weekly_waste_digests_go_to_the_owners_channels_once_a_week(session: Ses
     spend(session, run, None, "storage", "arn:aws:s3:::legacy", "10", tag="legacy-ranker")
     spend(session, run, "gamma", "serving", "arn:endpoint/gamma", "14")  # serving, with value
     for i in range(14):
-        session.add(
-            ValueMetric(
-                model_name="gamma",
-                day=AS_OF - dt.timedelta(days=i),
-                metric="predictions",
-                units=Decimal(1000),
-            )
-        )
+        add_value(session, "gamma", AS_OF - dt.timedelta(days=i), 1000, source="manual")
     session.flush()
     settings = Settings(database_url="sqlite://")
     now = dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)
@@ -222,22 +200,17 @@ def training(
     stage: str = "training",
 ) -> None:
     for i in range(7):
-        day = AS_OF - dt.timedelta(days=i)
         session.add(
-            DailySpend(
-                run_id=run.id,
-                day=day,
-                billing_period=day.replace(day=1),
-                provider="AWS",
-                billing_account="1",
+            spend_record(
+                run,
+                AS_OF - dt.timedelta(days=i),
+                billed,
+                effective=effective,
                 service="Amazon Elastic Compute Cloud",
                 resource_id=f"i-{model}-{instance}",
                 stage=stage,
                 model=model,
                 team="t",
-                attribution="tag",
-                billed_cost=Decimal(billed),
-                effective_cost=Decimal(effective),
                 instance_type=instance,
                 region=region,
                 usage_type=usage_type or f"USE1-BoxUsage:{instance}",
@@ -313,40 +286,19 @@ def test_serving_that_does_not_follow_a_weekly_traffic_swing(session: Session) -
             ("flat-traffic", 800),
             ("scaled", 300 if weekend else 1000),
         ):
-            session.add(
-                ValueMetric(
-                    model_name=model,
-                    day=day,
-                    metric="predictions",
-                    units=Decimal(units),
-                    source="csv",
-                )
-            )
+            add_value(session, model, day, units)
         # a CloudWatch count for the same day must not be added to the CSV one
+        add_value(session, "steady", day, 5, source="cloudwatch")
         session.add(
-            ValueMetric(
-                model_name="steady",
-                day=day,
-                metric="predictions",
-                units=Decimal(5),
-                source="cloudwatch",
-            )
-        )
-        session.add(
-            DailySpend(
-                run_id=run.id,
-                day=day,
-                billing_period=day.replace(day=1),
-                provider="AWS",
-                billing_account="1",
-                service="svc",
+            spend_record(
+                run,
+                day,
+                30 if weekend else 100,
+                effective=100,
                 resource_id="arn:endpoint/scaled",
                 stage="serving",
                 model="scaled",
                 team="t",
-                attribution="tag",
-                billed_cost=Decimal(30 if weekend else 100),
-                effective_cost=Decimal(100),
             )
         )
     session.flush()

@@ -14,8 +14,9 @@ from bot.db.schema import AlertSilence, AuditLog, Budget, OutboxMessage
 from bot.notify.delivery import deliver_pending
 from bot.notify.outbox import HistoryLookup
 from bot.slack.notifier import SlackNotifier
-from tests.alert_fixtures import days
+from tests.support.alert_walk import days
 from tests.support.budget_alerts import T0, click, cycle, seed_month
+from tests.support.outbox import post_as_the_worker
 from tests.support.slack_app import SlackHarness
 from tests.support.slack_requests import view_submission
 
@@ -73,13 +74,7 @@ def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: Slack
     key = "budget:model:alpha:2026-11:actual:50"
     message = queued[key]
     # The worker posts, then dies before recording it: the row stays `sending` under its lease.
-    SlackNotifier(slack.services.client).post_with_metadata(
-        message.channel,
-        message.payload["text"],
-        message.payload["blocks"],
-        None,
-        {"event_type": "mlcost_outbox", "event_payload": {"key": key}},
-    )
+    post_as_the_worker(slack.services.client, message)
     with session_scope(slack.session_factory) as session:
         row = session.get(OutboxMessage, message.id)
         assert row is not None

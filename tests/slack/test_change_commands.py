@@ -7,7 +7,7 @@ from decimal import Decimal
 from sqlalchemy import select
 
 from bot.db.schema import AuditLog, Budget, MLModel
-from tests.helpers import load_registry
+from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
 
 
@@ -24,6 +24,18 @@ def snapshot(
         owners = sorted(o.user_id for o in model.owners)
         audits = len(session.scalars(select(AuditLog)).all())
         return budgets, owners, model.channel, audits
+
+
+def refusals(slack: SlackHarness, *commands: tuple[str, str]) -> list[str]:
+    """Send (command, user) pairs; check all are refused privately, none changed a thing."""
+    seed(slack, load_registry)
+    before = snapshot(slack)
+    for text, user in commands:
+        slack.command(text, user=user)
+    replies = slack.responses(len(commands))
+    assert all(r["response_type"] == "ephemeral" for r in replies)
+    assert snapshot(slack) == before
+    return [r["text"] for r in replies]
 
 
 def test_owner_sets_a_budget_and_the_channel_sees_it(slack: SlackHarness) -> None:
@@ -46,20 +58,17 @@ def test_owner_sets_a_budget_and_the_channel_sees_it(slack: SlackHarness) -> Non
 
 
 def test_non_owner_budget_set_is_refused_and_nothing_changes(slack: SlackHarness) -> None:
-    seed(slack, load_registry)
-    before = snapshot(slack)
-    slack.command("budget set model:recsys 1", user="U0STRANGER")
-    slack.command("budget set team:ranking 1", user="U0STRANGER")
-    slack.command("budget set stage:storage 1", user="U0AAA111")
-    replies = slack.responses(3)
-    assert all(r["response_type"] == "ephemeral" for r in replies)
-    texts = sorted(r["text"] for r in replies)
-    assert texts == [
+    texts = refusals(
+        slack,
+        ("budget set model:recsys 1", "U0STRANGER"),
+        ("budget set team:ranking 1", "U0STRANGER"),
+        ("budget set stage:storage 1", "U0AAA111"),
+    )
+    assert sorted(texts) == [
         ":warning: Only an admin can change an organisation-wide stage budget.",
         ":warning: Only the owners of `recsys` or an admin can change its budget.",
         ":warning: Only the owners of team `ranking` or an admin can change its budget.",
     ]
-    assert snapshot(slack) == before
 
 
 def test_bad_budget_commands_are_specific(slack: SlackHarness) -> None:
@@ -103,20 +112,19 @@ def test_owner_set_by_an_owner_replaces_owners_and_channel_audited(slack: SlackH
 
 
 def test_non_owner_owner_set_is_refused_and_nothing_changes(slack: SlackHarness) -> None:
-    seed(slack, load_registry)
-    before = snapshot(slack)
-    slack.command("owner set recsys <@U0STRANGER|me>", user="U0STRANGER")
-    slack.command("owner set recsys @alice", user="U0AAA111")
-    slack.command("owner set recsys <#C0X1234|a> <#C0Y1234|b> <@U0AAA111>", user="U0AAA111")
-    slack.command("owner set recsys", user="U0AAA111")
-    replies = slack.responses(4)
-    assert all(r["response_type"] == "ephemeral" for r in replies)
-    texts = " | ".join(r["text"] for r in replies)
+    texts = " | ".join(
+        refusals(
+            slack,
+            ("owner set recsys <@U0STRANGER|me>", "U0STRANGER"),
+            ("owner set recsys @alice", "U0AAA111"),
+            ("owner set recsys <#C0X1234|a> <#C0Y1234|b> <@U0AAA111>", "U0AAA111"),
+            ("owner set recsys", "U0AAA111"),
+        )
+    )
     assert "Only the current owners of `recsys` or an admin can change its owners." in texts
     assert "`@alice` is not a Slack user or channel" in texts
     assert "give at most one channel" in texts
     assert "Usage: `/mlcost owner set &lt;model&gt; &lt;@user&gt;" in texts
-    assert snapshot(slack) == before
 
 
 def test_admin_may_set_owners_of_any_model(slack: SlackHarness) -> None:

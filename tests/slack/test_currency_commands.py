@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from tests.alert_fixtures import add_spend, spend_row
-from tests.helpers import load_registry
+from tests.support.alert_walk import add_spend, spend_row
+from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
 
 DAY = dt.date(2026, 11, 18)  # the harness clock is 2026-11-20

@@ -24,11 +24,11 @@ from bot.review.jobs import (
 )
 from bot.review.signoff import enqueue_digests
 from bot.slack.blocks.decision import build_decision_view
-from bot.slack.notifier import SlackNotifier
 from bot.web.health import health_snapshot
-from tests.economics_data import REGISTRY, seed_review_month
-from tests.helpers import load_registry
+from tests.support.economics_seed import REGISTRY, seed_review_month
 from tests.support.fake_slack import Call, dm_channel
+from tests.support.outbox import post_as_the_worker
+from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
 from tests.support.slack_requests import button_click, view_submission
 
@@ -309,13 +309,7 @@ def test_a_digest_that_reached_slack_before_a_crash_is_not_sent_again(
         ).one()
         key = row.dedupe_key
         # the worker posted to the owner's DM, then died before recording it
-        SlackNotifier(slack.services.client).post_with_metadata(
-            row.channel,
-            row.payload["text"],
-            row.payload["blocks"],
-            None,
-            {"event_type": "mlcost_outbox", "event_payload": {"key": key}},
-        )
+        post_as_the_worker(slack.services.client, row)
         row.status, row.attempts = "sending", 1
         row.next_attempt_at = clock.now + dt.timedelta(minutes=2)
     clock.now += dt.timedelta(minutes=5)

@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.db.engine import session_scope
 from bot.notify.cycle import run_cycle
-from tests.alert_fixtures import MONTH_START, add_spend, days, seed_walk, walk_day_rows
+from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.slack_app import SlackHarness
 from tests.support.slack_requests import button_click
 

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend, IngestionRun, ValueMetric
+from bot.db.schema import ValueMetric
+from tests.support.ledger import ingestion_run, spend_record
 
 REGISTRY = """\
 teams:
@@ -36,24 +37,18 @@ def add_spend(
     resource_id: str | None = None,
 ) -> None:
     """Add one ledger row (with a throwaway ingestion run)."""
-    run = IngestionRun(source="test", location="synthetic", status="ok")
-    session.add(run)
-    session.flush()
-    amount = Decimal(cost)
+    run = ingestion_run(session, location="synthetic", status="ok")
     session.add(
-        DailySpend(
-            run_id=run.id,
-            day=day,
-            billing_period=day.replace(day=1),
-            provider="AWS",
+        spend_record(
+            run,
+            day,
+            cost,
             billing_account="acct",
             service="Amazon SageMaker",
             model=model,
             stage=stage,
             team=team,
             attribution="tag" if model else "unallocated",
-            billed_cost=amount,
-            effective_cost=amount,
             resource_id=resource_id,
         )
     )

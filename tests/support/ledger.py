@@ -1,41 +1,45 @@
-"""Small builders shared by tests."""
+"""Ledger rows written straight into daily_spend, and checks over the ledger and its rollup."""
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend, SpendRollup
-from bot.registry.spec import parse_registry
-from bot.registry.sync import import_registry
-
-REGISTRY = """\
-teams:
-  - {name: ranking, channel: C0RANKING, owners: [U0AAA111]}
-  - {name: platform, channel: C0PLATFORM, owners: [U0PPP111]}
-models:
-  - {name: recsys, team: ranking, owners: [U0AAA111], match: {tags: {"ml:model": recsys}}}
-  - {name: brightpath, team: platform, owners: [U0PPP111],
-     match: {tags: {application: BrightPathMatrix}}}
-  - {name: prod, team: platform, owners: [U0PPP111]}
-  - {name: staging, team: platform, owners: [U0PPP111]}
-budgets:
-  - {scope: "model:recsys", monthly: 12000, thresholds: [50, 80, 100], forecast: true}
-admins: [U0ADMIN01]
-finops_channel: C0FINOPS
-attribution:
-  model_tag_keys: ["ml:model", model, "2i2c:hub-name", workload]
-  stage_tag_keys: ["ml:stage", stage]
-  team_tag_keys: [team]
-"""
+from bot.db.schema import DailySpend, IngestionRun, SpendRollup
 
 
-def load_registry(session: Session, text: str = REGISTRY) -> None:
-    """Import a registry into the session's database."""
-    import_registry(parse_registry(text), session=session, actor="test")
+def ingestion_run(session: Session, **fields: Any) -> IngestionRun:
+    """Add and flush a test ingestion run that ledger rows can belong to."""
+    run = IngestionRun(source="test", **fields)
+    session.add(run)
     session.flush()
+    return run
+
+
+def spend_record(
+    run: IngestionRun,
+    day: dt.date,
+    billed: Decimal | int | str,
+    *,
+    effective: Decimal | int | str | None = None,
+    **fields: Any,
+) -> DailySpend:
+    """Return one AWS ledger row of the run (effective cost defaults to the billed cost)."""
+    values: dict[str, Any] = {"billing_account": "1", "service": "svc", "attribution": "tag"}
+    values.update(fields)
+    return DailySpend(
+        run_id=run.id,
+        day=day,
+        billing_period=day.replace(day=1),
+        provider="AWS",
+        billed_cost=Decimal(billed),
+        effective_cost=Decimal(billed if effective is None else effective),
+        **values,
+    )
 
 
 def ledger_totals(session: Session) -> tuple[Decimal, Decimal, int]:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Engine, insert
+from sqlalchemy import insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
+from bot.db.engine import session_scope
 from bot.db.schema import DailySpend, IngestionRun
 from bot.ingest.rollup import refresh_rollup
 from bot.registry.spec import parse_registry
@@ -107,17 +106,6 @@ def days(start: dt.date, end: dt.date) -> Iterator[dt.date]:
     while day < end:
         yield day
         day += dt.timedelta(days=1)
-
-
-@contextmanager
-def migrated(url: str) -> Iterator[tuple[Engine, sessionmaker[Session]]]:
-    """Open a migrated database and its session factory."""
-    engine = make_engine(url)
-    upgrade(engine)
-    try:
-        yield engine, make_session_factory(engine)
-    finally:
-        engine.dispose()
 
 
 def seed_walk(factory: sessionmaker[Session], registry: str = ALERT_REGISTRY) -> None:
