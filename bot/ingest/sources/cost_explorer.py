@@ -13,13 +13,16 @@ from bot.ingest.attribution import normalize_tag_key
 from bot.ingest.sources.base import (
     COST_TYPE,
     DEFAULT_CURRENCY,
+    KEY_COLUMNS,
     TAG_PREFIX,
+    VALUE_COLUMNS,
     GroupedCharges,
     Progress,
     ReplaceScope,
     SourceData,
     aws_error_reason,
     month_start,
+    source_data,
 )
 from bot.money import parse_money
 
@@ -105,50 +108,21 @@ class CostExplorerSource:
             token = page.get("NextPageToken")
             if not token:
                 break
-        charges = grouped.result()
+        return source_data(grouped, self._day_scopes, api_requests=requests)
+
+    def _day_scopes(self, charges: pa.Table) -> list[ReplaceScope]:
         start, end = self.start, self.end
         if charges.num_rows:
             # Replace every day the response carried, even outside the asked window.
             days = charges["day"].to_pylist()
             start, end = min(start, min(days)), max(end, max(days) + dt.timedelta(days=1))
-        scope = ReplaceScope("AWS", self.billing_account, "day", start, end)
-        return SourceData(
-            charges=charges,
-            rows_read=grouped.rows,
-            billed_total=grouped.billed,
-            effective_total=grouped.effective,
-            scopes=[scope],
-            api_requests=requests,
-            notes=grouped.notes(),
-        )
+        return [ReplaceScope("AWS", self.billing_account, "day", start, end)]
 
 
 def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
     """Turn one GetCostAndUsage response into canonical charge rows."""
     definitions = page.get("GroupDefinitions") or []
-    rows: dict[str, list[Any]] = {
-        name: []
-        for name in (
-            "day",
-            "billing_period",
-            "provider",
-            "billing_account",
-            "sub_account",
-            "service",
-            "service_category",
-            "usage_type",
-            "region",
-            "resource_id",
-            "instance_type",
-            "charge_category",
-            "currency",
-            "unit",
-            "estimated",
-            "billed",
-            "effective",
-            "quantity",
-        )
-    }
+    rows: dict[str, list[Any]] = {name: [] for name in (*KEY_COLUMNS, *VALUE_COLUMNS)}
     tag_rows: dict[str, list[str]] = {}
     for result in page.get("ResultsByTime", []):
         day = dt.date.fromisoformat(result["TimePeriod"]["Start"])
