@@ -19,7 +19,7 @@ from bot.economics.value_metrics import primary_metric, value_totals
 from bot.economics.verdicts import Usage, Verdict, VerdictRules, change_pct, judge
 from bot.errors import CurrencyError
 from bot.money import CostBasis
-from bot.periods import Period
+from bot.periods import Period, previous_month
 from bot.spend.reports import cost_column
 
 log = logging.getLogger(__name__)
@@ -267,6 +267,19 @@ def _model_currencies(
 
 def _team_names(session: Session) -> dict[int, str]:
     return {team_id: name for team_id, name in session.execute(select(Team.id, Team.name))}
+
+
+def month_economics(
+    *, session: Session, month: Period, settings: Settings
+) -> dict[str, ModelEconomics]:
+    """Return every model's economics for the month against the one before, by the settings."""
+    return economics_for(
+        session=session,
+        period=month,
+        previous=previous_month(month),
+        rules=verdict_rules(settings),
+        default_currency=settings.currency,
+    )
 
 
 def verdict_rules(settings: Settings) -> VerdictRules:
