@@ -11,12 +11,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import STAGES, Budget, DailySpend
-from bot.money import CostBasis, format_money, percent_of
+from bot.money import CostBasis, percent_of
 from bot.registry.catalog import find_model, model_owner_ids
 from bot.slack.charts.spend_chart import SpendChart
-from bot.spend.daily import ReportingWindow, in_period, reporting_window
+from bot.spend.daily import ReportingWindow, forecast_chart, in_period, window_and_currency
 from bot.spend.forecast import Forecast, forecast_month
-from bot.spend.reports import cost_column, display_currency
+from bot.spend.reports import cost_column
 
 ZERO = Decimal(0)
 TOP_RESOURCES = 5
@@ -89,11 +89,11 @@ def model_report(
     currency, and refuses spend billed in several (CurrencyError).
     """
     model = find_model(session, name)
-    span = reporting_window(session, today, window)
-    currency = display_currency(
+    span, currency = window_and_currency(
         session,
-        setting=currency,
-        period=span.query_period(),
+        today=today,
+        window=window,
+        currency=currency,
         where=[DailySpend.model == model.name],
         what=f"`{model.name}`'s spend",
     )
@@ -194,7 +194,7 @@ def model_chart(report: ModelReport, currency: str) -> SpendChart:
             stacks.setdefault(stage, {})[day] = value
     daily = report.daily_totals()
     month_actual = {d: v for d, v in daily.items() if span.month.start <= d <= span.as_of}
-    return SpendChart(
+    return forecast_chart(
         title=f"{report.model} — daily spend by stage",
         subtitle=(
             f"{span.window.start:%d %b} to {span.month.end - dt.timedelta(days=1):%d %b %Y}"
@@ -203,11 +203,9 @@ def model_chart(report: ModelReport, currency: str) -> SpendChart:
         ),
         currency=currency,
         stacks=stacks,
-        month_start=span.month.start,
-        month_end=span.month.end,
+        span=span,
         first_day=min(span.window.start, span.month.start),
         month_actual=month_actual,
-        projected=report.forecast.projected,
+        forecast=report.forecast,
         budget=report.budget,
-        forecast_label=f"forecast {format_money(report.forecast.amount, currency)}",
     )
