@@ -31,9 +31,7 @@ def acknowledge_budget(
     *, session: Session, user_id: str, scope: str, period: str, now: dt.datetime
 ) -> AlertSilence:
     """Silence a budget for the rest of the month (except being exceeded); audited."""
-    return _silence(
-        session, user_id=user_id, scope=scope, period=period, now=now, kind="ack", until=None
-    )
+    return _silence(session, user_id, scope, period, now, kind="ack", until=None)
 
 
 def snooze_budget(
@@ -47,18 +45,16 @@ def snooze_budget(
 ) -> AlertSilence:
     """Silence a budget's alerts for `days` days; audited."""
     until = now + dt.timedelta(days=days)
-    return _silence(
-        session, user_id=user_id, scope=scope, period=period, now=now, kind="snooze", until=until
-    )
+    return _silence(session, user_id, scope, period, now, kind="snooze", until=until)
 
 
 def _silence(
     session: Session,
-    *,
     user_id: str,
     scope: str,
     period: str,
     now: dt.datetime,
+    *,
     kind: str,
     until: dt.datetime | None,
 ) -> AlertSilence:
