@@ -126,61 +126,77 @@ def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
     tag_rows: dict[str, list[str]] = {}
     for result in page.get("ResultsByTime", []):
         day = dt.date.fromisoformat(result["TimePeriod"]["Start"])
+        estimated = bool(result.get("Estimated", False))
         groups = result.get("Groups") or []
         if not groups and result.get("Total"):
             groups = [{"Keys": [], "Metrics": result["Total"]}]
         for group in groups:
-            values = {
-                "service": "",
-                "usage_type": "",
-                "region": "",
-                "sub_account": "",
-                "instance_type": "",
-            }
-            tags: dict[str, str] = {}
-            for definition, key in zip(definitions, group.get("Keys", []), strict=False):
-                if definition["Type"] == "TAG":
-                    _, _, value = key.partition("$")
-                    tags[normalize_tag_key(definition["Key"])] = value
-                elif definition["Key"] in _DIMENSIONS:
-                    values[_DIMENSIONS[definition["Key"]]] = key
-            metrics = group.get("Metrics", {})
-            billed = _amount(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost")
-            effective = (
-                _amount(metrics, "AmortizedCost", "NetAmortizedCost")
-                if any(m in metrics for m in ("AmortizedCost", "NetAmortizedCost"))
-                else billed
-            )
-            rows["day"].append(day)
-            rows["billing_period"].append(month_start(day))
-            rows["provider"].append("AWS")
-            rows["billing_account"].append(billing_account)
-            rows["service_category"].append("")
-            rows["resource_id"].append("")
-            rows["charge_category"].append("Usage")
-            rows["currency"].append(
-                _unit(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost")
-            )
-            rows["unit"].append(metrics.get("UsageQuantity", {}).get("Unit", "") or "")
-            rows["estimated"].append(bool(result.get("Estimated", False)))
-            for name, value in values.items():
+            row, tags = _group_row(group, definitions, day, billing_account, estimated)
+            for name, value in row.items():
                 rows[name].append(value)
-            rows["billed"].append(billed)
-            rows["effective"].append(effective)
-            rows["quantity"].append(_amount(metrics, "UsageQuantity"))
             for key in tags:
                 tag_rows.setdefault(key, [""] * (len(rows["day"]) - 1))
             for key, column in tag_rows.items():
                 column.append(tags.get(key, ""))
-    table: dict[str, Any] = {
-        k: v for k, v in rows.items() if k not in ("billed", "effective", "quantity")
+    return _rows_table(rows, tag_rows)
+
+
+def _group_row(
+    group: dict[str, Any],
+    definitions: list[dict[str, Any]],
+    day: dt.date,
+    billing_account: str,
+    estimated: bool,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Return one group's canonical row and its tags (normalised key -> value)."""
+    row: dict[str, Any] = {
+        "service": "",
+        "usage_type": "",
+        "region": "",
+        "sub_account": "",
+        "instance_type": "",
     }
+    tags: dict[str, str] = {}
+    for definition, key in zip(definitions, group.get("Keys", []), strict=False):
+        if definition["Type"] == "TAG":
+            _, _, value = key.partition("$")
+            tags[normalize_tag_key(definition["Key"])] = value
+        elif definition["Key"] in _DIMENSIONS:
+            row[_DIMENSIONS[definition["Key"]]] = key
+    metrics = group.get("Metrics", {})
+    billed = _amount(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost")
+    effective = (
+        _amount(metrics, "AmortizedCost", "NetAmortizedCost")
+        if any(m in metrics for m in ("AmortizedCost", "NetAmortizedCost"))
+        else billed
+    )
+    row.update(
+        day=day,
+        billing_period=month_start(day),
+        provider="AWS",
+        billing_account=billing_account,
+        service_category="",
+        resource_id="",
+        charge_category="Usage",
+        currency=_unit(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost"),
+        unit=metrics.get("UsageQuantity", {}).get("Unit", "") or "",
+        estimated=estimated,
+        billed=billed,
+        effective=effective,
+        quantity=_amount(metrics, "UsageQuantity"),
+    )
+    return row, tags
+
+
+def _rows_table(rows: dict[str, list[Any]], tag_rows: dict[str, list[str]]) -> pa.Table:
+    """Build the Arrow table: typed key columns, then the tag columns, then the amounts."""
+    table: dict[str, Any] = {k: v for k, v in rows.items() if k not in VALUE_COLUMNS}
     table["day"] = pa.array(rows["day"], pa.date32())
     table["billing_period"] = pa.array(rows["billing_period"], pa.date32())
     table["estimated"] = pa.array(rows["estimated"], pa.bool_())
     for key, column in sorted(tag_rows.items()):
         table[TAG_PREFIX + key] = pa.array(column, pa.string())
-    for name in ("billed", "effective", "quantity"):
+    for name in VALUE_COLUMNS:
         table[name] = pa.array(rows[name], COST_TYPE)
     return pa.table(
         {k: (pa.array(v, pa.string()) if isinstance(v, list) else v) for k, v in table.items()}
