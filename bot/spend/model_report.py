@@ -101,18 +101,9 @@ def model_report(
     as_of = span.as_of
     daily = {day: sum(stages.values(), ZERO) for day, stages in by_day.items()}
     known = {day: v for day, v in daily.items() if day <= as_of}
-    stage_totals: dict[str, Decimal] = defaultdict(lambda: ZERO)
-    for day, stages in by_day.items():
-        if span.month.start <= day <= as_of:
-            for stage, value in stages.items():
-                stage_totals[stage] += value
+    stage_totals = _month_by_stage(by_day, span)
     month_to_date = sum(stage_totals.values(), ZERO)
-    budgets = {
-        b.stage: b.monthly_amount
-        for b in session.scalars(
-            select(Budget).where(Budget.model_name == model.name, Budget.currency == currency)
-        )
-    }
+    budgets = _budgets_by_stage(session, model.name, currency)
     shown = {
         day: stages
         for day, stages in by_day.items()
@@ -137,6 +128,28 @@ def model_report(
         stage_budgets={stage: amount for stage, amount in budgets.items() if stage},
         currency=currency,
     )
+
+
+def _month_by_stage(
+    by_day: dict[dt.date, dict[str, Decimal]], span: ReportingWindow
+) -> dict[str, Decimal]:
+    """Return the month's spend so far per stage."""
+    stage_totals: dict[str, Decimal] = defaultdict(lambda: ZERO)
+    for day, stages in by_day.items():
+        if span.month.start <= day <= span.as_of:
+            for stage, value in stages.items():
+                stage_totals[stage] += value
+    return stage_totals
+
+
+def _budgets_by_stage(session: Session, model: str, currency: str) -> dict[str | None, Decimal]:
+    """Return the model's budgets in the currency by stage (None: the whole model's)."""
+    return {
+        b.stage: b.monthly_amount
+        for b in session.scalars(
+            select(Budget).where(Budget.model_name == model, Budget.currency == currency)
+        )
+    }
 
 
 def _daily_by_stage(
