@@ -31,28 +31,7 @@ def acknowledge_budget(
     *, session: Session, user_id: str, scope: str, period: str, now: dt.datetime
 ) -> AlertSilence:
     """Silence a budget for the rest of the month (except being exceeded); audited."""
-    budget = find_budget(session, scope)
-    check_budget_permission(session, user_id, scope)
-    silence = AlertSilence(
-        budget_scope=scope,
-        period=period,
-        kind="ack",
-        user_id=user_id,
-        at=now,
-        budget_revision=budget.amount_revision,
-    )
-    session.add(silence)
-    session.add(
-        AuditLog(
-            at=now,
-            actor=user_id,
-            action="budget.acknowledge",
-            target=scope,
-            detail={"period": period},
-        )
-    )
-    session.flush()
-    return silence
+    return _silence(session, user_id, scope, period, now, kind="ack", until=None)
 
 
 def snooze_budget(
@@ -65,28 +44,38 @@ def snooze_budget(
     days: int = SNOOZE_DAYS,
 ) -> AlertSilence:
     """Silence a budget's alerts for `days` days; audited."""
+    until = now + dt.timedelta(days=days)
+    return _silence(session, user_id, scope, period, now, kind="snooze", until=until)
+
+
+def _silence(
+    session: Session,
+    user_id: str,
+    scope: str,
+    period: str,
+    now: dt.datetime,
+    *,
+    kind: str,
+    until: dt.datetime | None,
+) -> AlertSilence:
+    """Add a silence of the kind (`ack` or `snooze`) and its audit entry, if the user may."""
     budget = find_budget(session, scope)
     check_budget_permission(session, user_id, scope)
-    until = now + dt.timedelta(days=days)
     silence = AlertSilence(
         budget_scope=scope,
         period=period,
-        kind="snooze",
+        kind=kind,
         until=until,
         user_id=user_id,
         at=now,
         budget_revision=budget.amount_revision,
     )
     session.add(silence)
-    session.add(
-        AuditLog(
-            at=now,
-            actor=user_id,
-            action="budget.snooze",
-            target=scope,
-            detail={"period": period, "until": until.isoformat()},
-        )
-    )
+    detail = {"period": period}
+    if until is not None:
+        detail["until"] = until.isoformat()
+    action = "budget.acknowledge" if kind == "ack" else "budget.snooze"
+    session.add(AuditLog(at=now, actor=user_id, action=action, target=scope, detail=detail))
     session.flush()
     return silence
 

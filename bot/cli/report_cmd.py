@@ -88,23 +88,33 @@ def render(report: SpendReport, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(report.as_json(), indent=2) + "\n"
     if fmt == "csv":
-        out = _Buffer()
-        writer = csv.writer(out)
-        writer.writerow([*report.by, "currency", "cost", "gpu_hours"])
-        for line in report.lines:
-            writer.writerow(
-                [
-                    *(_cell(line.group[k]) for k in report.by),
-                    line.currency,
-                    line.cost,
-                    line.gpu_hours,
-                ]
-            )
-        writer.writerow([])
-        for totals in report.totals:
-            for name in ("billed", "effective", "attributed", "unallocated"):
-                writer.writerow([f"total_{name}", totals.currency, getattr(totals, name)])
-        return out.text
+        return _render_csv(report)
+    return _render_table(report)
+
+
+def _render_csv(report: SpendReport) -> str:
+    """Render the lines, then each currency's totals, as CSV."""
+    out = _Buffer()
+    writer = csv.writer(out)
+    writer.writerow([*report.by, "currency", "cost", "gpu_hours"])
+    for line in report.lines:
+        writer.writerow(
+            [
+                *(_cell(line.group[k]) for k in report.by),
+                line.currency,
+                line.cost,
+                line.gpu_hours,
+            ]
+        )
+    writer.writerow([])
+    for totals in report.totals:
+        for name in ("billed", "effective", "attributed", "unallocated"):
+            writer.writerow([f"total_{name}", totals.currency, getattr(totals, name)])
+    return out.text
+
+
+def _render_table(report: SpendReport) -> str:
+    """Render an aligned table per currency, each with its own totals."""
     header = [*report.by, f"{report.basis} cost", "GPU-h"]
     body = [
         [
@@ -144,20 +154,23 @@ def render(report: SpendReport, fmt: str) -> str:
                 )
             )
         lines.append("")
-        if section is None:
-            lines.append(f"total {report.basis}: 0 (no spend in this period)")
-            continue
-        money = lambda v, c=section.currency: format_money(v, c)  # noqa: E731
-        lines.append(
-            f"total {report.basis}{f' {code}' if several else ''}: {money(section.total)}  "
-            f"(billed {money(section.billed)}, effective {money(section.effective)})"
-        )
-        lines.append(
-            f"attributed: {money(section.attributed)}  unallocated: {money(section.unallocated)}"
-        )
+        lines.extend(_totals_lines(report, section, several))
     if report.estimated_days:
         lines.append(f"note: {report.estimated_days} day(s) are provider estimates")
     return "\n".join(lines) + "\n"
+
+
+def _totals_lines(report: SpendReport, section: SpendTotals | None, several: bool) -> list[str]:
+    """Return one currency's total lines (or the no-spend line when there is no currency)."""
+    if section is None:
+        return [f"total {report.basis}: 0 (no spend in this period)"]
+    code = section.currency
+    money = lambda v: format_money(v, code)  # noqa: E731
+    return [
+        f"total {report.basis}{f' {code}' if several else ''}: {money(section.total)}  "
+        f"(billed {money(section.billed)}, effective {money(section.effective)})",
+        f"attributed: {money(section.attributed)}  unallocated: {money(section.unallocated)}",
+    ]
 
 
 def _cell(value: object) -> str:

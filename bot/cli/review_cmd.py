@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.cli.context import CliContext
-from bot.economics.unit_costs import ModelEconomics, economics_for, verdict_rules
+from bot.economics.unit_costs import ModelEconomics, month_economics
 from bot.money import format_money, format_percent
 from bot.periods import Period, month_of, month_period, previous_month
 from bot.slack.app import ConfigurationError
@@ -38,13 +38,7 @@ def run_show(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print each model's unit economics and verdict for the month."""
     month = _month(args.month, ctx)
     with ctx.session() as session:
-        economics = economics_for(
-            session=session,
-            period=month,
-            previous=previous_month(month),
-            rules=verdict_rules(ctx.settings),
-            default_currency=ctx.settings.currency,
-        )
+        economics = month_economics(session=session, month=month, settings=ctx.settings)
     if args.format == "json":
         print(json.dumps([e.as_json() for e in economics.values()], indent=2))
     else:
@@ -103,22 +97,14 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
 
 def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
     """Open and post the month's reviews; a review already posted is not posted again."""
-    from bot.review.delivery import post_reviews
+    from bot.review.jobs import post_month_reviews
 
     if ctx.settings.slack_bot_token is None:
         raise ConfigurationError("SLACK_BOT_TOKEN is not set")
     month = _month(args.month, ctx)
     services = ctx.services
-    report = post_reviews(
-        session_factory=services.session_factory,
-        notifier=services.notifier,
-        month=month,
-        settings=services.settings,
-        now=services.clock(),
-        find_posted=services.find_posted,
-        teams=set(args.team) if args.team else None,
-        clock=services.clock,
-    )
+    teams = set(args.team) if args.team else None
+    report = post_month_reviews(services, month, now=services.clock(), teams=teams)
     print(
         f"review {month.label}: opened {len(report.opened)} team review(s), delivered "
         f"{len(report.delivered)} message(s), uploaded {len(report.charts)} chart(s)"

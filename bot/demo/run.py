@@ -176,9 +176,8 @@ def run_unit_economics_demo(services: AppServices) -> int:
     """Value metrics in, unit economics and verdicts for the demo month, the release gate."""
     from bot.cli.review_cmd import render_economics
     from bot.economics.gate import evaluate_gate
-    from bot.economics.unit_costs import economics_for, verdict_rules
+    from bot.economics.unit_costs import month_economics
     from bot.economics.value_metrics import known_model_names, read_value_csv, record_values
-    from bot.periods import previous_month
 
     section("7. Value metrics: daily predictions per model (re-ingest replaces)")
     with services.unit_of_work() as session:
@@ -189,13 +188,7 @@ def run_unit_economics_demo(services: AppServices) -> int:
     section(f"8. Unit economics and verdicts for {DEMO_MONTH}")
     month = month_period(DEMO_MONTH)
     with services.unit_of_work() as session:
-        economics = economics_for(
-            session=session,
-            period=month,
-            previous=previous_month(month),
-            rules=verdict_rules(services.settings),
-            default_currency=services.settings.currency,
-        )
+        economics = month_economics(session=session, month=month, settings=services.settings)
     print(render_economics(economics.values(), month), end="")
 
     as_of = month.end - dt.timedelta(days=1)

@@ -92,6 +92,21 @@ def fetch_invocations(
     end: dt.date,
 ) -> list[ValueRow]:
     """Return daily invocations per model over [start, end), summed over endpoints and variants."""
+    queries, owner = _invocation_queries(sagemaker, endpoints)
+    try:
+        totals = _daily_totals(cloudwatch, queries, owner, start, end)
+    except (ClientError, BotoCoreError) as exc:
+        raise IngestError(f"CloudWatch GetMetricData failed: {exc}") from None
+    return [
+        ValueRow(model, day, METRIC, units.to_integral_value())
+        for (model, day), units in sorted(totals.items())
+    ]
+
+
+def _invocation_queries(
+    sagemaker: Any, endpoints: dict[str, list[str]]
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Return one daily Invocations query per endpoint variant, and each query's model by id."""
     queries: list[dict[str, Any]] = []
     owner: dict[str, str] = {}
     for model, names in endpoints.items():
@@ -118,36 +133,41 @@ def fetch_invocations(
                         "ReturnData": True,
                     }
                 )
+    return queries, owner
+
+
+def _daily_totals(
+    cloudwatch: Any,
+    queries: list[dict[str, Any]],
+    owner: dict[str, str],
+    start: dt.date,
+    end: dt.date,
+) -> dict[tuple[str, dt.date], Decimal]:
+    """Run the queries (in chunks, following pages) and sum the values per model and day."""
     totals: dict[tuple[str, dt.date], Decimal] = defaultdict(Decimal)
     start_time = dt.datetime.combine(start, dt.time(), dt.UTC)
     end_time = dt.datetime.combine(end, dt.time(), dt.UTC)
-    try:
-        for chunk in _chunks(queries, MAX_QUERIES):
-            token: str | None = None
-            while True:
-                request: dict[str, Any] = {
-                    "MetricDataQueries": chunk,
-                    "StartTime": start_time,
-                    "EndTime": end_time,
-                    "ScanBy": "TimestampAscending",
-                }
-                if token:
-                    request["NextToken"] = token
-                response = cloudwatch.get_metric_data(**request)
-                for result in response.get("MetricDataResults", []):
-                    model = owner[result["Id"]]
-                    for stamp, value in zip(
-                        result.get("Timestamps", []), result.get("Values", []), strict=False
-                    ):
-                        day = stamp.astimezone(dt.UTC).date()
-                        if start <= day < end:
-                            totals[(model, day)] += Decimal(repr(value))
-                token = response.get("NextToken")
-                if not token:
-                    break
-    except (ClientError, BotoCoreError) as exc:
-        raise IngestError(f"CloudWatch GetMetricData failed: {exc}") from None
-    return [
-        ValueRow(model, day, METRIC, units.to_integral_value())
-        for (model, day), units in sorted(totals.items())
-    ]
+    for chunk in _chunks(queries, MAX_QUERIES):
+        token: str | None = None
+        while True:
+            request: dict[str, Any] = {
+                "MetricDataQueries": chunk,
+                "StartTime": start_time,
+                "EndTime": end_time,
+                "ScanBy": "TimestampAscending",
+            }
+            if token:
+                request["NextToken"] = token
+            response = cloudwatch.get_metric_data(**request)
+            for result in response.get("MetricDataResults", []):
+                model = owner[result["Id"]]
+                for stamp, value in zip(
+                    result.get("Timestamps", []), result.get("Values", []), strict=False
+                ):
+                    day = stamp.astimezone(dt.UTC).date()
+                    if start <= day < end:
+                        totals[(model, day)] += Decimal(repr(value))
+            token = response.get("NextToken")
+            if not token:
+                break
+    return totals

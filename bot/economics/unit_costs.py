@@ -15,11 +15,11 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.schema import Budget, DailySpend, MLModel, Team
-from bot.economics.value_metrics import primary_metric, value_totals
+from bot.economics.value_metrics import ValueTotal, primary_metric, value_totals
 from bot.economics.verdicts import Usage, Verdict, VerdictRules, change_pct, judge
 from bot.errors import CurrencyError
 from bot.money import CostBasis
-from bot.periods import Period
+from bot.periods import Period, previous_month
 from bot.spend.reports import cost_column
 
 log = logging.getLogger(__name__)
@@ -175,10 +175,7 @@ def economics_for(
     """
     names = None if models is None else sorted(set(models))
     currencies, mixed = _model_currencies(session, previous.start, period.end, names)
-    if mixed and names is not None and set(names) <= set(mixed):
-        raise CurrencyError(mixed[sorted(mixed)[0]])
-    for message in mixed.values():
-        log.warning("unit economics: %s; the model is left out", message)
+    _leave_out_mixed(mixed, names)
     spend = {
         label: _spend_by_model_stage(session, p, names, basis)
         for label, p in (("cur", period), ("prev", previous))
@@ -187,17 +184,8 @@ def economics_for(
         "cur": value_totals(session=session, period=period, models=names),
         "prev": value_totals(session=session, period=previous, models=names),
     }
-    teams = {
-        name: team_id for name, team_id in session.execute(select(MLModel.name, MLModel.team_id))
-    }
-    team_names = _team_names(session)
-    budgets = {
-        b.model_name: b.monthly_amount
-        for b in session.scalars(
-            select(Budget).where(Budget.model_name.is_not(None), Budget.stage.is_(None))
-        )
-        if b.currency == currencies.get(b.model_name or "", b.currency)
-    }
+    teams = _model_teams(session)
+    budgets = _model_budgets(session, currencies)
     everyone: set[str] = set()
     for label in ("cur", "prev"):
         everyone |= set(spend[label]) | set(values[label])
@@ -207,28 +195,21 @@ def economics_for(
     result: dict[str, ModelEconomics] = {}
     for model in sorted(everyone):
         metric = primary_metric([*values["cur"].get(model, {}), *values["prev"].get(model, {})])
-        usages = {}
-        for label, p in (("cur", period), ("prev", previous)):
-            stages = spend[label].get(model, {})
-            total = values[label].get(model, {}).get(metric) if metric else None
-            usages[label] = PeriodUsage(
-                period=p,
-                cost=sum(stages.values(), Decimal(0)),
-                cost_by_stage=dict(stages),
-                units=total.units if total else Decimal(0),
-                revenue=total.revenue if total else None,
-                value_days=total.days if total else 0,
+        usages = {
+            label: _period_usage(
+                p, spend[label].get(model, {}), values[label].get(model, {}), metric
             )
+            for label, p in (("cur", period), ("prev", previous))
+        }
         verdict = judge(
             usages["cur"].usage(),
             usages["prev"].usage(),
             full_period=full_period,
             rules=rules or VerdictRules(),
         )
-        team_id = teams.get(model)
         result[model] = ModelEconomics(
             model=model,
-            team=team_names.get(team_id) if team_id is not None else None,
+            team=teams.get(model),
             metric=metric,
             current=usages["cur"],
             previous=usages["prev"],
@@ -237,6 +218,52 @@ def economics_for(
             currency=currencies.get(model, default_currency),
         )
     return result
+
+
+def _leave_out_mixed(mixed: dict[str, str], names: list[str] | None) -> None:
+    """Refuse when only models billed in several currencies are asked about; else warn."""
+    if mixed and names is not None and set(names) <= set(mixed):
+        raise CurrencyError(mixed[sorted(mixed)[0]])
+    for message in mixed.values():
+        log.warning("unit economics: %s; the model is left out", message)
+
+
+def _model_teams(session: Session) -> dict[str, str | None]:
+    """Return each model's team name (None for a model without a team)."""
+    teams = {
+        name: team_id for name, team_id in session.execute(select(MLModel.name, MLModel.team_id))
+    }
+    team_names = _team_names(session)
+    return {
+        name: team_names.get(team_id) if team_id is not None else None
+        for name, team_id in teams.items()
+    }
+
+
+def _model_budgets(session: Session, currencies: dict[str, str]) -> dict[str | None, Decimal]:
+    """Return each model's whole-model budget, if it is in the model's billing currency."""
+    return {
+        b.model_name: b.monthly_amount
+        for b in session.scalars(
+            select(Budget).where(Budget.model_name.is_not(None), Budget.stage.is_(None))
+        )
+        if b.currency == currencies.get(b.model_name or "", b.currency)
+    }
+
+
+def _period_usage(
+    period: Period, stages: dict[str, Decimal], values: dict[str, ValueTotal], metric: str | None
+) -> PeriodUsage:
+    """Return a model's cost by stage and its primary metric's value over one period."""
+    total = values.get(metric) if metric else None
+    return PeriodUsage(
+        period=period,
+        cost=sum(stages.values(), Decimal(0)),
+        cost_by_stage=dict(stages),
+        units=total.units if total else Decimal(0),
+        revenue=total.revenue if total else None,
+        value_days=total.days if total else 0,
+    )
 
 
 def _model_currencies(
@@ -267,6 +294,19 @@ def _model_currencies(
 
 def _team_names(session: Session) -> dict[int, str]:
     return {team_id: name for team_id, name in session.execute(select(Team.id, Team.name))}
+
+
+def month_economics(
+    *, session: Session, month: Period, settings: Settings
+) -> dict[str, ModelEconomics]:
+    """Return every model's economics for the month against the one before, by the settings."""
+    return economics_for(
+        session=session,
+        period=month,
+        previous=previous_month(month),
+        rules=verdict_rules(settings),
+        default_currency=settings.currency,
+    )
 
 
 def verdict_rules(settings: Settings) -> VerdictRules:

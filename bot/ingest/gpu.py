@@ -6,17 +6,17 @@ import re
 from decimal import Decimal
 
 # GPUs (or accelerator chips) per instance, from the providers' instance-type pages.
-# g5, g6 and g6e share one size ladder: 1 GPU up to 16xlarge, 4 at 12x/24xlarge, 8 at 48xlarge.
-_G5_SIZES = {
+# g4dn, g5, g6 and g6e share one size ladder: 1 GPU up to 16xlarge, 4 at 12xlarge; g5, g6 and
+# g6e add 4 at 24xlarge and 8 at 48xlarge, g4dn 8 on metal.
+_G4DN_G5_SIZES = {
     "xlarge": 1,
     "2xlarge": 1,
     "4xlarge": 1,
     "8xlarge": 1,
     "16xlarge": 1,
     "12xlarge": 4,
-    "24xlarge": 4,
-    "48xlarge": 8,
 }
+_G5_SIZES = {**_G4DN_G5_SIZES, "24xlarge": 4, "48xlarge": 8}
 _AWS_FAMILY_SIZES: dict[str, dict[str, int]] = {
     "p3": {"2xlarge": 1, "8xlarge": 4, "16xlarge": 8},
     "p3dn": {"24xlarge": 8},
@@ -28,15 +28,7 @@ _AWS_FAMILY_SIZES: dict[str, dict[str, int]] = {
     "p6-b200": {"48xlarge": 8},
     "g3": {"4xlarge": 1, "8xlarge": 2, "16xlarge": 4},
     "g3s": {"xlarge": 1},
-    "g4dn": {
-        "xlarge": 1,
-        "2xlarge": 1,
-        "4xlarge": 1,
-        "8xlarge": 1,
-        "16xlarge": 1,
-        "12xlarge": 4,
-        "metal": 8,
-    },
+    "g4dn": {**_G4DN_G5_SIZES, "metal": 8},
     "g4ad": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 2, "16xlarge": 4},
     "g5": _G5_SIZES,
     "g5g": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 2, "metal": 2},

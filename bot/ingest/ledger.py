@@ -26,6 +26,7 @@ from bot.ingest.sources.base import (
     TAGS_JSON,
     Progress,
     ReplaceScope,
+    SourceData,
     SpendSource,
     decimal_sum,
     row_tags,
@@ -176,25 +177,8 @@ def ingest(
     touched = None if condition is None else ledger_day_range(session, condition)
     replaced = replace_scopes(data.scopes, session=session)
     session.flush()
-    target = DailySpend.metadata.tables[DailySpend.__tablename__]
-    written = 0
-    billed: dict[str, Decimal] = {}
-    attributed: dict[str, Decimal] = {}
-    for ledger in attribute_charges(data.charges, rules):
-        written += ledger.num_rows
-        if ledger.num_rows:
-            days = pc.min_max(ledger["day"])
-            touched = _widen(touched, days["min"].as_py(), days["max"].as_py())
-        for code in pc.unique(ledger["currency"]).to_pylist():
-            rows = ledger.filter(pc.equal(ledger["currency"], code))
-            billed[code] = billed.get(code, Decimal(0)) + decimal_sum(rows["billed_cost"])
-            attributed[code] = attributed.get(code, Decimal(0)) + decimal_sum(
-                pc.filter(rows["billed_cost"], pc.is_valid(rows["model"]))
-            )
-        run_ids = pc.fill_null(pa.nulls(ledger.num_rows, pa.int64()), run.id)
-        insert_arrow(
-            target, ledger.add_column(0, "run_id", run_ids), connection=session.connection()
-        )
+    written = _write_ledger(data, rules, session=session, run_id=run.id, touched=touched)
+    billed, attributed, touched = written.billed, written.attributed, written.touched
     if billed != data.billed_total:
         # Raising makes the caller roll back, the rows inserted above included.
         raise IngestError(
@@ -204,7 +188,68 @@ def ingest(
         )
     if touched is not None:
         refresh_rollup(session, *touched)
-    totals = [
+    totals = _currency_totals(billed, attributed, data)
+    _finish_run(run, totals, written=written.rows, replaced=replaced)
+    session.flush()
+    return IngestReport(
+        run_id=run.id,
+        source=source.kind,
+        location=source.location,
+        rows_read=data.rows_read,
+        rows_written=written.rows,
+        totals=totals,
+        replaced_rows=replaced,
+        api_requests=data.api_requests,
+        scopes=data.scopes,
+        notes=data.notes,
+    )
+
+
+@dataclass
+class _Written:
+    """What attributing and inserting wrote: rows, billed and attributed per currency, days."""
+
+    rows: int = 0
+    billed: dict[str, Decimal] = field(default_factory=dict)
+    attributed: dict[str, Decimal] = field(default_factory=dict)
+    touched: tuple[dt.date, dt.date] | None = None
+
+
+def _write_ledger(
+    data: SourceData,
+    rules: AttributionRules,
+    *,
+    session: Session,
+    run_id: int,
+    touched: tuple[dt.date, dt.date] | None,
+) -> _Written:
+    """Attribute the charges and insert the ledger rows; widen `touched` by the days written."""
+    target = DailySpend.metadata.tables[DailySpend.__tablename__]
+    written = _Written(touched=touched)
+    billed, attributed = written.billed, written.attributed
+    for ledger in attribute_charges(data.charges, rules):
+        written.rows += ledger.num_rows
+        if ledger.num_rows:
+            days = pc.min_max(ledger["day"])
+            written.touched = _widen(written.touched, days["min"].as_py(), days["max"].as_py())
+        for code in pc.unique(ledger["currency"]).to_pylist():
+            rows = ledger.filter(pc.equal(ledger["currency"], code))
+            billed[code] = billed.get(code, Decimal(0)) + decimal_sum(rows["billed_cost"])
+            attributed[code] = attributed.get(code, Decimal(0)) + decimal_sum(
+                pc.filter(rows["billed_cost"], pc.is_valid(rows["model"]))
+            )
+        run_ids = pc.fill_null(pa.nulls(ledger.num_rows, pa.int64()), run_id)
+        insert_arrow(
+            target, ledger.add_column(0, "run_id", run_ids), connection=session.connection()
+        )
+    return written
+
+
+def _currency_totals(
+    billed: dict[str, Decimal], attributed: dict[str, Decimal], data: SourceData
+) -> list[CurrencyTotals]:
+    """Return the run's totals per currency, in code order."""
+    return [
         CurrencyTotals(
             currency=code,
             billed=billed.get(code, Decimal(0)),
@@ -214,6 +259,12 @@ def ingest(
         )
         for code in sorted(set(billed) | set(data.billed_total))
     ]
+
+
+def _finish_run(
+    run: IngestionRun, totals: list[CurrencyTotals], *, written: int, replaced: int
+) -> None:
+    """Record the run's outcome: rows written and replaced, totals, succeeded now."""
     run.rows_written = written
     run.currency_totals = {t.currency: t.as_dict() for t in totals}
     if len(totals) == 1:  # a run in several currencies has its totals per currency only
@@ -222,19 +273,6 @@ def ingest(
     run.replaced_rows = replaced
     run.status = "succeeded"
     run.finished_at = utcnow()
-    session.flush()
-    return IngestReport(
-        run_id=run.id,
-        source=source.kind,
-        location=source.location,
-        rows_read=data.rows_read,
-        rows_written=written,
-        totals=totals,
-        replaced_rows=replaced,
-        api_requests=data.api_requests,
-        scopes=data.scopes,
-        notes=data.notes,
-    )
 
 
 def _amounts(by_currency: dict[str, Decimal]) -> str:

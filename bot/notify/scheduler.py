@@ -99,6 +99,20 @@ def run_delivery(services: AppServices) -> None:
     )
 
 
+def daily_job(
+    job_id: str,
+    run: Callable[[AppServices], object],
+    settings: Settings,
+    hour: int,
+    minute: int,
+    *,
+    run_at_start: bool = False,
+) -> JobSpec:
+    """Return a job that runs every day at hour:minute in MLCOST_TIMEZONE."""
+    trigger = CronTrigger(hour=hour, minute=minute, timezone=settings.timezone)
+    return JobSpec(job_id, run, trigger, run_at_start=run_at_start)
+
+
 def alert_job_specs(settings: Settings) -> list[JobSpec]:
     """Return the budgets-and-alerts jobs."""
     return [
@@ -108,11 +122,8 @@ def alert_job_specs(settings: Settings) -> list[JobSpec]:
         JobSpec(
             "deliver", run_delivery, IntervalTrigger(seconds=settings.delivery_interval_seconds)
         ),
-        JobSpec(
-            "anomalies",
-            run_anomalies,
-            CronTrigger(hour=settings.anomaly_hour, minute=15, timezone=settings.timezone),
-            run_at_start=True,
+        daily_job(
+            "anomalies", run_anomalies, settings, settings.anomaly_hour, 15, run_at_start=True
         ),
     ]
 
@@ -126,23 +137,10 @@ def review_job_specs(settings: Settings) -> list[JobSpec]:
         run_weekly_signoff_job,
     )
 
-    daily = {"timezone": settings.timezone}
     return [
-        JobSpec(
-            "monthly-review",
-            run_monthly_review_job,
-            CronTrigger(hour=9, minute=0, **daily),
-            run_at_start=True,
-        ),
-        JobSpec(
-            "review-reminders", run_review_reminders_job, CronTrigger(hour=10, minute=0, **daily)
-        ),
-        JobSpec(
-            "weekly-signoff",
-            run_weekly_signoff_job,
-            CronTrigger(hour=9, minute=30, **daily),
-            run_at_start=True,
-        ),
+        daily_job("monthly-review", run_monthly_review_job, settings, 9, 0, run_at_start=True),
+        daily_job("review-reminders", run_review_reminders_job, settings, 10, 0),
+        daily_job("weekly-signoff", run_weekly_signoff_job, settings, 9, 30, run_at_start=True),
         JobSpec(
             "review-refresh",
             run_review_refresh_job,

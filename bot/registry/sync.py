@@ -44,11 +44,7 @@ def import_registry(
     changes = {"created": 0, "updated": 0, "removed": 0}
     teams = _sync_teams(spec, session, changes)
     _sync_models(spec, session, teams, changes)
-    wanted_teams = {t.name for t in spec.teams}
-    for name, team in teams.items():
-        if name not in wanted_teams:
-            session.delete(team)
-            changes["removed"] += 1
+    _remove_unwanted(session, teams, {t.name for t in spec.teams}, changes)
     _sync_budgets(spec, session, actor, default_currency, changes)
     _sync_admins(spec, session, changes)
     _sync_settings(spec, session, changes)
@@ -61,6 +57,16 @@ def import_registry(
         )
     session.flush()
     return changes
+
+
+def _remove_unwanted(
+    session: Session, existing: dict[str, Any], wanted: set[str], changes: Changes
+) -> None:
+    """Delete the rows (by name) the spec no longer has, counting each as removed."""
+    for name, row in existing.items():
+        if name not in wanted:
+            session.delete(row)
+            changes["removed"] += 1
 
 
 def _sync_teams(spec: RegistrySpec, session: Session, changes: Changes) -> dict[str, Team]:
@@ -88,11 +94,7 @@ def _sync_models(
     models = {
         m.name: m for m in session.scalars(select(MLModel).options(selectinload(MLModel.owners)))
     }
-    wanted_models = {m.name for m in spec.models}
-    for name, stale_model in models.items():
-        if name not in wanted_models:
-            session.delete(stale_model)
-            changes["removed"] += 1
+    _remove_unwanted(session, models, {m.name for m in spec.models}, changes)
     for model_spec in spec.models:
         match = model_spec.match.model_dump(exclude_defaults=True)
         team = teams[model_spec.team]
@@ -124,11 +126,7 @@ def _sync_budgets(
 ) -> None:
     """Remove budgets the spec dropped; create and update the rest (a new amount is a revision)."""
     budgets = {b.scope: b for b in session.scalars(select(Budget))}
-    wanted_scopes = {b.scope for b in spec.budgets}
-    for scope, stale_budget in budgets.items():
-        if scope not in wanted_scopes:
-            session.delete(stale_budget)
-            changes["removed"] += 1
+    _remove_unwanted(session, budgets, {b.scope for b in spec.budgets}, changes)
     for budget_spec in spec.budgets:
         model_name, team_name, stage = parse_scope(budget_spec.scope)
         values = {

@@ -20,7 +20,7 @@ import logging
 
 from bot.bootstrap import AppServices
 from bot.notify.delivery import deliver_pending
-from bot.periods import local_today, month_of, previous_month
+from bot.periods import Period, local_today, month_of, previous_month
 from bot.review.delivery import ReviewPostReport, deliver_reviews, post_reviews
 from bot.review.open import enqueue_reminders
 from bot.review.refresh import refresh_pending_messages
@@ -39,6 +39,22 @@ def first_working_day(year: int, month: int) -> dt.date:
     return day
 
 
+def post_month_reviews(
+    services: AppServices, month: Period, *, now: dt.datetime, teams: set[str] | None = None
+) -> ReviewPostReport:
+    """Post the month's reviews (to the teams given, else every team) with the app's services."""
+    return post_reviews(
+        session_factory=services.session_factory,
+        notifier=services.notifier,
+        month=month,
+        settings=services.settings,
+        now=now,
+        find_posted=services.find_posted,
+        teams=teams,
+        clock=services.clock,
+    )
+
+
 def run_monthly_review_job(services: AppServices) -> ReviewPostReport | None:
     """Post last month's review to every team from the month's first working day to the 7th."""
     today = local_today(services.clock(), services.settings.timezone)
@@ -49,15 +65,7 @@ def run_monthly_review_job(services: AppServices) -> ReviewPostReport | None:
     ):
         return None
     month = previous_month(month_of(today))
-    report = post_reviews(
-        session_factory=services.session_factory,
-        notifier=services.notifier,
-        month=month,
-        settings=services.settings,
-        now=services.clock(),
-        find_posted=services.find_posted,
-        clock=services.clock,
-    )
+    report = post_month_reviews(services, month, now=services.clock())
     log.info(
         "review %s: opened %d, delivered %d, failed %d, charts %d",
         month.label,

@@ -16,12 +16,12 @@ from sqlalchemy.orm import Session, selectinload
 
 from bot.config import Settings
 from bot.db.schema import AuditLog, MLModel, Review, ReviewItem, Team
-from bot.economics.unit_costs import ModelEconomics, economics_for, verdict_rules
+from bot.economics.unit_costs import ModelEconomics, month_economics
 from bot.notify.messages import (
     ReviewReminderMessage,
 )
 from bot.notify.outbox import enqueue_message
-from bot.periods import Period, previous_month
+from bot.periods import Period
 from bot.registry.catalog import model_owner_ids
 from bot.review.signoff import signoff_counts
 from bot.review.threads import item_key, item_message, parent_key, parent_message, reminder_key
@@ -42,13 +42,7 @@ def open_reviews(
     A team gets a review when it has a channel and an active model with cost in the month.
     Existing reviews are left untouched.
     """
-    economics = economics_for(
-        session=session,
-        period=month,
-        previous=previous_month(month),
-        rules=verdict_rules(settings),
-        default_currency=settings.currency,
-    )
+    economics = month_economics(session=session, month=month, settings=settings)
     signoffs = signoff_counts(session=session, period=month)
     created: list[Review] = []
     query = select(Team).options(selectinload(Team.owners)).order_by(Team.name)

@@ -54,39 +54,13 @@ def refresh_messages(
     """
     try:
         for _ in range(REFRESH_ROUNDS):
-            with session_scope(session_factory) as session:
-                # the version is read before the rows it stands for: PostgreSQL reads each statement
-                # at its own moment, so rows read later are at least this new (a newer one is
-                # noticed by the check below and rendered again)
-                version = session.scalar(
-                    select(Review.version).join(ReviewItem).where(ReviewItem.id == item_id)
-                )
-                item = load_item(session, item_id)
-                review = item.review
-                sync_message_ts(session=session, reviews=[review])
-                review_id, channel = review.id, review.channel
-                item_ts, parent_ts = item.message_ts, review.parent_ts
-                item_shown = render(item_message(item, currency)) if item_ts else None
-                parent_shown = render(parent_message(review, currency)) if parent_ts else None
-            if item_ts and item_shown:
-                notifier.update(channel, item_ts, *item_shown)
-            if parent_ts and parent_shown:
-                notifier.update(channel, parent_ts, *parent_shown)
-            with session_scope(session_factory) as session:
-                lock_review(session, review_id)  # PostgreSQL: no decision lands until this commits
-                if item_ts and parent_ts:
-                    unchanged = select(Review.id).where(
-                        Review.id == review_id, Review.version == version
-                    )
-                    session.execute(
-                        update(ReviewItem)
-                        .where(ReviewItem.id == item_id, ReviewItem.review_id.in_(unchanged))
-                        .values(refresh_pending=False)
-                        .execution_options(synchronize_session=False)
-                    )
-                # read after that write: on SQLite the write lock it took keeps this read current
-                if session.scalar(select(Review.version).where(Review.id == review_id)) == version:
-                    return True
+            shown = _render_round(session_factory, item_id, currency)
+            if shown.item_ts and shown.item:
+                notifier.update(shown.channel, shown.item_ts, *shown.item)
+            if shown.parent_ts and shown.parent:
+                notifier.update(shown.channel, shown.parent_ts, *shown.parent)
+            if _confirm_round(session_factory, item_id, shown):
+                return True
             # a decision landed after this round rendered: show it too
     except BaseException:  # Slack errors, a bug in rendering, an interrupt: whatever ends it
         _mark_unconfirmed(session_factory, item_id)
@@ -94,6 +68,61 @@ def refresh_messages(
     log.warning("review item %d: decisions kept landing during its refresh; retried later", item_id)
     _mark_unconfirmed(session_factory, item_id)
     return False
+
+
+@dataclass
+class _Round:
+    """What one refresh round rendered, at which review version, for which messages."""
+
+    version: int | None
+    review_id: int
+    channel: str
+    item_ts: str | None
+    parent_ts: str | None
+    item: tuple[str, list[dict[str, Any]]] | None
+    parent: tuple[str, list[dict[str, Any]]] | None
+
+
+def _render_round(session_factory: sessionmaker[Session], item_id: int, currency: str) -> _Round:
+    """Render the item's message and its review's parent message in a fresh transaction."""
+    with session_scope(session_factory) as session:
+        # the version is read before the rows it stands for: PostgreSQL reads each statement
+        # at its own moment, so rows read later are at least this new (a newer one is
+        # noticed by the check in _confirm_round and rendered again)
+        version = session.scalar(
+            select(Review.version).join(ReviewItem).where(ReviewItem.id == item_id)
+        )
+        item = load_item(session, item_id)
+        review = item.review
+        sync_message_ts(session=session, reviews=[review])
+        return _Round(
+            version=version,
+            review_id=review.id,
+            channel=review.channel,
+            item_ts=item.message_ts,
+            parent_ts=review.parent_ts,
+            item=render(item_message(item, currency)) if item.message_ts else None,
+            parent=render(parent_message(review, currency)) if review.parent_ts else None,
+        )
+
+
+def _confirm_round(session_factory: sessionmaker[Session], item_id: int, shown: _Round) -> bool:
+    """Clear the item's refresh flag if the review's version is unchanged; return whether it is."""
+    with session_scope(session_factory) as session:
+        lock_review(session, shown.review_id)  # PostgreSQL: no decision lands until this commits
+        if shown.item_ts and shown.parent_ts:
+            unchanged = select(Review.id).where(
+                Review.id == shown.review_id, Review.version == shown.version
+            )
+            session.execute(
+                update(ReviewItem)
+                .where(ReviewItem.id == item_id, ReviewItem.review_id.in_(unchanged))
+                .values(refresh_pending=False)
+                .execution_options(synchronize_session=False)
+            )
+        # read after that write: on SQLite the write lock it took keeps this read current
+        current = session.scalar(select(Review.version).where(Review.id == shown.review_id))
+        return bool(current == shown.version)
 
 
 def _mark_unconfirmed(session_factory: sessionmaker[Session], item_id: int) -> None:

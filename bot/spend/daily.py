@@ -14,11 +14,12 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend
 from bot.errors import UsageError
-from bot.money import CostBasis
+from bot.money import CostBasis, format_money
 from bot.periods import Period, month_of, parse_window, previous_month
 from bot.registry.spec import parse_scope
-from bot.spend.forecast import LOOKBACK_DAYS
-from bot.spend.reports import cost_column
+from bot.slack.charts.spend_chart import SpendChart
+from bot.spend.forecast import LOOKBACK_DAYS, Forecast
+from bot.spend.reports import cost_column, display_currency
 
 DEFAULT_WINDOW = "30d"
 
@@ -123,3 +124,48 @@ def daily_totals(
 def in_period(daily: dict[dt.date, Decimal], period: Period) -> Decimal:
     """Sum a daily series over a period."""
     return sum((v for d, v in daily.items() if period.start <= d < period.end), Decimal(0))
+
+
+def window_and_currency(
+    session: Session,
+    *,
+    today: dt.date,
+    window: str | None,
+    currency: str,
+    where: Sequence[Any],
+    what: str,
+) -> tuple[ReportingWindow, str]:
+    """Return the reporting window and the one currency of the spend `where` selects in it."""
+    span = reporting_window(session, today, window)
+    found = display_currency(
+        session, setting=currency, period=span.query_period(), where=where, what=what
+    )
+    return span, found
+
+
+def forecast_chart(
+    *,
+    title: str,
+    subtitle: str,
+    currency: str,
+    stacks: dict[str, dict[dt.date, Decimal]],
+    span: ReportingWindow,
+    first_day: dt.date,
+    month_actual: dict[dt.date, Decimal],
+    forecast: Forecast,
+    budget: Decimal | None,
+) -> SpendChart:
+    """Describe a chart of the window's daily spend with the month's burn, budget and forecast."""
+    return SpendChart(
+        title=title,
+        subtitle=subtitle,
+        currency=currency,
+        stacks=stacks,
+        month_start=span.month.start,
+        month_end=span.month.end,
+        first_day=first_day,
+        month_actual=month_actual,
+        projected=forecast.projected,
+        budget=budget,
+        forecast_label=f"forecast {format_money(forecast.amount, currency)}",
+    )

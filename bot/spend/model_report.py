@@ -11,12 +11,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import STAGES, Budget, DailySpend
-from bot.money import CostBasis, format_money, percent_of
+from bot.money import CostBasis, percent_of
 from bot.registry.catalog import find_model, model_owner_ids
 from bot.slack.charts.spend_chart import SpendChart
-from bot.spend.daily import ReportingWindow, in_period, reporting_window
+from bot.spend.daily import ReportingWindow, forecast_chart, in_period, window_and_currency
 from bot.spend.forecast import Forecast, forecast_month
-from bot.spend.reports import cost_column, display_currency
+from bot.spend.reports import cost_column
 
 ZERO = Decimal(0)
 TOP_RESOURCES = 5
@@ -89,11 +89,11 @@ def model_report(
     currency, and refuses spend billed in several (CurrencyError).
     """
     model = find_model(session, name)
-    span = reporting_window(session, today, window)
-    currency = display_currency(
+    span, currency = window_and_currency(
         session,
-        setting=currency,
-        period=span.query_period(),
+        today=today,
+        window=window,
+        currency=currency,
         where=[DailySpend.model == model.name],
         what=f"`{model.name}`'s spend",
     )
@@ -101,18 +101,9 @@ def model_report(
     as_of = span.as_of
     daily = {day: sum(stages.values(), ZERO) for day, stages in by_day.items()}
     known = {day: v for day, v in daily.items() if day <= as_of}
-    stage_totals: dict[str, Decimal] = defaultdict(lambda: ZERO)
-    for day, stages in by_day.items():
-        if span.month.start <= day <= as_of:
-            for stage, value in stages.items():
-                stage_totals[stage] += value
+    stage_totals = _month_by_stage(by_day, span)
     month_to_date = sum(stage_totals.values(), ZERO)
-    budgets = {
-        b.stage: b.monthly_amount
-        for b in session.scalars(
-            select(Budget).where(Budget.model_name == model.name, Budget.currency == currency)
-        )
-    }
+    budgets = _budgets_by_stage(session, model.name, currency)
     shown = {
         day: stages
         for day, stages in by_day.items()
@@ -137,6 +128,28 @@ def model_report(
         stage_budgets={stage: amount for stage, amount in budgets.items() if stage},
         currency=currency,
     )
+
+
+def _month_by_stage(
+    by_day: dict[dt.date, dict[str, Decimal]], span: ReportingWindow
+) -> dict[str, Decimal]:
+    """Return the month's spend so far per stage."""
+    stage_totals: dict[str, Decimal] = defaultdict(lambda: ZERO)
+    for day, stages in by_day.items():
+        if span.month.start <= day <= span.as_of:
+            for stage, value in stages.items():
+                stage_totals[stage] += value
+    return stage_totals
+
+
+def _budgets_by_stage(session: Session, model: str, currency: str) -> dict[str | None, Decimal]:
+    """Return the model's budgets in the currency by stage (None: the whole model's)."""
+    return {
+        b.stage: b.monthly_amount
+        for b in session.scalars(
+            select(Budget).where(Budget.model_name == model, Budget.currency == currency)
+        )
+    }
 
 
 def _daily_by_stage(
@@ -194,7 +207,7 @@ def model_chart(report: ModelReport, currency: str) -> SpendChart:
             stacks.setdefault(stage, {})[day] = value
     daily = report.daily_totals()
     month_actual = {d: v for d, v in daily.items() if span.month.start <= d <= span.as_of}
-    return SpendChart(
+    return forecast_chart(
         title=f"{report.model} — daily spend by stage",
         subtitle=(
             f"{span.window.start:%d %b} to {span.month.end - dt.timedelta(days=1):%d %b %Y}"
@@ -203,11 +216,9 @@ def model_chart(report: ModelReport, currency: str) -> SpendChart:
         ),
         currency=currency,
         stacks=stacks,
-        month_start=span.month.start,
-        month_end=span.month.end,
+        span=span,
         first_day=min(span.window.start, span.month.start),
         month_actual=month_actual,
-        projected=report.forecast.projected,
+        forecast=report.forecast,
         budget=report.budget,
-        forecast_label=f"forecast {format_money(report.forecast.amount, currency)}",
     )

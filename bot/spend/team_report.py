@@ -13,10 +13,16 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import Budget, DailySpend, MLModel
-from bot.money import CostBasis, format_money, percent_of
+from bot.money import CostBasis, percent_of
 from bot.registry.catalog import find_team
 from bot.slack.charts.spend_chart import SpendChart
-from bot.spend.daily import ReportingWindow, in_period, reporting_window
+from bot.spend.daily import (
+    ReportingWindow,
+    forecast_chart,
+    in_period,
+    reporting_window,
+    window_and_currency,
+)
 from bot.spend.forecast import Forecast, forecast_month
 from bot.spend.reports import cost_column, display_currency
 
@@ -124,11 +130,11 @@ def team_report(
     `currency` is the organisation's; the report is in the team's spend's one currency.
     """
     team = find_team(session, name)
-    span = reporting_window(session, today, window)
-    currency = display_currency(
+    span, currency = window_and_currency(
         session,
-        setting=currency,
-        period=span.query_period(),
+        today=today,
+        window=window,
+        currency=currency,
         where=[DailySpend.team == team.name],
         what=f"team `{team.name}`'s spend",
     )
@@ -220,7 +226,7 @@ def team_chart(report: TeamReport, currency: str) -> SpendChart:
             if span.month.start <= day <= span.as_of:
                 month_actual[day] += value
     forecast = report.total.forecast
-    return SpendChart(
+    return forecast_chart(
         title=f"team {report.team} — daily spend by model",
         subtitle=(
             f"{basis_label(report.basis)} · data through {span.as_of:%d %b}"
@@ -228,13 +234,11 @@ def team_chart(report: TeamReport, currency: str) -> SpendChart:
         ),
         currency=currency,
         stacks=stacks,
-        month_start=span.month.start,
-        month_end=span.month.end,
+        span=span,
         first_day=first,
         month_actual=dict(month_actual),
-        projected=forecast.projected,
+        forecast=forecast,
         budget=report.total.budget,
-        forecast_label=f"forecast {format_money(forecast.amount, currency)}",
     )
 
 

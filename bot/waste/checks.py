@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Select, func, or_, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, Review, ReviewItem, ValueMetric
@@ -101,13 +101,7 @@ def stale_checkpoints(
             .distinct()
         )
     )
-    rows = session.execute(
-        select(DailySpend.model, DailySpend.resource_id, func.sum(DailySpend.billed_cost))
-        .where(
-            *spend_in(week, currency), DailySpend.stage == "storage", DailySpend.model.is_not(None)
-        )
-        .group_by(DailySpend.model, DailySpend.resource_id)
-    )
+    rows = session.execute(_stage_spend(week, currency, "storage", DailySpend.resource_id))
     for model, resource, cost in rows:
         if model in trained:
             continue
@@ -123,17 +117,20 @@ def stale_checkpoints(
         )
 
 
+def _stage_spend(week: tuple[dt.date, dt.date], currency: str, stage: str, *by: Any) -> Select[Any]:
+    """Select the models' billed cost in one stage over the week, per model and `by` columns."""
+    return (
+        select(DailySpend.model, *by, func.sum(DailySpend.billed_cost))
+        .where(*spend_in(week, currency), DailySpend.stage == stage, DailySpend.model.is_not(None))
+        .group_by(DailySpend.model, *by)
+    )
+
+
 def idle_endpoints(
     session: Session, week: tuple[dt.date, dt.date], currency: str
 ) -> Iterable[WasteFinding]:
     """Serving spend for a model that recorded no predictions all week (while others did)."""
-    serving = session.execute(
-        select(DailySpend.model, func.sum(DailySpend.billed_cost))
-        .where(
-            *spend_in(week, currency), DailySpend.stage == "serving", DailySpend.model.is_not(None)
-        )
-        .group_by(DailySpend.model)
-    ).all()
+    serving = session.execute(_stage_spend(week, currency, "serving")).all()
     if not serving:
         return
     with_value = set(

@@ -6,10 +6,10 @@ import re
 
 from bot.errors import UsageError
 from bot.slack.blocks.team import build_team_report_blocks, build_top_blocks
-from bot.slack.charts.spend_chart import render_spend_chart
 from bot.slack.command_args import clip_word, cost_basis, split_options
-from bot.slack.command_router import ChartFile, Invocation, Reply, subcommand
+from bot.slack.command_router import Invocation, Reply, subcommand
 from bot.spend.team_report import team_chart, team_report, top_models
+from handlers.subcommands.spend_reply import chart_reply, report_args
 
 TEAM_USAGE = "team <name> [30d|90d|YYYY-MM] [--cost effective]"
 TOP_USAGE = "top [n] [--cost effective]"
@@ -22,23 +22,15 @@ def handle_team_command(inv: Invocation) -> Reply:
     words, options = split_options(inv.args, ["--cost"])
     if not words or len(words) > 2:
         raise UsageError(f"Usage: `/mlcost {TEAM_USAGE}`, e.g. `/mlcost team ranking`")
-    report = team_report(
-        session=inv.session,
-        name=words[0],
-        today=inv.now.date(),
-        window=words[1] if len(words) > 1 else None,
-        basis=cost_basis(options),
-        currency=inv.settings.currency,
+    report = team_report(**report_args(inv, words, options))
+    text, blocks = build_team_report_blocks(report, report.currency)
+    return chart_reply(
+        text,
+        blocks,
+        team_chart(report, report.currency),
+        filename=f"mlcost-team-{report.team}.png",
+        title=f"team {report.team}: daily spend by model",
     )
-    currency = report.currency
-    text, blocks = build_team_report_blocks(report, currency)
-    spec = team_chart(report, currency)
-    chart = ChartFile(
-        f"mlcost-team-{report.team}.png",
-        f"team {report.team}: daily spend by model",
-        render=lambda: render_spend_chart(spec),  # after the transaction: rendering is slow
-    )
-    return Reply(text=text, blocks=blocks, in_channel=True, charts=[chart])
 
 
 @subcommand("top", usage=TOP_USAGE, example="/mlcost top 10")

@@ -38,10 +38,10 @@ def retry_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 @pytest.fixture
 def tiny_charts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stand a tiny PNG in for the command handlers' chart rendering (for direct dispatch)."""
-    for module in ("model", "team"):
-        monkeypatch.setattr(
-            f"handlers.subcommands.{module}.render_spend_chart", lambda *a, **kw: TINY_PNG
-        )
+    # model and team reply through spend_reply.chart_reply, which renders the chart
+    monkeypatch.setattr(
+        "handlers.subcommands.spend_reply.render_spend_chart", lambda *a, **kw: TINY_PNG
+    )
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from bot.ingest.sources.base import (
     as_date,
     as_decimal,
     aws_error_reason,
-    period_scopes,
+    source_data,
 )
 
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -151,16 +151,7 @@ class AthenaSource:
             raise IngestError(
                 f"{self.location}: Athena request failed ({aws_error_reason(exc)})"
             ) from None
-        charges = grouped.result()
-        return SourceData(
-            charges=charges,
-            rows_read=grouped.rows,
-            billed_total=grouped.billed,
-            effective_total=grouped.effective,
-            scopes=period_scopes(charges),
-            api_requests=requests,
-            notes=grouped.notes(),
-        )
+        return source_data(grouped, api_requests=requests)
 
 
 def _to_table(header: list[str], rows: list[list[Any]]) -> pa.Table:

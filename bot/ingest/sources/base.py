@@ -350,6 +350,27 @@ def next_month(day: dt.date) -> dt.date:
     return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
 
 
+def source_data(
+    grouped: GroupedCharges,
+    scopes: Callable[[pa.Table], list[ReplaceScope]] | None = None,
+    api_requests: int = 0,
+) -> SourceData:
+    """Return what a source read: the grouped charges, their totals and the scopes they replace.
+
+    `scopes` maps the grouped charges to the scopes they replace; by default their billing periods.
+    """
+    charges = grouped.result()
+    return SourceData(
+        charges=charges,
+        rows_read=grouped.rows,
+        billed_total=grouped.billed,
+        effective_total=grouped.effective,
+        scopes=(scopes or period_scopes)(charges),
+        api_requests=api_requests,
+        notes=grouped.notes(),
+    )
+
+
 def period_scopes(charges: pa.Table) -> list[ReplaceScope]:
     """Return the (provider, account, billing period) scopes present in grouped charges."""
     if charges.num_rows == 0:

@@ -13,13 +13,16 @@ from bot.ingest.attribution import normalize_tag_key
 from bot.ingest.sources.base import (
     COST_TYPE,
     DEFAULT_CURRENCY,
+    KEY_COLUMNS,
     TAG_PREFIX,
+    VALUE_COLUMNS,
     GroupedCharges,
     Progress,
     ReplaceScope,
     SourceData,
     aws_error_reason,
     month_start,
+    source_data,
 )
 from bot.money import parse_money
 
@@ -105,108 +108,95 @@ class CostExplorerSource:
             token = page.get("NextPageToken")
             if not token:
                 break
-        charges = grouped.result()
+        return source_data(grouped, self._day_scopes, api_requests=requests)
+
+    def _day_scopes(self, charges: pa.Table) -> list[ReplaceScope]:
         start, end = self.start, self.end
         if charges.num_rows:
             # Replace every day the response carried, even outside the asked window.
             days = charges["day"].to_pylist()
             start, end = min(start, min(days)), max(end, max(days) + dt.timedelta(days=1))
-        scope = ReplaceScope("AWS", self.billing_account, "day", start, end)
-        return SourceData(
-            charges=charges,
-            rows_read=grouped.rows,
-            billed_total=grouped.billed,
-            effective_total=grouped.effective,
-            scopes=[scope],
-            api_requests=requests,
-            notes=grouped.notes(),
-        )
+        return [ReplaceScope("AWS", self.billing_account, "day", start, end)]
 
 
 def response_to_table(page: dict[str, Any], billing_account: str) -> pa.Table:
     """Turn one GetCostAndUsage response into canonical charge rows."""
     definitions = page.get("GroupDefinitions") or []
-    rows: dict[str, list[Any]] = {
-        name: []
-        for name in (
-            "day",
-            "billing_period",
-            "provider",
-            "billing_account",
-            "sub_account",
-            "service",
-            "service_category",
-            "usage_type",
-            "region",
-            "resource_id",
-            "instance_type",
-            "charge_category",
-            "currency",
-            "unit",
-            "estimated",
-            "billed",
-            "effective",
-            "quantity",
-        )
-    }
+    rows: dict[str, list[Any]] = {name: [] for name in (*KEY_COLUMNS, *VALUE_COLUMNS)}
     tag_rows: dict[str, list[str]] = {}
     for result in page.get("ResultsByTime", []):
         day = dt.date.fromisoformat(result["TimePeriod"]["Start"])
+        estimated = bool(result.get("Estimated", False))
         groups = result.get("Groups") or []
         if not groups and result.get("Total"):
             groups = [{"Keys": [], "Metrics": result["Total"]}]
         for group in groups:
-            values = {
-                "service": "",
-                "usage_type": "",
-                "region": "",
-                "sub_account": "",
-                "instance_type": "",
-            }
-            tags: dict[str, str] = {}
-            for definition, key in zip(definitions, group.get("Keys", []), strict=False):
-                if definition["Type"] == "TAG":
-                    _, _, value = key.partition("$")
-                    tags[normalize_tag_key(definition["Key"])] = value
-                elif definition["Key"] in _DIMENSIONS:
-                    values[_DIMENSIONS[definition["Key"]]] = key
-            metrics = group.get("Metrics", {})
-            billed = _amount(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost")
-            effective = (
-                _amount(metrics, "AmortizedCost", "NetAmortizedCost")
-                if any(m in metrics for m in ("AmortizedCost", "NetAmortizedCost"))
-                else billed
-            )
-            rows["day"].append(day)
-            rows["billing_period"].append(month_start(day))
-            rows["provider"].append("AWS")
-            rows["billing_account"].append(billing_account)
-            rows["service_category"].append("")
-            rows["resource_id"].append("")
-            rows["charge_category"].append("Usage")
-            rows["currency"].append(
-                _unit(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost")
-            )
-            rows["unit"].append(metrics.get("UsageQuantity", {}).get("Unit", "") or "")
-            rows["estimated"].append(bool(result.get("Estimated", False)))
-            for name, value in values.items():
+            row, tags = _group_row(group, definitions, day, billing_account, estimated)
+            for name, value in row.items():
                 rows[name].append(value)
-            rows["billed"].append(billed)
-            rows["effective"].append(effective)
-            rows["quantity"].append(_amount(metrics, "UsageQuantity"))
             for key in tags:
                 tag_rows.setdefault(key, [""] * (len(rows["day"]) - 1))
             for key, column in tag_rows.items():
                 column.append(tags.get(key, ""))
-    table: dict[str, Any] = {
-        k: v for k, v in rows.items() if k not in ("billed", "effective", "quantity")
+    return _rows_table(rows, tag_rows)
+
+
+def _group_row(
+    group: dict[str, Any],
+    definitions: list[dict[str, Any]],
+    day: dt.date,
+    billing_account: str,
+    estimated: bool,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Return one group's canonical row and its tags (normalised key -> value)."""
+    row: dict[str, Any] = {
+        "service": "",
+        "usage_type": "",
+        "region": "",
+        "sub_account": "",
+        "instance_type": "",
     }
+    tags: dict[str, str] = {}
+    for definition, key in zip(definitions, group.get("Keys", []), strict=False):
+        if definition["Type"] == "TAG":
+            _, _, value = key.partition("$")
+            tags[normalize_tag_key(definition["Key"])] = value
+        elif definition["Key"] in _DIMENSIONS:
+            row[_DIMENSIONS[definition["Key"]]] = key
+    metrics = group.get("Metrics", {})
+    billed = _amount(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost")
+    effective = (
+        _amount(metrics, "AmortizedCost", "NetAmortizedCost")
+        if any(m in metrics for m in ("AmortizedCost", "NetAmortizedCost"))
+        else billed
+    )
+    row.update(
+        day=day,
+        billing_period=month_start(day),
+        provider="AWS",
+        billing_account=billing_account,
+        service_category="",
+        resource_id="",
+        charge_category="Usage",
+        currency=_unit(metrics, "UnblendedCost", "BlendedCost", "NetUnblendedCost"),
+        unit=metrics.get("UsageQuantity", {}).get("Unit", "") or "",
+        estimated=estimated,
+        billed=billed,
+        effective=effective,
+        quantity=_amount(metrics, "UsageQuantity"),
+    )
+    return row, tags
+
+
+def _rows_table(rows: dict[str, list[Any]], tag_rows: dict[str, list[str]]) -> pa.Table:
+    """Build the Arrow table: typed key columns, then the tag columns, then the amounts."""
+    table: dict[str, Any] = {k: v for k, v in rows.items() if k not in VALUE_COLUMNS}
     table["day"] = pa.array(rows["day"], pa.date32())
     table["billing_period"] = pa.array(rows["billing_period"], pa.date32())
     table["estimated"] = pa.array(rows["estimated"], pa.bool_())
     for key, column in sorted(tag_rows.items()):
         table[TAG_PREFIX + key] = pa.array(column, pa.string())
-    for name in ("billed", "effective", "quantity"):
+    for name in VALUE_COLUMNS:
         table[name] = pa.array(rows[name], COST_TYPE)
     return pa.table(
         {k: (pa.array(v, pa.string()) if isinstance(v, list) else v) for k, v in table.items()}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,19 +14,14 @@ from bot.errors import IngestError
 from bot.ingest.attribution import normalize_tag_key
 from bot.ingest.sources.base import (
     COST_TYPE,
-    DEFAULT_CURRENCY,
     TAG_PREFIX,
     VALUE_COLUMNS,
-    GroupedCharges,
-    Progress,
-    SourceData,
     as_date,
     as_decimal,
     as_string,
-    period_scopes,
     tag_columns,
 )
-from bot.ingest.sources.files import expand_locations, iter_batches, local_copy
+from bot.ingest.sources.files import FileSource, iter_batches
 
 # Canonical field -> candidate columns: Athena/Parquet snake_case, then CSV slash style.
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -93,52 +90,21 @@ _CATEGORY = {
 }
 
 
-class CurSource:
+class CurSource(FileSource):
     """Read CUR files; all parts of one month must be ingested together (they replace it).
 
     Each line keeps its line_item_currency_code; one without it is counted in `default_currency`.
     """
 
     kind = "cur"
+    currency_field = "line_item_currency_code"
+    grouped_batches = True
 
-    def __init__(
-        self,
-        locations: list[str],
-        s3_client: Any | None = None,
-        *,
-        default_currency: str = DEFAULT_CURRENCY,
-    ) -> None:
-        self.locations = locations
-        self.location = " ".join(locations)
-        self._s3 = s3_client
-        self.default_currency = default_currency
-
-    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
-        grouped = GroupedCharges(
-            default_currency=self.default_currency, currency_field="line_item_currency_code"
-        )
-        for location in expand_locations(self.locations, self._s3):
-            with local_copy(location, self._s3) as path:
-                plan = _ColumnPlan(tag_keys)
-                try:
-                    for batch in iter_batches(path, plan.columns_for, dictionary=True):
-                        grouped.add(plan.charges(batch), rows=batch.num_rows)
-                        if progress:
-                            progress(batch.num_rows)
-                except IngestError as exc:
-                    message = str(exc)
-                    if message.startswith(path.name + ": "):
-                        message = message[len(path.name) + 2 :]
-                    raise IngestError(f"{location}: {message}") from None
-        charges = grouped.result()
-        return SourceData(
-            charges=charges,
-            rows_read=grouped.rows,
-            billed_total=grouped.billed,
-            effective_total=grouped.effective,
-            scopes=period_scopes(charges),
-            notes=grouped.notes(),
-        )
+    def file_charges(self, path: Path, tag_keys: set[str]) -> Iterator[tuple[int, pa.Table]]:
+        """Yield each batch's row count with its charges, grouped as read."""
+        plan = _ColumnPlan(tag_keys)
+        for batch in iter_batches(path, plan.columns_for, dictionary=True):
+            yield batch.num_rows, plan.charges(batch)
 
 
 class _ColumnPlan:

@@ -17,7 +17,14 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from bot.errors import IngestError
-from bot.ingest.sources.base import aws_error_reason
+from bot.ingest.sources.base import (
+    DEFAULT_CURRENCY,
+    GroupedCharges,
+    Progress,
+    SourceData,
+    aws_error_reason,
+    source_data,
+)
 
 log = logging.getLogger(__name__)
 
@@ -239,3 +246,49 @@ def _csv_header(path: Path) -> list[str]:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:200] if text else type(exc).__name__
+
+
+class FileSource:
+    """A source over billing files, local or s3://: each file is read batch by batch.
+
+    A subclass says which column carries the billing currency and turns one file's batches into
+    canonical charges; a charge without a currency is counted in `default_currency`.
+    """
+
+    kind: str
+    currency_field: str
+    # Whether each batch's charges are already grouped (they then stand for more rows).
+    grouped_batches = False
+
+    def __init__(
+        self,
+        locations: list[str],
+        s3_client: Any | None = None,
+        *,
+        default_currency: str = DEFAULT_CURRENCY,
+    ) -> None:
+        self.locations = locations
+        self.location = " ".join(locations)
+        self._s3 = s3_client
+        self.default_currency = default_currency
+
+    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
+        """Read every file the locations name into grouped charges."""
+        grouped = GroupedCharges(
+            default_currency=self.default_currency, currency_field=self.currency_field
+        )
+        for location in expand_locations(self.locations, self._s3):
+            with local_copy(location, self._s3) as path:
+                try:
+                    for rows, charges in self.file_charges(path, tag_keys):
+                        grouped.add(charges, rows=rows if self.grouped_batches else None)
+                        if progress:
+                            progress(rows)
+                except IngestError as exc:
+                    message = str(exc).removeprefix(path.name + ": ")
+                    raise IngestError(f"{location}: {message}") from None
+        return source_data(grouped)
+
+    def file_charges(self, path: Path, tag_keys: set[str]) -> Iterator[tuple[int, pa.Table]]:
+        """Yield each batch's count of rows read with its canonical charges."""
+        raise NotImplementedError

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -9,18 +11,13 @@ import pyarrow.compute as pc
 
 from bot.errors import IngestError
 from bot.ingest.sources.base import (
-    DEFAULT_CURRENCY,
     TAGS_JSON,
-    GroupedCharges,
-    Progress,
-    SourceData,
     as_date,
     as_decimal,
     as_string,
     filter_tags_json,
-    period_scopes,
 )
-from bot.ingest.sources.files import expand_locations, iter_batches, local_copy
+from bot.ingest.sources.files import FileSource, iter_batches
 
 REQUIRED = ("ChargePeriodStart", "BilledCost", "EffectiveCost", "BillingAccountId", "ServiceName")
 OPTIONAL = (
@@ -47,51 +44,19 @@ _INSTANCE_IN_TEXT = (
 )
 
 
-class FocusSource:
+class FocusSource(FileSource):
     """Read FOCUS exports; each (provider, billing account, billing period) replaces its rows.
 
     Each row keeps its BillingCurrency; a row without one is counted in `default_currency`.
     """
 
     kind = "focus"
+    currency_field = "BillingCurrency"
 
-    def __init__(
-        self,
-        locations: list[str],
-        s3_client: Any | None = None,
-        *,
-        default_currency: str = DEFAULT_CURRENCY,
-    ) -> None:
-        self.locations = locations
-        self.location = " ".join(locations)
-        self._s3 = s3_client
-        self.default_currency = default_currency
-
-    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
-        grouped = GroupedCharges(
-            default_currency=self.default_currency, currency_field="BillingCurrency"
-        )
-        for location in expand_locations(self.locations, self._s3):
-            with local_copy(location, self._s3) as path:
-                try:
-                    for batch in iter_batches(path, _columns_for):
-                        grouped.add(_canonical(batch, tag_keys))
-                        if progress:
-                            progress(batch.num_rows)
-                except IngestError as exc:
-                    message = str(exc)
-                    if not message.startswith(path.name):
-                        message = f"{path.name}: {message}"
-                    raise IngestError(message.replace(path.name, location, 1)) from None
-        charges = grouped.result()
-        return SourceData(
-            charges=charges,
-            rows_read=grouped.rows,
-            billed_total=grouped.billed,
-            effective_total=grouped.effective,
-            scopes=period_scopes(charges),
-            notes=grouped.notes(),
-        )
+    def file_charges(self, path: Path, tag_keys: set[str]) -> Iterator[tuple[int, pa.Table]]:
+        """Yield each batch's row count with its canonical charges."""
+        for batch in iter_batches(path, _columns_for):
+            yield batch.num_rows, _canonical(batch, tag_keys)
 
 
 def _columns_for(names: list[str]) -> list[str]:

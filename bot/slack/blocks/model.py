@@ -28,8 +28,39 @@ def build_model_report_blocks(
 ) -> tuple[str, list[dict[str, Any]]]:
     """Return the fallback text and blocks for one model's report."""
     span = report.span
-    money = lambda v: format_money(v, currency)  # noqa: E731
     to_date = "total" if span.month_complete else "to date"
+    title = f"{report.model} · team {report.team} · {span.month.start:%B %Y}"
+    blocks = [
+        header(title),
+        fields(_summary(report, currency, to_date)),
+        section(
+            "*Cost by stage, month "
+            + to_date
+            + "*\n"
+            + (
+                fit_lines(_stage_lines(report, currency), MAX_SECTION_TEXT - 60)
+                or "No spend this month."
+            )
+        ),
+        section(
+            "*Top resources, month "
+            + to_date
+            + "*\n"
+            + (fit_lines(_resource_lines(report, currency), MAX_SECTION_TEXT - 60) or "None.")
+        ),
+        context(
+            f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
+            f"chart window {span.window.label} · "
+            f"{code(f'/mlcost model {clip(report.model, 100)} 90d')} for a longer view"
+        ),
+    ]
+    return clip_mrkdwn(_fallback_text(report, currency, to_date), MAX_FALLBACK_TEXT), blocks
+
+
+def _summary(report: ModelReport, currency: str, to_date: str) -> list[tuple[str, str]]:
+    """Return the summary fields: month so far, budget, forecast, change, GPU-hours, who."""
+    span = report.span
+    money = lambda v: format_money(v, currency)  # noqa: E731
     budget_line = "no budget set"
     if report.budget:
         budget_line = f"{money(report.budget)} · *{format_percent(report.budget_used)}* used"
@@ -45,7 +76,7 @@ def build_model_report_blocks(
         else "no spend in the same days last month"
     )
     change_line += f"\nlast month total {money(report.last_month_total)}"
-    summary = [
+    return [
         (f"Month {to_date} ({month_words(span)})", f"*{money(report.month_to_date)}*"),
         ("Budget", budget_line),
         ("Month-end forecast", forecast_line),
@@ -55,23 +86,37 @@ def build_model_report_blocks(
         ("Channel", mention_channel(report.channel) if report.channel else "none"),
         ("Cost basis", basis_words(report.basis)),
     ]
-    stage_lines = []
+
+
+def _stage_lines(report: ModelReport, currency: str) -> list[str]:
+    """Return one line per stage: its cost, share, and use of its own budget if it has one."""
+    money = lambda v: format_money(v, currency)  # noqa: E731
+    lines = []
     for stage, cost in report.by_stage:
         share = percent_of(cost, report.month_to_date)
         line = f"• {escape(clip(stage, 40))}: *{money(cost)}* ({format_percent(share)})"
         if stage in report.stage_budgets:
             used = percent_of(cost, report.stage_budgets[stage])
             line += f" · {format_percent(used)} of its {money(report.stage_budgets[stage])} budget"
-        stage_lines.append(line)
-    resource_lines = [
+        lines.append(line)
+    return lines
+
+
+def _resource_lines(report: ModelReport, currency: str) -> list[str]:
+    """Return one line per top resource: id, service, stage and cost."""
+    return [
         f"• {code(clip(r.resource, 80))} ({escape(clip(r.service, 40))}, "
-        f"{escape(clip(r.stage, 40))}): *{money(r.cost)}*"
+        f"{escape(clip(r.stage, 40))}): *{format_money(r.cost, currency)}*"
         for r in report.top_resources
     ]
-    title = f"{report.model} · team {report.team} · {span.month.start:%B %Y}"
-    text = (
+
+
+def _fallback_text(report: ModelReport, currency: str, to_date: str) -> str:
+    """Return the notification text: month so far, budget use, forecast, basis."""
+    money = lambda v: format_money(v, currency)  # noqa: E731
+    return (
         f"{escape(report.model)}: {money(report.month_to_date)} month {to_date} "
-        f"({month_words(span)}); "
+        f"({month_words(report.span)}); "
         + (
             f"{format_percent(report.budget_used)} of its {money(report.budget)} budget; "
             if report.budget
@@ -80,25 +125,3 @@ def build_model_report_blocks(
         + f"forecast {money(report.forecast.amount)} ({report.forecast.describe()}); "
         f"{basis_words(report.basis)}."
     )
-    blocks = [
-        header(title),
-        fields(summary),
-        section(
-            "*Cost by stage, month "
-            + to_date
-            + "*\n"
-            + (fit_lines(stage_lines, MAX_SECTION_TEXT - 60) or "No spend this month.")
-        ),
-        section(
-            "*Top resources, month "
-            + to_date
-            + "*\n"
-            + (fit_lines(resource_lines, MAX_SECTION_TEXT - 60) or "None.")
-        ),
-        context(
-            f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
-            f"chart window {span.window.label} · "
-            f"{code(f'/mlcost model {clip(report.model, 100)} 90d')} for a longer view"
-        ),
-    ]
-    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
