@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from sqlalchemy.orm import Session
 
-from bot.db.schema import ValueMetric
+from bot.db.schema import IngestionRun, ValueMetric
 from tests.support.ledger import ingestion_run, spend_record
 
 REGISTRY = """\
@@ -35,9 +35,13 @@ def add_spend(
     day: dt.date,
     cost: Decimal | str,
     resource_id: str | None = None,
+    *,
+    run: IngestionRun | None = None,
 ) -> None:
-    """Add one ledger row (with a throwaway ingestion run)."""
-    run = ingestion_run(session, location="synthetic", status="ok")
+    """Add one ledger row, to `run` (the caller flushes) or to a throwaway run of its own."""
+    own_run = run is None
+    if run is None:
+        run = ingestion_run(session, location="synthetic", status="ok")
     session.add(
         spend_record(
             run,
@@ -52,7 +56,8 @@ def add_spend(
             resource_id=resource_id,
         )
     )
-    session.flush()
+    if own_run:
+        session.flush()
 
 
 def add_value(
@@ -98,6 +103,7 @@ def seed_review_month(session: Session) -> None:
     search: Oct 300 serving, 1,000,000 predictions; Nov 450 serving, 2,000,000 -> unit cost fell.
     churn:  Oct 310, Nov 300 training ($10 a day), no value at all -> flagged.
     """
+    run = ingestion_run(session, location="synthetic", status="ok")  # one run for the seed
     for month, recsys_training, search_cost, search_units in (
         (10, Decimal(400), Decimal(300), 1_000_000),
         (11, Decimal(900), Decimal(450), 2_000_000),
@@ -107,12 +113,14 @@ def seed_review_month(session: Session) -> None:
         for index, day in enumerate(days):
             last = index == n - 1
             # spread the month's cost over its days, putting the remainder on the last day
-            add_spend(session, "recsys", "ranking", "serving", day, _share(Decimal(600), n, last))
-            add_spend(
-                session, "recsys", "ranking", "training", day, _share(recsys_training, n, last)
-            )
-            add_spend(session, "search", "ranking", "serving", day, _share(search_cost, n, last))
-            add_spend(session, "churn", "risk", "training", day, Decimal(10))
+            for model, team, stage, cost in (
+                ("recsys", "ranking", "serving", _share(Decimal(600), n, last)),
+                ("recsys", "ranking", "training", _share(recsys_training, n, last)),
+                ("search", "ranking", "serving", _share(search_cost, n, last)),
+                ("churn", "risk", "training", Decimal(10)),
+            ):
+                add_spend(session, model, team, stage, day, cost, run=run)
+        session.flush()
         add_value(session, "recsys", days[0], 1_000_000)
         add_value(session, "search", days[0], search_units)
 
