@@ -35,12 +35,49 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mlcost", description="Make ML cloud spend legible and governed."
     )
-    parser.add_argument("--database-url", help="override MLCOST_DATABASE_URL")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    parser.add_argument("--version", action="version", version=f"mlcost {package_version()}")
+    add_global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(commands)
+    for command in _subparsers(parser):
+        # after the subcommand too (`mlcost report spend -v`); SUPPRESS keeps a value given
+        # before the subcommand from being reset to the default by the subcommand's parser
+        add_global_options(command, default=argparse.SUPPRESS)
     return parser
+
+
+def add_global_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """Add the options every command takes: --database-url and -v."""
+    parser.add_argument("--database-url", default=default, help="override MLCOST_DATABASE_URL")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=False if default is None else default,
+        help="log debug detail",
+    )
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Return every subcommand's parser, nested ones included."""
+    found: list[argparse.ArgumentParser] = []
+    for action in parser._actions:  # argparse has no public walk over subparsers
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                found.append(sub)
+                found.extend(_subparsers(sub))
+    return found
+
+
+def package_version() -> str:
+    """Return the installed mlcost version ("unknown" when run from a bare checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mlcost")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 # Their DEBUG output carries request signatures, Authorization headers, response_url tokens and

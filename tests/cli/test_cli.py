@@ -381,3 +381,47 @@ def test_demo_shows_escaping_and_the_registry_diff_without_changing_anything(
     url = f"sqlite:///{folder / 'mlcost-demo.db'}"
     code, exported, _ = run(capsys, "--database-url", url, "registry", "export")
     assert code == 0 and "- scope: model:recsys\n  monthly: 22000\n" in exported
+
+
+def test_version_names_the_installed_package(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"mlcost {version('mlcost')}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--database-url", "sqlite:///given.db", "-v", "report", "spend"],
+        ["report", "spend", "--database-url", "sqlite:///given.db", "-v"],
+        ["report", "-v", "spend", "--database-url", "sqlite:///given.db"],
+        ["-v", "report", "spend", "--database-url", "sqlite:///given.db"],
+    ],
+)
+def test_global_options_work_before_or_after_the_subcommand(argv: list[str]) -> None:
+    from bot.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    assert args.database_url == "sqlite:///given.db"
+    assert args.verbose is True
+
+
+def test_global_options_default_when_not_given() -> None:
+    from bot.cli import build_parser
+
+    args = build_parser().parse_args(["registry", "export"])
+    assert args.database_url is None and args.verbose is False
+
+
+def test_a_database_url_after_the_subcommand_is_the_one_used(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(REGISTRY)
+    code, _, _ = run(capsys, "registry", "import", str(registry), "--database-url", database_url)
+    assert code == 0
+    code, out, _ = run(capsys, "registry", "export", "--database-url", database_url)
+    assert code == 0 and "recsys" in out
