@@ -34,6 +34,19 @@ def local_today(now: dt.datetime, timezone: str) -> dt.date:
 
 
 @lru_cache(maxsize=512)
+def parse_day(text: str, today: dt.date) -> dt.date:
+    """Parse `YYYY-MM-DD`, `today` or `yesterday`; UsageError says what a date looks like."""
+    word = text.strip().lower()
+    if word == "today":
+        return today
+    if word == "yesterday":
+        return today - dt.timedelta(days=1)
+    try:
+        return dt.date.fromisoformat(word)
+    except ValueError:
+        raise UsageError(f"{text!r} is not a date; use YYYY-MM-DD, today or yesterday") from None
+
+
 def month_period(text: str) -> Period:
     """Parse `YYYY-MM` into that calendar month."""
     match = _MONTH_RE.match(text.strip())

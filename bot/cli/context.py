@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,8 @@ from bot.db.engine import (
     make_session_factory,
     upgrade,
 )
+from bot.errors import UsageError
+from bot.periods import parse_day
 
 
 @dataclass
@@ -97,3 +100,11 @@ class ProgressLine:
         """End the progress line."""
         if self.enabled and self.rows:
             print(file=sys.stderr)
+
+
+def day_argument(text: str) -> dt.date:
+    """Parse a command-line date (`YYYY-MM-DD`, `today`, `yesterday`; today is the UTC date)."""
+    try:
+        return parse_day(text, dt.datetime.now(dt.UTC).date())
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

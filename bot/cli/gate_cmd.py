@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 from typing import Any
 
-from bot.cli.context import CliContext
+from bot.cli.context import CliContext, day_argument
 from bot.economics.gate import evaluate_gate
 
 EXIT_CODES = """exit codes:
@@ -27,9 +26,7 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     gate.add_argument("model")
-    gate.add_argument(
-        "--as-of", type=dt.date.fromisoformat, help="last day of data (default: today)"
-    )
+    gate.add_argument("--as-of", type=day_argument, help="last day of data (default: today)")
     gate.add_argument("--format", choices=["text", "json"], default="text")
     # 1 is reserved for "the model failed": every error, expected or not, is 3.
     gate.set_defaults(handler=run, known_error_exit=3, unexpected_error_exit=3)

@@ -7,7 +7,7 @@ import datetime as dt
 from typing import Any
 
 from bot.cli import value_cmd
-from bot.cli.context import CliContext, ProgressLine
+from bot.cli.context import CliContext, ProgressLine, day_argument
 from bot.errors import UsageError
 from bot.ingest.ledger import IngestReport, ingest
 from bot.ingest.sources.base import SpendSource
@@ -23,8 +23,8 @@ def register(commands: Any) -> None:
     cur.add_argument("locations", nargs="+", metavar="PATH_OR_S3_URI")
     cur.set_defaults(handler=run_files, source_kind="cur")
     ce = sub.add_parser("cost-explorer", help="AWS Cost Explorer, daily, by model tag")
-    ce.add_argument("--start", type=dt.date.fromisoformat, help="first day (default: lookback)")
-    ce.add_argument("--end", type=dt.date.fromisoformat, help="day after the last (default: today)")
+    ce.add_argument("--start", type=day_argument, help="first day (default: lookback)")
+    ce.add_argument("--end", type=day_argument, help="day after the last (default: today)")
     ce.add_argument("--group-by", help="second grouping: SERVICE (default), USAGE_TYPE, TAG:key")
     ce.add_argument("--account", help="billing account label (default: MLCOST_AWS_BILLING_ACCOUNT)")
     ce.set_defaults(handler=run_cost_explorer)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from typing import Any
 
-from bot.cli.context import CliContext
+from bot.cli.context import CliContext, day_argument
 from bot.cli.ingest_cmd import print_report
 from bot.errors import UsageError
 from bot.notify.cycle import run_cycle
@@ -22,7 +21,7 @@ def register(commands: Any) -> None:
     )
     poll.add_argument(
         "--as-of",
-        type=dt.date.fromisoformat,
+        type=day_argument,
         metavar="YYYY-MM-DD",
         help="evaluate as of this day, from the ledger only (default: yesterday, after polling)",
     )

@@ -8,7 +8,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from bot.cli.context import CliContext
+from bot.cli.context import CliContext, day_argument
 from bot.money import CostBasis, format_money
 from bot.periods import month_of, month_period
 from bot.spend.reports import (
@@ -35,7 +35,7 @@ def register(commands: Any) -> None:
     )
     spend.set_defaults(handler=run_spend)
     waste = sub.add_parser("waste", help="idle, orphaned and stale spend with the fix")
-    waste.add_argument("--as-of", type=dt.date.fromisoformat, help="day to look back from")
+    waste.add_argument("--as-of", type=day_argument, help="day to look back from")
     waste.add_argument(
         "--cloudwatch",
         action="store_true",

@@ -7,7 +7,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from bot.cli.context import CliContext
+from bot.cli.context import CliContext, day_argument
 from bot.economics.value_metrics import known_model_names, read_value_csv, record_values
 from bot.errors import IngestError
 
@@ -20,8 +20,8 @@ def register_ingest(sources: Any) -> None:
     cloudwatch = sources.add_parser(
         "cloudwatch", help="SageMaker endpoint Invocations from CloudWatch, per model and day"
     )
-    cloudwatch.add_argument("--start", type=dt.date.fromisoformat, help="first day")
-    cloudwatch.add_argument("--end", type=dt.date.fromisoformat, help="day after the last")
+    cloudwatch.add_argument("--start", type=day_argument, help="first day")
+    cloudwatch.add_argument("--end", type=day_argument, help="day after the last")
     cloudwatch.add_argument("--model", action="append", help="only this model (repeatable)")
     cloudwatch.set_defaults(handler=run_cloudwatch)
 

@@ -13,7 +13,7 @@ from bot.economics.value_metrics import (
     record_values,
 )
 from bot.errors import UsageError
-from bot.periods import Period, month_period, previous_month, trailing_days
+from bot.periods import Period, month_period, parse_day, previous_month, trailing_days
 from bot.registry.catalog import find_model
 from bot.slack.blocks.economics import build_economics_blocks, format_units, month_title
 from bot.slack.command_router import Invocation, Reply, subcommand
@@ -86,10 +86,7 @@ def _record(inv: Invocation, model: str, metric: str, count: str, options: dict[
     units = parse_units(count)
     revenue = parse_revenue(options["revenue"]) if "revenue" in options else None
     today = inv.now.date()
-    try:
-        day = dt.date.fromisoformat(options["date"]) if "date" in options else today
-    except ValueError:
-        raise UsageError(f"{options['date']!r} is not a date; use YYYY-MM-DD") from None
+    day = parse_day(options["date"], today) if "date" in options else today
     if day > today:
         raise UsageError(f"{day} is in the future")
     record_values(

@@ -175,7 +175,7 @@ def test_report_waste_on_the_demo_org(tmp_path: Path, capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as exited:
         main(["--database-url", url, "report", "waste", "--as-of", "2026-13-01"])
     assert exited.value.code == 2
-    assert "invalid fromisoformat value: '2026-13-01'" in capsys.readouterr().err
+    assert "'2026-13-01' is not a date; use YYYY-MM-DD" in capsys.readouterr().err
 
 
 def test_an_unreadable_spot_feed_is_a_clear_error_for_the_report(
