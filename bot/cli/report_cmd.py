@@ -6,11 +6,13 @@ import argparse
 import csv
 import datetime as dt
 import json
+import sys
 from typing import Any
 
 from bot.cli.context import CliContext, day_argument
+from bot.ingest.rollup import ledger_day_range
 from bot.money import CostBasis, format_money
-from bot.periods import month_of, month_period
+from bot.periods import Period, month_of, month_period
 from bot.spend.reports import (
     SpendReport,
     SpendTotals,
@@ -61,8 +63,22 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
             by=parse_dimensions(args.by),
             basis=CostBasis(args.cost),
         )
+        coverage = None if report.lines else ledger_day_range(session)
     print(render(report, args.format), end="")
+    if not report.lines:  # on stderr: CSV and JSON on stdout stay data
+        print(f"note: {no_spend_note(period, coverage)}", file=sys.stderr)
     return 0
+
+
+def no_spend_note(period: Period, coverage: tuple[dt.date, dt.date] | None) -> str:
+    """Say why a month has no spend: the ledger is empty, or which days it does cover."""
+    if coverage is None:
+        return "the ledger is empty; ingest billing data first (mlcost ingest focus|cur|...)"
+    first, last = coverage
+    return (
+        f"no spend in {period.label}; the ledger covers {first:%Y-%m} to {last:%Y-%m} "
+        f"({first} to {last})"
+    )
 
 
 def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from bot.budgets.admin import set_budget
 from bot.cli import main
 from bot.db.engine import make_engine, make_session_factory, session_scope
-from bot.db.schema import AuditLog
+from bot.db.schema import AuditLog, DailySpend
 from bot.registry.ownership import set_model_owners
 from tests.conftest import DATA
 from tests.support.cli import import_registry_file
@@ -425,3 +425,28 @@ def test_a_database_url_after_the_subcommand_is_the_one_used(
     assert code == 0
     code, out, _ = run(capsys, "registry", "export", "--database-url", database_url)
     assert code == 0 and "recsys" in out
+
+
+def test_a_month_with_no_spend_says_what_the_ledger_covers(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--database-url", database_url]
+    code, out, err = run(capsys, *db, "report", "spend", "--month", "1999-01")
+    assert code == 0 and "no spend in this period" in out
+    assert err.strip() == (
+        "note: the ledger is empty; ingest billing data first (mlcost ingest focus|cur|...)"
+    )
+    code, _, _ = run(capsys, *db, "ingest", "focus", str(DATA / "focus_sample.csv"))
+    assert code == 0
+    engine = make_engine(database_url)
+    with session_scope(make_session_factory(engine)) as session:
+        first, last = session.execute(
+            select(func.min(DailySpend.day), func.max(DailySpend.day))
+        ).one()
+    engine.dispose()
+    code, out, err = run(capsys, *db, "report", "spend", "--month", "1999-01", "--format", "csv")
+    assert code == 0 and out.splitlines()[0].startswith("model,")  # stdout stays CSV
+    assert err.strip() == (
+        f"note: no spend in 1999-01; the ledger covers {first:%Y-%m} to {last:%Y-%m} "
+        f"({first} to {last})"
+    )
