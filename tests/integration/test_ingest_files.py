@@ -179,6 +179,43 @@ def test_missing_file_and_wrong_kind(tmp_path: Path) -> None:
         FocusSource([str(copy)]).read(set())
 
 
+AZURE_HINT = "this looks like an Azure cost export (EA or MCA), which mlcost does not read"
+
+
+@pytest.mark.parametrize(
+    ("source", "name", "hint"),
+    [
+        (
+            CurSource,
+            "focus_sample.csv",
+            "this looks like a FOCUS export: use 'mlcost ingest focus'",
+        ),
+        (
+            FocusSource,
+            "Nov2018-WorkshopCUR-00001.snappy.parquet",
+            "this looks like an AWS Cost and Usage Report: use 'mlcost ingest cur'",
+        ),
+        (
+            FocusSource,
+            "sample-anonymous-aws-export-dataset.csv",
+            "this looks like an AWS Cost and Usage Report: use 'mlcost ingest cur'",
+        ),
+        (FocusSource, "EA_ActualCost_Small.csv", AZURE_HINT),
+        (FocusSource, "sample-anonymous-ea-export-dataset.csv", AZURE_HINT),
+        (CurSource, "sample-anonymous-ea-export-dataset.csv", AZURE_HINT),
+    ],
+)
+def test_a_file_of_another_format_names_the_command_that_reads_it(
+    session: Session, source: type[CurSource] | type[FocusSource], name: str, hint: str
+) -> None:
+    with pytest.raises(IngestError) as refused:
+        ingest(session=session, source=source([str(DATA / name)]))
+    message = str(refused.value)
+    assert message.startswith(f"{DATA / name}: missing ") and hint in message
+    assert "`" not in message  # terminal output carries no Slack markup
+    assert session.scalar(select(func.count()).select_from(DailySpend)) == 0
+
+
 def test_only_the_newest_version_of_a_cur_month_is_read(
     session: Session, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -22,6 +22,7 @@ from bot.ingest.sources.base import (
     tag_columns,
 )
 from bot.ingest.sources.files import FileSource, iter_batches
+from bot.ingest.sources.formats import format_hint
 
 # Canonical field -> candidate columns: Athena/Parquet snake_case, then CSV slash style.
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -123,7 +124,8 @@ class _ColumnPlan:
                 self.fields[field] = found
         missing = [COLUMNS[f][0] for f in REQUIRED if f not in self.fields]
         if missing:
-            raise IngestError(f"missing CUR column(s): {', '.join(missing)}")
+            hint = format_hint(names, "cur")
+            raise IngestError(f"missing CUR column(s): {', '.join(missing)}{hint}")
         if "product_name" not in self.fields and "product_code" not in self.fields:
             raise IngestError("missing CUR column(s): line_item_product_code")
         self.tags = {

@@ -18,6 +18,7 @@ from bot.ingest.sources.base import (
     filter_tags_json,
 )
 from bot.ingest.sources.files import FileSource, iter_batches
+from bot.ingest.sources.formats import format_hint
 
 REQUIRED = ("ChargePeriodStart", "BilledCost", "EffectiveCost", "BillingAccountId", "ServiceName")
 OPTIONAL = (
@@ -65,7 +66,8 @@ def _columns_for(names: list[str]) -> list[str]:
     if "ProviderName" not in stripped and "ServiceProviderName" not in stripped:
         missing.append("ProviderName")
     if missing:
-        raise IngestError(f"missing FOCUS column(s): {', '.join(missing)}")
+        hint = format_hint(names, "focus")
+        raise IngestError(f"missing FOCUS column(s): {', '.join(missing)}{hint}")
     return [stripped[c] for c in (*REQUIRED, *OPTIONAL) if c in stripped]
 
 
