@@ -216,6 +216,27 @@ def test_a_file_of_another_format_names_the_command_that_reads_it(
     assert session.scalar(select(func.count()).select_from(DailySpend)) == 0
 
 
+@pytest.mark.parametrize(
+    ("source", "sample"),
+    [(FocusSource, "focus_sample.csv"), (CurSource, "sample-anonymous-aws-export-dataset.csv")],
+)
+def test_a_file_with_a_header_and_no_rows_is_named_in_a_note(
+    session: Session,
+    tmp_path: Path,
+    source: type[CurSource] | type[FocusSource],
+    sample: str,
+) -> None:
+    header = (DATA / sample).read_text(encoding="utf-8-sig").splitlines()[0]
+    empty = tmp_path / "empty-export.csv"
+    empty.write_text(header + "\n")
+    report = ingest(session=session, source=source([str(DATA / sample), str(empty)]))
+    assert report.rows_read > 0
+    assert f"{empty} has a header but no rows; nothing was read from it" in report.notes
+    alone = ingest(session=session, source=source([str(empty)]))
+    assert alone.rows_read == 0 and alone.rows_written == 0
+    assert alone.notes == [f"{empty} has a header but no rows; nothing was read from it"]
+
+
 def test_only_the_newest_version_of_a_cur_month_is_read(
     session: Session, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -277,17 +277,26 @@ class FileSource:
         grouped = GroupedCharges(
             default_currency=self.default_currency, currency_field=self.currency_field
         )
+        empty: list[str] = []
         for location in expand_locations(self.locations, self._s3):
             with local_copy(location, self._s3) as path:
+                read = 0
                 try:
                     for rows, charges in self.file_charges(path, tag_keys):
                         grouped.add(charges, rows=rows if self.grouped_batches else None)
+                        read += rows
                         if progress:
                             progress(rows)
                 except IngestError as exc:
                     message = str(exc).removeprefix(path.name + ": ")
                     raise IngestError(f"{location}: {message}") from None
-        return source_data(grouped)
+                if not read:
+                    empty.append(location)
+        data = source_data(grouped)
+        data.notes.extend(
+            f"{where} has a header but no rows; nothing was read from it" for where in empty
+        )
+        return data
 
     def file_charges(self, path: Path, tag_keys: set[str]) -> Iterator[tuple[int, pa.Table]]:
         """Yield each batch's count of rows read with its canonical charges."""
