@@ -27,6 +27,12 @@ def register(commands: Any) -> None:
     ce.add_argument("--end", type=day_argument, help="day after the last (default: today)")
     ce.add_argument("--group-by", help="second grouping: SERVICE (default), USAGE_TYPE, TAG:key")
     ce.add_argument("--account", help="billing account label (default: MLCOST_AWS_BILLING_ACCOUNT)")
+    ce.add_argument(
+        "--from-file",
+        nargs="+",
+        metavar="RESPONSE.json",
+        help="read saved get-cost-and-usage answers (one file per page) instead of calling AWS",
+    )
     ce.set_defaults(handler=run_cost_explorer)
     athena = sub.add_parser("athena", help="CUR table in Athena, grouped in SQL")
     athena.add_argument("--database", required=True)
@@ -57,15 +63,23 @@ def run_files(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_cost_explorer(args: argparse.Namespace, ctx: CliContext) -> int:
     """Poll Cost Explorer for a window of days."""
-    from bot.ingest.sources.cost_explorer import CE_REGION, CostExplorerSource
+    from bot.ingest.sources.cost_explorer import CE_REGION, CostExplorerSource, SavedResponses
     from bot.registry.sync import cost_explorer_tag_key
 
     with ctx.session() as session:
         tag_key = cost_explorer_tag_key(session=session, settings=ctx.settings)
-    end = args.end or ctx.services.clock().date()
-    start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
+    client: Any
+    if args.from_file:
+        client = SavedResponses(args.from_file)
+        start, end = args.start or client.start, args.end or client.end
+        if client.longer_than_a_day:
+            print("note: the saved results are not daily; each period is booked on its first day")
+    else:
+        client = ctx.services.aws("ce", CE_REGION)
+        end = args.end or ctx.services.clock().date()
+        start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)
     source = CostExplorerSource(
-        ctx.services.aws("ce", CE_REGION),
+        client,
         start,
         end,
         model_tag_key=tag_key,

@@ -450,3 +450,51 @@ def test_a_month_with_no_spend_says_what_the_ledger_covers(
         f"note: no spend in 1999-01; the ledger covers {first:%Y-%m} to {last:%Y-%m} "
         f"({first} to {last})"
     )
+
+
+def test_cost_explorer_answers_saved_as_json_are_ingested_from_files(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two saved pages (the AWS CLI's documented answer, and the next month's) read as one."""
+    first = json.loads((DATA / "get-cost-and-usage.output.json").read_text())
+    second = json.loads(json.dumps(first))
+    second["ResultsByTime"][0]["TimePeriod"] = {"Start": "2017-10-01", "End": "2017-11-01"}
+    for group in second["ResultsByTime"][0]["Groups"]:
+        group["Metrics"]["UnblendedCost"]["Amount"] = "1.25"
+    pages = [tmp_path / "page1.json", tmp_path / "page2.json"]
+    for path, page in zip(pages, (first, second), strict=True):
+        path.write_text(json.dumps(page))
+    expected = sum(
+        Decimal(g["Metrics"]["UnblendedCost"]["Amount"])  # what the bill says was charged
+        for page in (first, second)
+        for r in page["ResultsByTime"]
+        for g in r["Groups"]
+    )
+    code, out, _ = run(
+        capsys,
+        "--database-url",
+        database_url,
+        "ingest",
+        "cost-explorer",
+        "--from-file",
+        *map(str, pages),
+    )
+    assert code == 0, out
+    assert "cost-explorer:2017-09-01..2017-11-01: read 4 rows" in out
+    assert "API requests" not in out  # files, not calls to AWS
+    assert "note: the saved results are not daily" in out
+    assert f"reconciliation OK: billed {expected:.2f} USD" in out
+
+
+def test_a_saved_file_that_is_not_a_cost_explorer_answer_is_refused(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "focus.json"
+    bad.write_text('{"rows": []}')
+    code, _, err = run(
+        capsys, "--database-url", database_url, "ingest", "cost-explorer", "--from-file", str(bad)
+    )
+    assert code == 2
+    assert err.strip() == (
+        f"error: {bad}: not a Cost Explorer GetCostAndUsage response (no ResultsByTime)"
+    )

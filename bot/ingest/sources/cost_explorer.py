@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -100,7 +102,7 @@ class CostExplorerSource:
                 raise IngestError(
                     f"cost-explorer: request failed ({aws_error_reason(exc)})"
                 ) from None
-            requests += 1
+            requests += 0 if isinstance(self.client, SavedResponses) else 1
             table = response_to_table(page, self.billing_account)
             grouped.add(table)
             if progress:
@@ -215,3 +217,54 @@ def _amount(metrics: dict[str, Any], *names: str) -> Decimal:
         if name in metrics:
             return parse_money(metrics[name].get("Amount")).quantize(Decimal("1e-10"))
     return Decimal(0)
+
+
+class SavedResponses:
+    """GetCostAndUsage answers saved as JSON files, served in order as the pages of one answer.
+
+    Save them with `aws ce get-cost-and-usage ... > page1.json` (one file per page). The window
+    they cover is the span of their results' time periods.
+    """
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self.pages = [_load_saved_page(path) for path in paths]
+        periods = [r["TimePeriod"] for page in self.pages for r in page["ResultsByTime"]]
+        if not periods:
+            raise IngestError(f"{paths[0]}: no ResultsByTime in the saved response(s)")
+        self.start = min(dt.date.fromisoformat(p["Start"]) for p in periods)
+        self.end = max(dt.date.fromisoformat(p["End"]) for p in periods)
+        self.longer_than_a_day = any(
+            dt.date.fromisoformat(p["End"]) - dt.date.fromisoformat(p["Start"]) > dt.timedelta(1)
+            for p in periods
+        )
+
+    def get_cost_and_usage(self, **params: Any) -> dict[str, Any]:
+        """Return the next saved page, pointing at the one after it."""
+        index = int(params.get("NextPageToken") or 0)
+        page = dict(self.pages[index])
+        page.pop("NextPageToken", None)
+        if index + 1 < len(self.pages):
+            page["NextPageToken"] = str(index + 1)
+        return page
+
+
+def _load_saved_page(path: str) -> dict[str, Any]:
+    """Read one saved GetCostAndUsage answer; IngestError names the file and the problem."""
+    try:
+        page = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise IngestError(f"{path}: cannot read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise IngestError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(page, dict) or not isinstance(page.get("ResultsByTime"), list):
+        raise IngestError(
+            f"{path}: not a Cost Explorer GetCostAndUsage response (no ResultsByTime)"
+        )
+    for result in page["ResultsByTime"]:
+        try:
+            dt.date.fromisoformat(result["TimePeriod"]["Start"])
+            dt.date.fromisoformat(result["TimePeriod"]["End"])
+        except (KeyError, TypeError, ValueError):
+            raise IngestError(f"{path}: a result without a valid TimePeriod") from None
+    return page
