@@ -174,7 +174,7 @@ def spend_report(
     basis: CostBasis = CostBasis.BILLED,
     where: dict[str, str | None] | None = None,
 ) -> SpendReport:
-    """Aggregate spend in the period by the given dimensions, largest first."""
+    """Aggregate spend in the period by the dimensions: in date order by day, else largest first."""
     cost = cost_column(basis)
     in_period = [DailySpend.day >= period.start, DailySpend.day < period.end]
     for name, value in (where or {}).items():
@@ -192,7 +192,8 @@ def spend_report(
         )
         .where(*in_period)
         .group_by(*columns, currency)
-        .order_by(currency, func.sum(cost).desc())
+        # a series by day reads in date order; any other grouping, largest first
+        .order_by(currency, *([DIMENSIONS["day"]] if "day" in by else []), func.sum(cost).desc())
     )
     report = SpendReport(period=period, by=by, basis=basis)
     for row in session.execute(query):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -498,3 +499,32 @@ def test_a_saved_file_that_is_not_a_cost_explorer_answer_is_refused(
     assert err.strip() == (
         f"error: {bad}: not a Cost Explorer GetCostAndUsage response (no ResultsByTime)"
     )
+
+
+def test_report_by_day_reads_in_date_order(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--database-url", database_url]
+    code, _, _ = run(capsys, *db, "ingest", "focus", str(DATA / "focus_sample.csv"))
+    assert code == 0
+    engine = make_engine(database_url)
+    with session_scope(make_session_factory(engine)) as session:
+        month = session.scalar(select(func.max(DailySpend.day)))
+    engine.dispose()
+    assert month is not None
+    code, out, _ = run(
+        capsys,
+        *db,
+        "report",
+        "spend",
+        "--month",
+        f"{month:%Y-%m}",
+        "--by",
+        "day,service",
+        "--format",
+        "csv",
+    )
+    assert code == 0
+    first_column = [line.split(",")[0] for line in out.splitlines()[1:]]
+    days = [cell for cell in first_column if re.fullmatch(r"\d{4}-\d{2}-\d{2}", cell)]
+    assert len(set(days)) > 1 and days == sorted(days)
