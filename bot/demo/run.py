@@ -22,6 +22,7 @@ from bot.periods import month_period
 from bot.registry.spec import load_registry_file
 from bot.registry.sync import import_registry
 from bot.slack.blocks.waste import render_waste_text
+from bot.slack.mrkdwn import plain
 from bot.spend.reports import spend_report
 from bot.waste.findings import find_configured_waste
 
@@ -259,13 +260,13 @@ def show_alerts(services: AppServices) -> None:
         for post in report.planned:
             sent.add(post.dedupe_key)
             first = first or (post if post.kind.startswith("budget") else None)
-            print(f"{day:%b %d}  {post.channel:<10} {post.text}")
+            print(f"{day:%b %d}  {post.channel:<10} {plain(post.text)}")
         day += dt.timedelta(days=1)
     if first is not None:
-        print(f"\nThe first budget alert as posted in {first.channel}:")
+        print(f"\nThe first budget alert as posted in {first.channel} (as terminal text):")
         for block in first.blocks:
             for text in _block_texts(block):
-                print("  " + text.replace("\n", "\n  "))
+                print("  " + plain(text).replace("\n", "\n  "))
     print("\n`mlcost poll --as-of 2026-11-20 --dry-run` prints what would be posted on one day.")
 
 

@@ -122,6 +122,28 @@ def quoted(text: str) -> str:
     return "".join(code(part) if i % 2 else escape(part) for i, part in enumerate(parts))
 
 
+_MENTION = re.compile(r"<([@#!])([^|>]*)(?:\|([^>]*))?>")
+_LINK = re.compile(r"<([^@#!|>][^|>]*)(?:\|([^>]*))?>")
+_EMOJI = re.compile(r"(?<![\w:]):[a-z][a-z0-9_+-]*:(?![\w:])\s?")
+_BOLD = re.compile(r"(?<![\w*])\*(\S(?:[^*\n]*\S)?)\*(?![\w*])")
+
+
 def plain(text: str) -> str:
-    """Return mrkdwn we built as terminal text: escapes undone (for CLI summaries of posts)."""
+    """Return mrkdwn as terminal text: no emoji codes, code spans, bold or <...> markup.
+
+    `<@U1>` becomes `@U1`, `<#C1|general>` `#general`, `<!here>` `@here`, and a link its label
+    followed by its address; escapes are undone last, so escaped text stays what it said.
+    """
+
+    def mention(match: re.Match[str]) -> str:
+        sigil, target, label = match.groups()
+        shown = label or target
+        return ("@" if sigil in "@!" else "#") + shown
+
+    def link(match: re.Match[str]) -> str:
+        url, label = match.groups()
+        return f"{label} ({url})" if label else url
+
+    text = _LINK.sub(link, _MENTION.sub(mention, text))
+    text = _BOLD.sub(r"\1", _EMOJI.sub("", text)).replace("`", "")
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")

@@ -28,7 +28,8 @@ def test_poll_as_of_a_day_dry_run_then_queue(
     assert main([*db, "poll", "--as-of", "2026-11-20", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "as of 2026-11-20: 5 budgets evaluated, 5 alerts due (would post)" in out
-    assert "C0ALPHA      :warning: model:alpha passed 50 % of its 2026-11 budget" in out
+    assert "C0ALPHA      model:alpha passed 50 % of its 2026-11 budget" in out
+    assert ":warning:" not in out and "`" not in out  # terminal text, not Slack mrkdwn
     assert "queued" not in out
     assert main([*db, "poll", "--as-of", "2026-11-20"]) == 0
     out = capsys.readouterr().out
