@@ -62,6 +62,14 @@ def format_money(value: Decimal, currency: str = "USD") -> str:
     return f"{sign}{body} {currency}"
 
 
+def format_money_places(value: Decimal, currency: str, places: int) -> str:
+    """Render money with exactly `places` decimals (a table column uses one precision)."""
+    symbol = {"USD": "$", "EUR": "€", "GBP": "£"}.get(currency, "")
+    sign = "-" if value < 0 else ""
+    body = f"{abs(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN):,}"
+    return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency}"
+
+
 def format_percent(value: Decimal | None) -> str:
     """Render a ratio already in percent as `81 %`."""
     if value is None:

@@ -9,10 +9,10 @@ from typing import Any
 
 from bot.cli.context import CliContext
 from bot.economics.unit_costs import ModelEconomics, month_economics
-from bot.money import format_money, format_percent
+from bot.money import format_money_places, format_percent
 from bot.periods import Period, month_of, month_period, previous_month
 from bot.slack.app import ConfigurationError
-from bot.slack.blocks.economics import format_change, format_unit_cost, format_units
+from bot.slack.blocks.economics import format_change, format_units
 
 
 def register(commands: Any) -> None:
@@ -63,19 +63,37 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
         "budget",
         "verdict",
     ]
+    economics = list(economics)
+    unit_costs = {
+        "now": [e.unit_cost for e in economics],
+        "was": [e.previous_unit_cost for e in economics],
+        "serving": [e.stage_unit_cost("serving") for e in economics],
+    }
+    # one precision per column: four decimals when any value in it is below one unit
+    places = {
+        name: 4 if any(v is not None and abs(v) < 1 for v in values) else 2
+        for name, values in unit_costs.items()
+    }
+
+    cost_places = 2 if any(abs(e.current.cost) < 100 for e in economics) else 0
+
+    def unit_cost(name: str, index: int, currency: str) -> str:
+        value = unit_costs[name][index]
+        return "n/a" if value is None else format_money_places(value, currency, places[name])
+
     rows = []
-    for e in economics:
+    for index, e in enumerate(economics):
         currency = e.currency
         rows.append(
             [
                 e.model,
-                format_money(e.current.cost, currency),
+                format_money_places(e.current.cost, currency, cost_places),
                 format_change(e.cost_change_pct),
                 format_units(e.current.units) + (f" {e.metric}" if e.metric else ""),
                 format_change(e.value_change_pct),
-                format_unit_cost(e.unit_cost, currency),
-                format_unit_cost(e.previous_unit_cost, currency),
-                format_unit_cost(e.stage_unit_cost("serving"), currency),
+                unit_cost("now", index, currency),
+                unit_cost("was", index, currency),
+                unit_cost("serving", index, currency),
                 format_percent(e.budget_used_pct) if e.budget is not None else "no budget",
                 ("! " if e.verdict.flagged else "  ") + e.verdict.headline,
             ]

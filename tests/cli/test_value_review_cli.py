@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from bot.cli.review_cmd import render_economics
+from bot.economics.unit_costs import ModelEconomics, PeriodUsage
+from bot.economics.verdicts import Verdict, VerdictKind
+from bot.periods import month_period, previous_month
 from tests.support.cli import import_registry_file
 from tests.support.economics_seed import REGISTRY
 
@@ -51,3 +55,23 @@ def test_demo_prints_unit_economics_verdicts_and_gates(
     assert "! churn-predictor: Cost with no value" in out
     assert "gate PASS: search-ranker" in out and "gate FAIL: recsys" in out
     assert "FAIL budget: embeddings has no budget" in out
+
+
+def _economics(model: str, cost: str, units: int) -> ModelEconomics:
+    month = month_period("2026-11")
+    current = PeriodUsage(month, cost=Decimal(cost), units=Decimal(units))
+    previous = PeriodUsage(previous_month(month), cost=Decimal(cost), units=Decimal(units))
+    verdict = Verdict(VerdictKind.HEALTHY, "Healthy", "")
+    return ModelEconomics(model, "team", "predictions", current, previous, verdict)
+
+
+def test_review_show_uses_one_precision_per_money_column() -> None:
+    """A column mixing $0.0292 and $2.79 (or $85.20 and $2,788) is hard to compare: one each."""
+    table = render_economics(
+        [_economics("big", "2788.40", 1_000_000), _economics("small", "85.20", 2_920_000)],
+        month_period("2026-11"),
+    )
+    rows = {line.split()[0]: line.split() for line in table.splitlines()[3:]}
+    assert rows["big"][1] == "$2,788.40" and rows["small"][1] == "$85.20"
+    # cost per 1k: 2.7884 and 0.029178..., both with four decimals (now and the month before)
+    assert rows["big"].count("$2.7884") == 2 and rows["small"].count("$0.0292") == 2
