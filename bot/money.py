@@ -43,30 +43,19 @@ def parse_money(raw: object) -> Decimal:
     return value
 
 
-def to_cents(value: Decimal) -> Decimal:
-    """Round to the cent with banker's rounding."""
-    return value.quantize(CENT, rounding=ROUND_HALF_EVEN)
+CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
 
 
 def format_money(value: Decimal, currency: str = "USD") -> str:
     """Render `$12,345` (whole dollars above 100, cents below)."""
-    symbol = {"USD": "$", "EUR": "€", "GBP": "£"}.get(currency, "")
-    sign = "-" if value < 0 else ""
-    magnitude = abs(value)
-    if magnitude >= 100:
-        body = f"{magnitude.quantize(Decimal(1), rounding=ROUND_HALF_EVEN):,}"
-    else:
-        body = f"{to_cents(magnitude):,}"
-    if symbol:
-        return f"{sign}{symbol}{body}"
-    return f"{sign}{body} {currency}"
+    return format_money_places(value, currency, 0 if abs(value) >= 100 else 2)
 
 
 def format_money_places(value: Decimal, currency: str, places: int) -> str:
     """Render money with exactly `places` decimals (a table column uses one precision)."""
-    symbol = {"USD": "$", "EUR": "€", "GBP": "£"}.get(currency, "")
     sign = "-" if value < 0 else ""
     body = f"{abs(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN):,}"
+    symbol = CURRENCY_SYMBOLS.get(currency)
     return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency}"
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from bot.money import format_money, format_percent
+from bot.money import CURRENCY_SYMBOLS, format_money, format_percent
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
     MAX_FALLBACK_TEXT,
@@ -51,7 +51,7 @@ def format_unit_cost(value: Decimal | None, currency: str = "USD") -> str:
         return "n/a"
     if abs(value) >= 1:
         return format_money(value, currency)
-    symbol = {"USD": "$", "EUR": "€", "GBP": "£"}.get(currency, "")
+    symbol = CURRENCY_SYMBOLS.get(currency, "")
     body = f"{value.quantize(Decimal('0.0001'))}"
     while body.endswith("0") and len(body.split(".")[1]) > 2:
         body = body[:-1]  # 0.6000 reads as 0.60; 0.0292 keeps its digits

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from bot.money import format_money
+from bot.money import CURRENCY_SYMBOLS, format_money
 from bot.slack.charts.colours import STAGE_COLOURS
 
 WIDTH_IN, HEIGHT_IN, DPI = 12, 5, 100
@@ -244,7 +244,7 @@ def _bars(xs: list[float], bottom: list[float], heights: list[float]) -> list[An
 
 
 def _short_money(value: float, currency: str) -> str:
-    symbol = {"USD": "$", "EUR": "€", "GBP": "£"}.get(currency, "")
+    symbol = CURRENCY_SYMBOLS.get(currency, "")
     magnitude = abs(value)
     if magnitude >= 1_000_000:
         body = f"{magnitude / 1_000_000:.1f}M"
