@@ -487,18 +487,32 @@ def test_cost_explorer_answers_saved_as_json_are_ingested_from_files(
     assert f"reconciliation OK: billed {expected:.2f} USD" in out
 
 
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('{"rows": []}', "not a Cost Explorer GetCostAndUsage response (no ResultsByTime)"),
+        (
+            '{"ResultsByTime": [{"TimePeriod": {"Start": "x"}}]}',
+            "a result without a valid TimePeriod",
+        ),
+        ("{not json", "not JSON"),
+    ],
+)
 def test_a_saved_file_that_is_not_a_cost_explorer_answer_is_refused(
-    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    database_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: str,
+    problem: str,
 ) -> None:
     bad = tmp_path / "focus.json"
-    bad.write_text('{"rows": []}')
-    code, _, err = run(
-        capsys, "--database-url", database_url, "ingest", "cost-explorer", "--from-file", str(bad)
-    )
+    bad.write_text(content)
+    db = ["--database-url", database_url]
+    code, _, err = run(capsys, *db, "ingest", "cost-explorer", "--from-file", str(bad))
     assert code == 2
-    assert err.strip() == (
-        f"error: {bad}: not a Cost Explorer GetCostAndUsage response (no ResultsByTime)"
-    )
+    assert err.strip().startswith(f"error: {bad}: {problem}")
+    code, out, _ = run(capsys, *db, "report", "spend")
+    assert code == 0 and "no spend in this period" in out  # nothing was written
 
 
 def test_report_by_day_reads_in_date_order(

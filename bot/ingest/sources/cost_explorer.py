@@ -227,17 +227,14 @@ class SavedResponses:
     """
 
     def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
-        self.pages = [_load_saved_page(path) for path in paths]
-        periods = [r["TimePeriod"] for page in self.pages for r in page["ResultsByTime"]]
-        if not periods:
+        loaded = [_load_saved_page(path) for path in paths]
+        self.pages = [page for page, _spans in loaded]
+        spans = [span for _page, page_spans in loaded for span in page_spans]
+        if not spans:
             raise IngestError(f"{paths[0]}: no ResultsByTime in the saved response(s)")
-        self.start = min(dt.date.fromisoformat(p["Start"]) for p in periods)
-        self.end = max(dt.date.fromisoformat(p["End"]) for p in periods)
-        self.longer_than_a_day = any(
-            dt.date.fromisoformat(p["End"]) - dt.date.fromisoformat(p["Start"]) > dt.timedelta(1)
-            for p in periods
-        )
+        self.start = min(start for start, _end in spans)
+        self.end = max(end for _start, end in spans)
+        self.longer_than_a_day = any(end - start > dt.timedelta(days=1) for start, end in spans)
 
     def get_cost_and_usage(self, **params: Any) -> dict[str, Any]:
         """Return the next saved page, pointing at the one after it."""
@@ -249,8 +246,11 @@ class SavedResponses:
         return page
 
 
-def _load_saved_page(path: str) -> dict[str, Any]:
-    """Read one saved GetCostAndUsage answer; IngestError names the file and the problem."""
+def _load_saved_page(path: str) -> tuple[dict[str, Any], list[tuple[dt.date, dt.date]]]:
+    """Read one saved GetCostAndUsage answer and its results' (start, end) days.
+
+    IngestError names the file and the problem.
+    """
     try:
         page = json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except OSError as exc:
@@ -261,10 +261,13 @@ def _load_saved_page(path: str) -> dict[str, Any]:
         raise IngestError(
             f"{path}: not a Cost Explorer GetCostAndUsage response (no ResultsByTime)"
         )
+    spans = []
     for result in page["ResultsByTime"]:
         try:
-            dt.date.fromisoformat(result["TimePeriod"]["Start"])
-            dt.date.fromisoformat(result["TimePeriod"]["End"])
+            period = result["TimePeriod"]
+            spans.append(
+                (dt.date.fromisoformat(period["Start"]), dt.date.fromisoformat(period["End"]))
+            )
         except (KeyError, TypeError, ValueError):
             raise IngestError(f"{path}: a result without a valid TimePeriod") from None
-    return page
+    return page, spans
