@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +31,24 @@ def handle_error(
     client: WebClient,
     respond: Respond | None,
 ) -> BoltResponse | None:
-    """Tell the person what went wrong (a reference for the unexpected); log the traceback."""
+    """Bolt's error handler: answer the request if it is not acknowledged yet (see answer_error)."""
+    answer = answer_error(error, body, client, respond, acked=response is None)
+    return None if response is None else BoltResponse(status=200, body=answer or "")
+
+
+def answer_error(
+    error: Exception,
+    body: dict[str, Any],
+    client: WebClient,
+    respond: Respond | None,
+    *,
+    acked: bool,
+) -> dict[str, Any]:
+    """Tell the person what went wrong (a reference for the unexpected); log the traceback.
+
+    Return what to acknowledge with: a modal not yet acknowledged says it itself (Slack shows
+    nothing for a 500); otherwise the person is told ephemerally and the answer is empty.
+    """
     kind = body.get("type") or body.get("command") or "request"
     if isinstance(error, MlcostError):
         log.warning("%s refused: %s", kind, error)
@@ -44,11 +60,10 @@ def handle_error(
             f":x: Sorry, something went wrong on our side (reference `{ref}`). "
             "Please try again; if it keeps happening, give the reference to your mlcost admin."
         )
-    if body.get("type") == "view_submission" and response is not None:
-        # Not acknowledged yet: the modal itself can say it (Slack shows nothing for a 500).
-        return BoltResponse(status=200, body=_modal_answer(error, body, text))
+    if body.get("type") == "view_submission" and not acked:
+        return _modal_answer(error, body, text)
     _tell(client, respond, body, text)
-    return BoltResponse(status=200, body="") if response is not None else None
+    return {}
 
 
 def _modal_answer(error: Exception, body: dict[str, Any], text: str) -> dict[str, Any]:
@@ -102,16 +117,9 @@ def guarded(listener: Callable[..., None]) -> Callable[[Args], None]:
             listener(**{name: getattr(args, name) for name in wanted})
         except Exception as exc:
             acked = args.ack.response is not None
-            answer = handle_error(
-                exc,
-                args.body,
-                None if acked else BoltResponse(status=200),
-                args.client,
-                args.respond,
-            )
+            answer = answer_error(exc, args.body, args.client, args.respond, acked=acked)
             if not acked:
-                body = json.loads(answer.body) if answer is not None and answer.body else {}
-                args.ack(**body)
+                args.ack(**answer)
 
     del run_guarded.__wrapped__  # Bolt injects by this function's own signature: `args`
     run_guarded.guarded = True  # type: ignore[attr-defined]
