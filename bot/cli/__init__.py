@@ -1,4 +1,9 @@
-"""The `mlcost` command line: one module per command group, each with register()."""
+"""The `mlcost` command line: one module per command group, each with register().
+
+Building the parser imports only the command modules, which import their heavy dependencies
+(SQLAlchemy, pandas, pyarrow, boto3, Slack, matplotlib) inside the handlers: `mlcost --help`
+and a bad command line answer without loading them (tests/cli/test_help_imports.py).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-
-from pydantic import ValidationError
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InterfaceError, OperationalError
+from typing import TYPE_CHECKING
 
 from bot.cli import (
     db_cmd,
@@ -22,9 +24,10 @@ from bot.cli import (
     review_cmd,
     serve_cmd,
 )
-from bot.cli.context import CliContext
-from bot.db.engine import database_unavailable
 from bot.errors import MlcostError, new_reference
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
 COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd]
@@ -107,6 +110,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the command line is valid: now load what running a command needs
+    from pydantic import ValidationError
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    from bot.cli.context import CliContext
+    from bot.db.engine import database_unavailable
+
     configure_logging(args.verbose)
     known_error = getattr(args, "known_error_exit", 2)
     unexpected_error = getattr(args, "unexpected_error_exit", 1)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.cli import value_cmd
-from bot.cli.context import CliContext, ProgressLine, day_argument
+from bot.cli.arguments import day_argument
 from bot.errors import UsageError
-from bot.ingest.ledger import IngestReport, ingest
-from bot.ingest.sources.base import SpendSource
+
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
+    from bot.ingest.ledger import IngestReport
+    from bot.ingest.sources.base import SpendSource
 
 
 def register(commands: Any) -> None:
@@ -109,6 +112,9 @@ def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _run(source: SpendSource, ctx: CliContext) -> int:
+    from bot.cli.progress import ProgressLine
+    from bot.ingest.ledger import ingest
+
     progress = ProgressLine(f"{source.kind}")
     with ctx.session() as session:
         report = ingest(source, session=session, progress=progress)

@@ -7,19 +7,15 @@ import csv
 import datetime as dt
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.context import CliContext, day_argument
-from bot.ingest.rollup import ledger_day_range
+from bot.cli.arguments import day_argument
 from bot.money import CostBasis, format_money
-from bot.periods import Period, month_of, month_period
-from bot.spend.reports import (
-    SpendReport,
-    SpendTotals,
-    check_currency_setting,
-    parse_dimensions,
-    spend_report,
-)
+
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
+    from bot.periods import Period
+    from bot.spend.reports import SpendReport, SpendTotals
 
 
 def register(commands: Any) -> None:
@@ -54,6 +50,10 @@ def register(commands: Any) -> None:
 
 def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print spend per group for a month."""
+    from bot.ingest.rollup import ledger_day_range
+    from bot.periods import month_of, month_period
+    from bot.spend.reports import check_currency_setting, parse_dimensions, spend_report
+
     period = month_period(args.month) if args.month else month_of(ctx.services.clock().date())
     with ctx.session() as session:
         check_currency_setting(session, ctx.settings.currency)
