@@ -19,6 +19,7 @@ from bot.cli import (
     gate_cmd,
     ingest_cmd,
     poll_cmd,
+    progress,
     registry_cmd,
     report_cmd,
     review_cmd,
@@ -51,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_global_options(parser: argparse.ArgumentParser, default: object = None) -> None:
-    """Add the options every command takes: --database-url and -v."""
+    """Add the options every command takes: --database-url, -v and -q."""
     parser.add_argument("--database-url", default=default, help="override MLCOST_DATABASE_URL")
     parser.add_argument(
         "-v",
@@ -59,6 +60,13 @@ def add_global_options(parser: argparse.ArgumentParser, default: object = None) 
         action="store_true",
         default=False if default is None else default,
         help="log debug detail",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=False if default is None else default,
+        help="no progress bars (they are only drawn when stderr is a terminal)",
     )
 
 
@@ -119,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bot.db.engine import database_unavailable
 
     configure_logging(args.verbose)
+    progress.set_quiet(args.quiet)
     known_error = getattr(args, "known_error_exit", 2)
     unexpected_error = getattr(args, "unexpected_error_exit", 1)
     ctx: CliContext | None = None

@@ -6,7 +6,7 @@ import argparse
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from bot.cli import value_cmd
+from bot.cli import progress, value_cmd
 from bot.cli.arguments import day_argument
 from bot.errors import UsageError
 
@@ -112,13 +112,10 @@ def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _run(source: SpendSource, ctx: CliContext) -> int:
-    from bot.cli.progress import ProgressLine
     from bot.ingest.ledger import ingest
 
-    progress = ProgressLine(f"{source.kind}")
-    with ctx.session() as session:
-        report = ingest(source, session=session, progress=progress)
-    progress.done()
+    with progress.task(f"ingest {source.kind}") as bar, ctx.session() as session:
+        report = ingest(source, session=session, progress=bar)
     print_report(report)
     return 0 if report.reconciled else 1
 

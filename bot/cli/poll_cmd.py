@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from bot.cli import progress
 from bot.cli.arguments import day_argument
 from bot.cli.ingest_cmd import print_report
 from bot.errors import UsageError
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         checks=checks,
         dry_run=args.dry_run,
         clock=services.clock,  # fetching takes time: lease from the clock at claim time
+        progress=progress.task,
     )
     print_cycle(report, dry_run=args.dry_run, delivering=delivering)
     return 1 if report.fetch_errors else 0

@@ -29,7 +29,7 @@ HEAVY = (
 
 
 def imported_by(*argv: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    """Run `python -X importtime -m bot.cli ARGV`; return the process and the modules it imported."""
+    """Run `python -X importtime -m bot.cli ARGV`; return the process and what it imported."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLCOST_", "SLACK_"))}
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "bot.cli", *argv],
