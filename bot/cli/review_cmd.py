@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from bot.money import format_money_places, format_percent
+from bot.money import column_places, format_money_places, format_percent
 from bot.periods import Period, month_of, month_period, previous_month
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
         for name, values in unit_costs.items()
     }
 
-    cost_places = 2 if any(abs(e.current.cost) < 100 for e in economics) else 0
+    cost_places = column_places(e.current.cost for e in economics)
 
     def unit_cost(name: str, index: int, currency: str) -> str:
         value = unit_costs[name][index]
