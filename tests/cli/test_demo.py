@@ -109,3 +109,19 @@ def test_terminal_lines_of_the_demo_carry_no_slack_markup(two_runs: TwoRuns) -> 
     """Only the trust section shows mrkdwn, on purpose; and the waste report (another command's)."""
     before_waste = two_runs.first.split("== 11. Waste")[0]
     assert "`" not in before_waste and ":warning:" not in before_waste
+
+
+def test_the_readme_shows_what_the_demo_writes_and_posts(two_runs: TwoRuns) -> None:
+    """The README's chart is the demo's model chart, and its alert is the demo's first alert."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    picture = root / "docs" / "images" / "recsys-2026-11.png"
+    assert picture.read_bytes() == two_runs.first_pngs["model-recsys-2026-11.png"], (
+        "docs/images/recsys-2026-11.png is stale: copy mlcost-demo/charts/model-recsys-2026-11.png"
+    )
+    alert = readme.split("budget alert as the demo posts it", 1)[1].split("```")[1]
+    shown = [line.strip() for line in alert.splitlines() if line.strip() not in ("", "…")]
+    printed = {line.strip() for line in two_runs.first.splitlines()}
+    assert shown and all(line in printed for line in shown), [
+        line for line in shown if line not in printed
+    ]
