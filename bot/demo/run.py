@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import gzip
+import io
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from bot.waste.findings import find_configured_waste
 
 DATA = Path(__file__).resolve().parent / "data"
 DEMO_MONTH = "2026-11"
+REPORTS_AS_OF = dt.date(2026, 11, 20)  # mid-month, so the forecasts have work to do
 
 
 def section(title: str) -> None:
@@ -36,8 +38,18 @@ def section(title: str) -> None:
 
 
 def run_demo(services: AppServices, folder: Path) -> int:
-    """Run each step of the loop and print what a user would see."""
-    print(f"mlcost demo in {folder.resolve()} (database {services.settings.database_url})")
+    """Run each step of the loop and print what a user would see.
+
+    The demo's database is emptied first, so every run starts from the same state and prints
+    the same thing; the data every section reads (registry, billing, value metrics) is loaded
+    before any section reads it.
+    """
+    print(
+        f"mlcost demo in {folder.resolve()} (database {services.settings.database_url}, "
+        "emptied first: every run shows the same)"
+    )
+    empty_database(services)
+    charts = DemoCharts(folder / "charts")
 
     section("1. Registry: teams, models, owners, budgets")
     spec = load_registry_file(DATA / "registry.yaml")
@@ -50,19 +62,21 @@ def run_demo(services: AppServices, folder: Path) -> int:
         f"({changes['created']} created, {changes['updated']} updated)"
     )
 
-    section("2. Ingest three months of FOCUS billing (re-ingest replaces, never doubles)")
+    section("2. Ingest three months of FOCUS billing")
     with services.unit_of_work() as session:
         report = ingest(FocusSource([str(DATA / "billing-focus.csv.gz")]), session=session)
     print_report(report)
 
-    section(f"3. Spend for {DEMO_MONTH} by model and stage")
+    load_value_metrics(services)
+
+    section(f"4. Spend for {DEMO_MONTH} by model and stage")
     with services.unit_of_work() as session:
         spend = spend_report(
             session=session, period=month_period(DEMO_MONTH), by=["model", "stage"]
         )
     print(render(spend, "table"), end="")
 
-    section(f"4. Unallocated spend in {DEMO_MONTH}: what tags would fix it")
+    section(f"5. Unallocated spend in {DEMO_MONTH}: what tags would fix it")
     with services.unit_of_work() as session:
         unowned = spend_report(
             session=session,
@@ -72,20 +86,48 @@ def run_demo(services: AppServices, folder: Path) -> int:
         )
     print(render(unowned, "table"), end="")
 
-    show_slack_model_report(services, folder)
+    show_slack_model_report(services, charts)
+    show_slack_team_report(services, charts)
     show_alerts(services)
-    run_unit_economics_demo(services)
-
-    section("10. Waste as of 2026-11-30: money that burns silently")
-    with services.unit_of_work() as session:
-        findings = find_configured_waste(
-            session=session, settings=services.settings, as_of=dt.date(2026, 11, 30)
-        )
-    print(render_waste_text(findings, services.settings.currency), end="")
-
+    run_unit_economics_demo(services, charts)
+    show_waste(services, charts)
     show_export_poll(services, folder)
     show_trust(services)
+    charts.print_list()
     return 0
+
+
+def empty_database(services: AppServices) -> None:
+    """Delete every row of the demo's database, so a run never depends on the one before."""
+    from bot.db.schema import Base
+
+    with services.unit_of_work() as session:
+        for table in reversed(Base.metadata.sorted_tables):
+            session.execute(table.delete())
+
+
+class DemoCharts:
+    """The demo's chart folder: each chart written once, listed at the end."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.written: list[tuple[str, str]] = []
+
+    def write(self, name: str, png: bytes, what: str) -> Path:
+        """Write one chart's PNG and remember what it shows."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / name
+        path.write_bytes(png)
+        self.written.append((name, what))
+        return path
+
+    def print_list(self) -> None:
+        """Print the folder and each chart in it."""
+        section("Charts")
+        print(f"charts written to {self.folder.resolve()}/:")
+        width = max((len(name) for name, _ in self.written), default=0)
+        for name, what in self.written:
+            print(f"  {name:<{width}}  {what}")
 
 
 HOSTILE_TAG = "legacy <!channel> <https://evil.example|click here>"
@@ -93,7 +135,7 @@ HOSTILE_TAG = "legacy <!channel> <https://evil.example|click here>"
 
 def show_trust(services: AppServices) -> None:
     """Show what outside text becomes in Slack, and what a registry import would change."""
-    section("12. Trust: outside text is escaped; a registry import shows its diff first")
+    section("13. Trust: outside text is escaped; a registry import shows its diff first")
     from bot.registry.plan import plan_import
     from bot.registry.spec import parse_registry
     from bot.slack.blocks.alerts import build_unallocated_alert
@@ -112,7 +154,7 @@ def show_trust(services: AppServices) -> None:
         plan = plan_import(
             parse_registry(raised), session=session, source="registry.yaml", default_currency=money
         )
-        print("`mlcost registry import registry.yaml --dry-run` after raising recsys's budget:")
+        print("mlcost registry import registry.yaml --dry-run, after raising recsys's budget:")
         for change in plan.diff.lines():
             print(f"  {change}")
         empty = plan_import(
@@ -136,7 +178,11 @@ def write_export_folders(root: Path) -> list[Path]:
     for period, rows in sorted(by_period.items()):
         target = root / "data" / f"BILLING_PERIOD={period}" / "mlcost-focus-00001.csv.gz"
         target.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(target, "wt", encoding="utf-8", newline="") as out:
+        # mtime=0: the same rows give the same bytes on every run
+        with (
+            gzip.GzipFile(target, "wb", mtime=0) as raw,
+            io.TextIOWrapper(raw, encoding="utf-8", newline="") as out,
+        ):
             writer = csv.DictWriter(out, fieldnames=fields)
             writer.writeheader()
             writer.writerows(rows)
@@ -147,7 +193,7 @@ def write_export_folders(root: Path) -> list[Path]:
 def show_export_poll(services: AppServices, folder: Path) -> None:
     """Poll an export the way the scheduler does: only the last two billing periods."""
     today = dt.date(2026, 12, 1)
-    section(f"11. The scheduled poll of an export, on {today} (a folder laid out like S3)")
+    section(f"12. The scheduled poll of an export, on {today} (a folder laid out like S3)")
     root = folder / "focus-export"
     files = write_export_folders(root)
     print(
@@ -171,29 +217,49 @@ def show_export_poll(services: AppServices, folder: Path) -> None:
 
 
 GATE_MODELS = ("search-ranker", "recsys", "embeddings")
+REVIEW_TEAM = "ranking"
+WASTE_AS_OF = dt.date(2026, 11, 30)
 
 
-def run_unit_economics_demo(services: AppServices) -> int:
-    """Value metrics in, unit economics and verdicts for the demo month, the release gate."""
-    from bot.cli.review_cmd import render_economics
-    from bot.economics.gate import evaluate_gate
-    from bot.economics.unit_costs import month_economics
+def load_value_metrics(services: AppServices) -> None:
+    """Record the models' daily predictions: the alerts' waste posts and the economics read them."""
     from bot.economics.value_metrics import known_model_names, read_value_csv, record_values
 
-    section("7. Value metrics: daily predictions per model (re-ingest replaces)")
+    section("3. Value metrics: daily predictions per model")
     with services.unit_of_work() as session:
         rows = read_value_csv(DATA / "value-metrics.csv", known_model_names(session))
         record_values(rows, session=session, source="csv", recorded_by="demo")
     print(f"{len(rows):,} value rows for {len({r.model for r in rows})} models")
 
-    section(f"8. Unit economics and verdicts for {DEMO_MONTH}")
+
+def run_unit_economics_demo(services: AppServices, charts: DemoCharts) -> int:
+    """Unit economics and verdicts for the demo month, the review's chart, the release gate."""
+    from bot.cli.review_cmd import render_economics
+    from bot.economics.gate import evaluate_gate
+    from bot.economics.unit_costs import month_economics
+    from bot.slack.charts.review import render_review_chart
+
+    section(f"9. Unit economics and verdicts for {DEMO_MONTH}; the monthly review")
     month = month_period(DEMO_MONTH)
     with services.unit_of_work() as session:
         economics = month_economics(session=session, month=month, settings=services.settings)
     print(render_economics(economics.values(), month), end="")
+    # what `mlcost review post` puts in each team's thread: one snapshot per model with cost
+    snapshots = [
+        e.as_json()
+        for name, e in sorted(economics.items())
+        if e.team == REVIEW_TEAM and e.current.cost > 0
+    ]
+    png = render_review_chart(month.label, REVIEW_TEAM, snapshots, services.settings.currency)
+    name = f"review-{REVIEW_TEAM}-{month.label}.png"
+    charts.write(name, png, f"the {month.label} review of team {REVIEW_TEAM}: cost by model, stage")
+    print(
+        f"\nmlcost review post asks each team to keep or kill its models, in one thread per "
+        f"team with a chart; team {REVIEW_TEAM}'s: charts/{name}"
+    )
 
     as_of = month.end - dt.timedelta(days=1)
-    section(f"9. Release gate (`mlcost gate <model> --as-of {as_of}`)")
+    section(f"10. Release gate (mlcost gate <model> --as-of {as_of})")
     with services.unit_of_work() as session:
         for model in GATE_MODELS:
             result = evaluate_gate(
@@ -203,17 +269,41 @@ def run_unit_economics_demo(services: AppServices) -> int:
     return 0
 
 
-def show_slack_model_report(services: AppServices, folder: Path) -> None:
+def show_waste(services: AppServices, charts: DemoCharts) -> None:
+    """Print the waste findings as `mlcost report waste` does, and chart them."""
+    from bot.slack.blocks.waste import KIND_LABELS
+    from bot.slack.charts.waste import WasteBar, render_waste_chart
+
+    section(f"11. Waste as of {WASTE_AS_OF}: money that burns silently")
+    currency = services.settings.currency
+    with services.unit_of_work() as session:
+        findings = find_configured_waste(
+            session=session, settings=services.settings, as_of=WASTE_AS_OF
+        )
+    print(render_waste_text(findings, currency), end="")
+    bars = [
+        WasteBar(KIND_LABELS.get(f.kind, f.kind), plain(f.subject), f.monthly_cost)
+        for f in findings
+    ]
+    name = f"waste-{WASTE_AS_OF}.png"
+    charts.write(
+        name,
+        render_waste_chart(bars, currency=currency, as_of=WASTE_AS_OF),
+        "waste findings by monthly cost",
+    )
+    print(f"chart: charts/{name}")
+
+
+def show_slack_model_report(services: AppServices, charts: DemoCharts) -> None:
     """Print what `/mlcost model recsys` posts, and write its chart PNG to the demo folder."""
     from bot.slack.blocks.common import signed_percent
     from bot.slack.charts.spend_chart import render_spend_chart
     from bot.spend.model_report import model_chart, model_report
 
-    as_of = dt.date(2026, 11, 20)  # mid-month, so the forecast has work to do
-    section(f"5. Slack: /mlcost model recsys (as of {as_of}, no Slack needed)")
+    section(f"6. Slack: /mlcost model recsys (as of {REPORTS_AS_OF}, no Slack needed)")
     with services.unit_of_work() as session:
         report = model_report(
-            session=session, name="recsys", today=as_of, currency=services.settings.currency
+            session=session, name="recsys", today=REPORTS_AS_OF, currency=services.settings.currency
         )
     currency = report.currency
     money = lambda v: format_money(v, currency)  # noqa: E731
@@ -234,18 +324,59 @@ def show_slack_model_report(services: AppServices, folder: Path) -> None:
         else ""
     )
     print(f"cost basis      {report.basis}")
-    path = folder / "recsys-2026-11.png"
-    path.write_bytes(render_spend_chart(model_chart(report, currency)))
-    print(f"chart           {path.resolve()} (what the bot uploads to the channel)")
+    name = f"model-recsys-{DEMO_MONTH}.png"
+    charts.write(
+        name,
+        render_spend_chart(model_chart(report, currency)),
+        "/mlcost model recsys: daily spend by stage, burn against budget, forecast",
+    )
+    print(f"chart           charts/{name} (what the bot uploads to the channel)")
 
 
-ALERTS_THROUGH = dt.date(2026, 11, 20)
+def show_slack_team_report(services: AppServices, charts: DemoCharts) -> None:
+    """Print the numbers `/mlcost team ranking` posts, and write its chart PNG."""
+    from bot.slack.blocks.common import signed_percent
+    from bot.slack.charts.spend_chart import render_spend_chart
+    from bot.spend.team_report import team_chart, team_report
+
+    section(f"7. Slack: /mlcost team {REVIEW_TEAM} (as of {REPORTS_AS_OF}, no Slack needed)")
+    with services.unit_of_work() as session:
+        report = team_report(
+            session=session,
+            name=REVIEW_TEAM,
+            today=REPORTS_AS_OF,
+            currency=services.settings.currency,
+        )
+    total, currency = report.total, report.currency
+    money = lambda v: format_money(v, currency)  # noqa: E731
+    print(f"month to date   {money(total.month_to_date)} (data through {report.span.as_of})")
+    print(f"budget          {money(total.budget or 0)} · {format_percent(total.budget_used)} used")
+    print(f"forecast        {money(total.forecast.amount)} ({total.forecast.describe()})")
+    print(
+        f"vs last month   {signed_percent(total.change)} against "
+        f"{money(total.last_month_same_days)} in the same days"
+    )
+    for rank, line in enumerate(report.models, 1):
+        print(
+            f"{'models' if rank == 1 else '':<15} {rank}. {line.name} {money(line.month_to_date)}, "
+            f"forecast {money(line.forecast.amount)}"
+        )
+    name = f"team-{REVIEW_TEAM}-{DEMO_MONTH}.png"
+    charts.write(
+        name,
+        render_spend_chart(team_chart(report, report.currency)),
+        f"/mlcost team {REVIEW_TEAM}: daily spend by model, burn against budget, forecast",
+    )
+    print(f"chart           charts/{name}")
+
+
+ALERTS_THROUGH = REPORTS_AS_OF
 
 
 def show_alerts(services: AppServices) -> None:
     """Walk the demo month day by day and print each alert on the day it would have posted."""
     section(
-        f"6. Budget alerts, anomalies, weekly unallocated and waste posts, day by day to "
+        f"8. Budget alerts, anomalies, weekly unallocated and waste posts, day by day to "
         f"{ALERTS_THROUGH} (no Slack needed)"
     )
     sent: set[str] = set()
@@ -267,7 +398,7 @@ def show_alerts(services: AppServices) -> None:
         for block in first.blocks:
             for text in _block_texts(block):
                 print("  " + plain(text).replace("\n", "\n  "))
-    print("\n`mlcost poll --as-of 2026-11-20 --dry-run` prints what would be posted on one day.")
+    print("\nmlcost poll --as-of 2026-11-20 --dry-run prints what would be posted on one day.")
 
 
 def _block_texts(block: dict[str, Any]) -> list[str]:

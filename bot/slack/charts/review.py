@@ -8,10 +8,12 @@ from decimal import Decimal
 from typing import Any
 
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bot.db.schema import STAGES
 from bot.slack.charts.colours import STAGE_COLOURS
+from bot.slack.charts.ticks import money_axis
 
 
 def render_review_chart(
@@ -49,11 +51,12 @@ def review_figure(
     panels = sorted(groups.items()) or [(currency, [])]
     heights = [max(1.1, 0.55 * len(snaps) + 0.9) for _, snaps in panels]
     figure = Figure(figsize=(9, max(2.5, sum(heights) + 0.5)), dpi=100)
+    FigureCanvasAgg(figure)
     for index, (code, snaps) in enumerate(panels):
         axes = figure.add_subplot(len(panels), 1, index + 1)
         _draw_panel(axes, snaps, code)
         if index == 0:
-            axes.set_title(f"{team}: cost by model and stage, {month}")
+            axes.set_title(f"{team}: cost by model and stage, {month}", loc="left")
     figure.tight_layout()
     return figure
 
@@ -91,6 +94,7 @@ def _draw_panel(axes: Any, snapshots: Sequence[dict[str, Any]], currency: str) -
         label="last month",
         zorder=3,
     )
-    axes.set_xlabel(f"cost ({currency})")
-    axes.legend(loc="lower right", fontsize="small")
+    money_axis(axes.xaxis, currency, "cost")
+    axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small", frameon=False)
     axes.grid(axis="x", alpha=0.3)
+    axes.spines[["top", "right"]].set_visible(False)

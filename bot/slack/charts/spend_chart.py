@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from bot.money import CURRENCY_SYMBOLS, format_money
+from bot.money import format_money
 from bot.slack.charts.colours import STAGE_COLOURS
 
 WIDTH_IN, HEIGHT_IN, DPI = 12, 5, 100
@@ -94,37 +94,58 @@ def render_in_this_process(chart: SpendChart) -> bytes:
 
 
 def _render(chart: SpendChart) -> bytes:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter
-
-    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    money = FuncFormatter(lambda v, _pos: _short_money(v, chart.currency))
-    handles = _draw_daily(ax, chart, money)
-    burn = ax.twinx()
-    burn.yaxis.set_major_formatter(money)
-    burn.set_ylabel("month cumulative")
-    _draw_burn(burn, chart)
-
-    fig.suptitle(chart.title, x=0.01, ha="left", fontsize=13, fontweight="bold")
-    ax.set_title(chart.subtitle, loc="left", fontsize=9, color="#555555")
-    handles += burn.get_legend_handles_labels()[0]
-    if handles:
-        ax.legend(
-            handles=handles, loc="upper left", fontsize=8, ncols=min(4, len(handles)), frameon=False
-        )
-    fig.subplots_adjust(left=0.07, right=0.92, top=0.86, bottom=0.1)
     out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=DPI)
+    spend_figure(chart).savefig(out, format="png", dpi=DPI)
     return out.getvalue()
 
 
-def _draw_daily(ax: Any, chart: SpendChart, money: Any) -> list[Any]:
+def spend_figure(chart: SpendChart) -> Any:
+    """Draw the chart as a matplotlib Figure: daily spend above, the month's burn below.
+
+    The two panels share the date axis but not a money axis: daily amounts and the month's
+    running total (with the budget it is held against) each get their own labelled scale, so
+    no line can be read against the other's axis.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from bot.slack.charts.ticks import date_axis, money_axis
+
+    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+    FigureCanvasAgg(fig)
+    daily, burn = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    handles = _draw_daily(daily, chart)
+    money_axis(daily.yaxis, chart.currency, "Daily spend")
+    _draw_burn(burn, chart)
+    money_axis(burn.yaxis, chart.currency, "Cumulative")
+    date_axis(burn.xaxis)
+    for axes in (daily, burn):
+        axes.spines[["top", "right"]].set_visible(False)
+        axes.grid(axis="y", alpha=0.25)
+        axes.yaxis.label.set_fontsize(9)
+        axes.tick_params(labelsize=8)
+
+    fig.suptitle(chart.title, x=0.01, ha="left", fontsize=13, fontweight="bold")
+    daily.set_title(chart.subtitle, loc="left", fontsize=9, color="#555555")
+    if handles:
+        daily.legend(
+            handles=handles,
+            loc="upper left",
+            fontsize=8,
+            ncols=min(6, len(handles)),
+            frameon=False,
+        )
+    if burn.get_legend_handles_labels()[0]:
+        burn.legend(loc="upper left", fontsize=8, ncols=4, frameon=False)
+    fig.subplots_adjust(left=0.075, right=0.985, top=0.875, bottom=0.07, hspace=0.12)
+    fig.align_ylabels([daily, burn])
+    return fig
+
+
+def _draw_daily(ax: Any, chart: SpendChart) -> list[Any]:
     """Draw the stacked daily bars and the forecast's hatched ones; return their legend handles."""
     from matplotlib.collections import PolyCollection
-    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
+    from matplotlib.dates import date2num
     from matplotlib.patches import Patch
 
     last_day = chart.month_end - dt.timedelta(days=1)
@@ -164,15 +185,9 @@ def _draw_daily(ax: Any, chart: SpendChart, money: Any) -> list[Any]:
         )
         top = max(top, *values)
     ax.xaxis_date()
-    ax.set_ylim(0, top * 1.25 if top > 0 else 1)
-    ax.set_ylabel(f"daily spend ({chart.currency})")
-    ax.yaxis.set_major_formatter(money)
-    ax.set_xlim(date2num(chart.first_day) - 1, date2num(chart.month_end))
-    locator = AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
-    ax.spines[["top"]].set_visible(False)
-    ax.grid(axis="y", alpha=0.25)
+    ax.set_ylim(0, top * 1.3 if top > 0 else 1)  # room for the legend above the bars
+    # the axis ends with the month's last bar: no tick of the next month under it
+    ax.set_xlim(date2num(chart.first_day) - 0.6, date2num(last_day) + 0.6)
     return handles
 
 
@@ -187,6 +202,7 @@ def _draw_burn(burn: Any, chart: SpendChart) -> None:
         running += float(chart.month_actual[day])
         actual_days.append(date2num(day))
         actual_cum.append(running)
+    top = running
     if actual_days:
         burn.plot(actual_days, actual_cum, color="#111111", linewidth=2, label="month to date")
     if chart.projected:
@@ -205,23 +221,11 @@ def _draw_burn(burn: Any, chart: SpendChart) -> None:
             linestyle="--",
             label=chart.forecast_label or "forecast",
         )
-        burn.annotate(
-            _short_money(total, chart.currency),
-            (xs[-1], total),
-            textcoords="offset points",
-            xytext=(-4, 6),
-            ha="right",
-            fontsize=9,
-        )
+        top = max(top, total)
     if chart.budget is not None and chart.budget > 0:
         budget = float(chart.budget)
-        burn.axhline(
-            budget,
-            color="#c1121f",
-            linestyle=":",
-            linewidth=1.5,
-            label=f"budget {format_money(chart.budget, chart.currency)}",
-        )
+        label = f"budget {format_money(chart.budget, chart.currency)}"
+        burn.axhline(budget, color="#c1121f", linestyle=":", linewidth=1.5, label=label)
         last_day = chart.month_end - dt.timedelta(days=1)
         burn.plot(
             [date2num(chart.month_start) - 0.5, date2num(last_day)],
@@ -231,7 +235,19 @@ def _draw_burn(burn: Any, chart: SpendChart) -> None:
             linewidth=1,
             label="even burn to budget",
         )
-    burn.set_ylim(bottom=0)
+        # the budget's amount written on its line where the month starts, clear of the burn
+        burn.annotate(
+            label,
+            (date2num(chart.month_start) - 0.5, budget),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="left",
+            va="bottom",
+            fontsize=8,
+            color="#c1121f",
+        )
+        top = max(top, budget)
+    burn.set_ylim(0, top * 1.35 if top > 0 else 1)  # room for the legend above the lines
 
 
 def _bars(xs: list[float], bottom: list[float], heights: list[float]) -> list[Any]:
@@ -241,20 +257,6 @@ def _bars(xs: list[float], bottom: list[float], heights: list[float]) -> list[An
         for x, b, h in zip(xs, bottom, heights, strict=True)
         if h
     ]
-
-
-def _short_money(value: float, currency: str) -> str:
-    symbol = CURRENCY_SYMBOLS.get(currency, "")
-    magnitude = abs(value)
-    if magnitude >= 1_000_000:
-        body = f"{magnitude / 1_000_000:.1f}M"
-    elif magnitude >= 10_000:
-        body = f"{magnitude / 1000:.0f}k"
-    elif magnitude >= 1000:
-        body = f"{magnitude / 1000:.1f}k"
-    else:
-        body = f"{magnitude:.0f}"
-    return f"{'-' if value < 0 else ''}{symbol}{body}"
 
 
 def warm_up() -> None:

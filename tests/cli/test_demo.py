@@ -1,0 +1,127 @@
+"""`mlcost demo` run twice in one folder, as a user would: the same output, and real charts.
+
+The demo runs twice here (about 4.5 s in all), once for the whole module; the tests below only
+read what it printed and wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.slack.charts.spend_chart import HEIGHT_PX, WIDTH_PX
+from bot.slack.charts.waste import WASTE_HEIGHT_PX, WASTE_WIDTH_PX
+from tests.support.demo_org import png_size
+
+# Durations may differ between two runs ("in 1.2 s", "350 ms", "4,459 rows/s"); nothing else.
+TIMING = re.compile(r"\b[0-9][0-9,]*(?:\.[0-9]+)? ?(?:s|ms|rows/s)\b")
+
+CHARTS = {
+    "model-recsys-2026-11.png": (WIDTH_PX, HEIGHT_PX),
+    "team-ranking-2026-11.png": (WIDTH_PX, HEIGHT_PX),
+    # 9 in wide at 100 dpi; 0.55 in per model + 0.9 per panel + 0.5: ranking has three models
+    "review-ranking-2026-11.png": (900, 305),
+    "waste-2026-11-30.png": (WASTE_WIDTH_PX, WASTE_HEIGHT_PX),
+}
+
+
+@dataclass(frozen=True)
+class TwoRuns:
+    folder: Path
+    first: str
+    second: str
+    first_pngs: dict[str, bytes]
+
+
+def without_timings(text: str) -> str:
+    return TIMING.sub("<t>", text)
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> TwoRuns:
+    """Run `mlcost demo` twice in the same folder; keep both outputs and the first run's PNGs."""
+    folder = tmp_path_factory.mktemp("demo-twice") / "mlcost-demo"
+    outputs = []
+    first_pngs: dict[str, bytes] = {}
+    for _ in range(2):
+        buffer = io.StringIO()  # capsys is per test; this fixture is per module
+        with contextlib.redirect_stdout(buffer):
+            assert main(["demo", "--dir", str(folder)]) == 0
+        outputs.append(buffer.getvalue())
+        if not first_pngs:
+            first_pngs = {p.name: p.read_bytes() for p in (folder / "charts").glob("*.png")}
+    return TwoRuns(folder, outputs[0], outputs[1], first_pngs)
+
+
+def test_the_second_run_prints_exactly_what_the_first_printed(two_runs: TwoRuns) -> None:
+    first, second = without_timings(two_runs.first), without_timings(two_runs.second)
+    assert first.splitlines() == second.splitlines()  # a readable diff when it fails
+    assert first == second
+    # the waste posts need the value metrics: they are in both runs, not only in the second
+    assert "Nov 15  C0RISK     Waste in the week of Nov 9–Nov 15" in first
+    assert "reconciliation OK" in first
+    assert "4 teams, 12 models, 8 budgets (27 created, 0 updated)" in first
+
+
+def test_the_demo_writes_one_real_png_per_chart_kind_and_names_the_folder(
+    two_runs: TwoRuns,
+) -> None:
+    charts = two_runs.folder / "charts"
+    assert sorted(p.name for p in charts.iterdir()) == sorted(CHARTS)
+    for name, size in CHARTS.items():
+        data = (charts / name).read_bytes()
+        assert png_size(data) == size, name  # the signature, an IHDR chunk, the size
+        assert data.endswith(b"IEND\xaeB`\x82"), name  # and the file is complete
+        assert data == two_runs.first_pngs[name], f"{name} differs between runs"
+    tail = two_runs.first.rstrip().splitlines()
+    assert f"charts written to {charts.resolve()}/:" in tail
+    for name in CHARTS:
+        assert any(line.strip().startswith(name) for line in tail[-len(CHARTS) :]), name
+
+
+def test_the_demo_shows_the_model_and_team_replies(two_runs: TwoRuns) -> None:
+    model = two_runs.first.split("== 6. Slack: /mlcost model recsys")[1].split("\n== ")[0]
+    assert "month to date   $17,139 (data through 2026-11-20)" in model
+    assert "forecast        $28,131 (weekday run-rate over 28 days)" in model
+    assert "chart           charts/model-recsys-2026-11.png" in model
+    team = two_runs.first.split("== 7. Slack: /mlcost team ranking")[1].split("\n== ")[0]
+    assert "month to date   $24,247 (data through 2026-11-20)" in team
+    assert "models          1. recsys $17,139, forecast $28,131" in team
+
+
+def test_a_rerun_replaces_ingested_data_and_never_doubles_it(two_runs: TwoRuns) -> None:
+    for out in (two_runs.first, two_runs.second):
+        total = [line for line in out.splitlines() if line.startswith("total billed")]
+        assert total[0] == "total billed: $94,587  (billed $94,587, effective $80,921)"
+        # the export poll re-reads November (December has no folder yet) and replaces it
+        poll = next(line for line in out.splitlines() if line.startswith("re-read "))
+        assert "(billing periods 2026-11, 2026-12): 1,470 rows, replaced 1,470 ledger rows" in poll
+        assert "2026-11 billed $94,587 before, $94,587 after" in poll
+
+
+def test_terminal_lines_of_the_demo_carry_no_slack_markup(two_runs: TwoRuns) -> None:
+    """Only the trust section shows mrkdwn, on purpose; and the waste report (another command's)."""
+    before_waste = two_runs.first.split("== 11. Waste")[0]
+    assert "`" not in before_waste and ":warning:" not in before_waste
+
+
+def test_the_readme_shows_what_the_demo_writes_and_posts(two_runs: TwoRuns) -> None:
+    """The README's chart is the demo's model chart, and its alert is the demo's first alert."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    picture = root / "docs" / "images" / "recsys-2026-11.png"
+    assert picture.read_bytes() == two_runs.first_pngs["model-recsys-2026-11.png"], (
+        "docs/images/recsys-2026-11.png is stale: copy mlcost-demo/charts/model-recsys-2026-11.png"
+    )
+    alert = readme.split("budget alert as the demo posts it", 1)[1].split("```")[1]
+    shown = [line.strip() for line in alert.splitlines() if line.strip() not in ("", "…")]
+    printed = {line.strip() for line in two_runs.first.splitlines()}
+    assert shown and all(line in printed for line in shown), [
+        line for line in shown if line not in printed
+    ]
