@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.context import CliContext
-from bot.config import Settings
-from bot.demo.run import run_demo
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
 
 
 def register(commands: Any) -> None:
@@ -24,6 +23,10 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Run the demo in its own folder; running it twice is harmless."""
+    from bot.cli.context import CliContext
+    from bot.config import Settings
+    from bot.demo.run import run_demo
+
     folder: Path = args.dir
     folder.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{(folder / 'mlcost-demo.db').resolve()}"

@@ -7,13 +7,11 @@ import logging
 import os
 import signal
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.bootstrap import AppServices
-from bot.cli.context import CliContext
-from bot.notify.scheduler import start_leader_scheduler
-from bot.slack.app import ConfigurationError, build_app
-from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
+if TYPE_CHECKING:
+    from bot.bootstrap import AppServices
+    from bot.cli.context import CliContext
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +41,9 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Serve until interrupted or terminated."""
+    from bot.slack.app import ConfigurationError, build_app
+    from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
+
     logging.getLogger().setLevel(logging.INFO)
     if ctx.settings.slack_bot_token is None:
         raise ConfigurationError("SLACK_BOT_TOKEN is not set")
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def _start_scheduler(services: AppServices, ctx: CliContext, enabled: bool) -> Any:
     """Start the scheduler if this process wins the leader lock; return a stop function."""
+    from bot.notify.scheduler import start_leader_scheduler
+
     if not enabled:
         return lambda: None
     return start_leader_scheduler(services, ctx.engine)
