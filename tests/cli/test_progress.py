@@ -205,6 +205,33 @@ def test_poll_shows_each_source_and_step(
     assert code == 0 and err == ""
 
 
+def test_the_demo_counts_its_steps_on_stderr_when_its_output_is_redirected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(monkeypatch, capsys, True, "demo", "--dir", str(tmp_path / "d"))
+    assert code == 0
+    assert "== 1. Registry" in out and "\r" not in out
+    assert final_line(err).startswith("mlcost demo  [################]  12/12 steps")
+
+
+def test_on_a_terminal_the_demo_s_headings_are_its_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With stdout on the terminal too, a bar would be drawn over by the sections: none is."""
+    seen: list[progress.Bar] = []
+
+    def fake_demo(services: object, folder: Path, bar: progress.Bar) -> int:
+        bar.advance(1)
+        seen.append(bar)
+        return 0
+
+    monkeypatch.setattr("bot.demo.run.run_demo", fake_demo)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    code, _, err = run_cli(monkeypatch, capsys, True, "demo", "--dir", str(tmp_path / "d"))
+    assert code == 0 and seen and not seen[0].enabled
+    assert err == ""
+
+
 def test_the_domain_never_imports_the_command_line() -> None:
     for package in ("ingest", "notify"):
         for path in (ROOT / "bot" / package).rglob("*.py"):
