@@ -52,7 +52,7 @@ def run_demo(services: AppServices, folder: Path, progress: Progress | None = No
     )
     empty_database(services)
     charts = DemoCharts(folder / "charts")
-    steps: list[Callable[[], None]] = [
+    steps: list[Callable[[], object]] = [
         lambda: show_registry(services),
         lambda: show_ingest(services),
         lambda: load_value_metrics(services),
