@@ -25,6 +25,7 @@ from bot.cli import (
 from bot.cli.context import CliContext
 from bot.db.engine import database_unavailable
 from bot.errors import MlcostError, new_reference
+from bot.logs import configure_logging
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
 COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd]
@@ -80,21 +81,7 @@ def package_version() -> str:
         return "unknown"
 
 
-# Their DEBUG output carries request signatures, Authorization headers, response_url tokens and
-# STS answers (temporary credentials): never shown, whatever -v says.
-SECRET_BEARING_LOGGERS = ("botocore", "boto3", "urllib3", "s3transfer", "slack_sdk")
-
 log = logging.getLogger(__name__)
-
-
-def configure_logging(verbose: bool) -> None:
-    """Log warnings, or debug detail with -v (AWS and Slack clients stay at INFO)."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    for name in SECRET_BEARING_LOGGERS:
-        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.NOTSET)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
