@@ -103,7 +103,9 @@ def logging_settings() -> tuple[str, list[str]]:
 
 
 def database_password(url: str) -> list[str]:
-    """Return the password in a database URL, if it has one."""
+    """Return the password in a database URL, as written in it and decoded, if it has one."""
+    from urllib.parse import quote
+
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -111,7 +113,7 @@ def database_password(url: str) -> list[str]:
         password = make_url(url).password
     except ArgumentError:
         return []
-    return [str(password)] if password else []
+    return list(dict.fromkeys([str(password), quote(str(password), safe="")])) if password else []
 
 
 _handler: logging.Handler | None = None  # ours, once installed on the root logger
