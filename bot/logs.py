@@ -10,12 +10,14 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
-# Their DEBUG and INFO output carries request signatures, Authorization headers, response_url
-# tokens (slack_sdk logs the URL of each retried request at INFO) and STS answers (temporary
-# credentials): they log warnings and errors only, whatever -v says.
+# Their DEBUG output carries request signatures, Authorization headers, response_url tokens and
+# STS answers (temporary credentials): never shown, whatever -v says. Without -v they log
+# warnings only, even when serve logs its own INFO lines: slack_sdk logs each retried request's
+# URL at INFO, a response_url among them (those are redacted too, see SLACK_HOOK).
 SECRET_BEARING_LOGGERS = ("botocore", "boto3", "urllib3", "s3transfer", "slack_sdk")
 
 LOG_FORMATS = ("human", "json")
@@ -27,8 +29,15 @@ AWS_SECRET_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSI
 SLACK_SECRET_VARIABLES = ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET")
 
 
+# A response_url or incoming webhook carries its own credential in the path
+# (https://hooks.slack.com/commands/T.../123/AbC...): anyone holding it can post.
+SLACK_HOOK = re.compile(
+    r"(hooks\.slack(?:-gov)?\.com/(?:commands|actions|services|triggers)/)[^\s'\"<>]+"
+)
+
+
 class Redactor:
-    """Replace each known secret value in a formatted line."""
+    """Replace each known secret value, and the credential in Slack hook URLs, in a line."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         found = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
@@ -38,6 +47,8 @@ class Redactor:
         for secret in self.secrets:
             if secret in line:
                 line = line.replace(secret, REDACTED)
+        if "hooks.slack" in line:
+            line = SLACK_HOOK.sub(r"\1" + REDACTED, line)
         return line
 
 
@@ -126,11 +137,12 @@ def configure_logging(
 
     Called again (serve, once its settings are read) it changes the format and level in place.
     Like logging.basicConfig it leaves a root logger with someone else's handlers alone (a test
-    runner's), but the AWS and Slack clients' loggers stay at WARNING whatever happens.
+    runner's), but the AWS and Slack clients' loggers are set whatever happens: INFO with -v,
+    else WARNING.
     """
     global _handler
     for name in SECRET_BEARING_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
     root = logging.getLogger()
     if _handler is None or _handler not in root.handlers:
         if root.handlers:

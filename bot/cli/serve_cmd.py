@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import signal
+from collections.abc import Callable
 from contextlib import ExitStack
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -56,11 +57,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Check settings, the bot token and the database; then serve until SIGTERM or Ctrl-C."""
     # first of all: from here on SIGTERM stops serve through the cleanups below, never midway
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    root = logging.getLogger()
-    if root.level > logging.INFO:
-        root.setLevel(logging.INFO)
-        for chatty in ("apscheduler", "alembic"):  # a line per job run, per migration check
-            logging.getLogger(chatty).setLevel(logging.WARNING)
+    restore_levels = _log_what_serving_does()
     try:
         with ExitStack() as cleanups:
             try:
@@ -70,8 +67,29 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
                 log.info("stopping (%s): listeners, scheduler, chart workers", why)
         log.info("stopped")
     finally:
+        restore_levels()
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _log_what_serving_does() -> Callable[[], None]:
+    """Log at INFO (unless -v asked for DEBUG), but no line per job run or migration check.
+
+    Return a function that puts the levels back.
+    """
+    loggers = [logging.getLogger(name) for name in ("", "apscheduler", "alembic")]
+    levels = [logger.level for logger in loggers]
+    root, *chatty = loggers
+    if root.level > logging.INFO:
+        root.setLevel(logging.INFO)
+        for logger in chatty:
+            logger.setLevel(logging.WARNING)
+
+    def restore() -> None:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+    return restore
 
 
 def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> None:
@@ -94,6 +112,7 @@ def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> No
     app = build_app(services, identity=identity)
     listener = _bind_listener(args, app, services, settings)
     cleanups.callback(listener.close)
+    listener.open()
     # Charts render after the ack, in worker processes so they never hold the GIL that acks need.
     start_render_processes(max(1, (os.cpu_count() or 2) - 1))
     cleanups.callback(stop_render_processes)
@@ -162,6 +181,9 @@ class _Listener:
 
     where: str
 
+    def open(self) -> None:
+        """Start taking Slack's requests (the HTTP port is bound already)."""
+
     def serve(self) -> None:
         raise NotImplementedError
 
@@ -190,8 +212,21 @@ class _SocketListener(_Listener):
         self.handler = handler
         self.stopped = threading.Event()
 
+    def open(self) -> None:
+        from slack_sdk.errors import SlackApiError
+
+        from bot.slack.app import ConfigurationError
+
+        try:
+            self.handler.connect()
+        except SlackApiError as exc:
+            error = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+            raise ConfigurationError(
+                f"Slack refused SLACK_APP_TOKEN ({error or exc.response.status_code}): use an "
+                "app-level token (xapp-...) with connections:write, and turn Socket Mode on"
+            ) from None
+
     def serve(self) -> None:
-        self.handler.connect()
         self.stopped.wait()  # until a signal raises here
 
     def close(self) -> None:

@@ -173,3 +173,21 @@ def test_a_port_in_use_is_refused_in_one_line(
         assert main([*args, "--host", "127.0.0.1", "--port", port]) == 2
     err = capsys.readouterr().err
     assert f"cannot listen on 127.0.0.1:{port}" in err
+
+
+def test_an_app_token_slack_refuses_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+    fake_slack: FakeSlack,
+    migrated_database_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_slack.fail("apps.connections.open", 200, error="invalid_auth")
+    app_token = "xapp-1-refused-0123456789"
+    code = serve(
+        monkeypatch, migrated_database_url, fake_slack.url, "--socket", SLACK_APP_TOKEN=app_token
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Slack refused SLACK_APP_TOKEN (invalid_auth)" in err
+    assert app_token not in err and "Traceback" not in err
+    assert fake_slack.methods() == ["auth.test", "apps.connections.open"]

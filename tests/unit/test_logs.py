@@ -106,3 +106,15 @@ def test_database_password() -> None:
     assert database_password("postgresql+psycopg://u:plain@h/db") == ["plain"]
     assert database_password("sqlite:///mlcost.db") == []
     assert database_password("not a url") == []
+
+
+def test_slack_hook_urls_lose_their_credential() -> None:
+    redact = Redactor([])
+    line = (
+        "retrying POST https://hooks.slack.com/commands/T0001/1234/AbCdEf123 and "
+        "'https://hooks.slack.com/services/T0001/B0001/XyZ987'"
+    )
+    assert redact(line) == (
+        "retrying POST https://hooks.slack.com/commands/*** and "
+        "'https://hooks.slack.com/services/***'"
+    )
