@@ -112,10 +112,11 @@ def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> No
     app = build_app(services, identity=identity)
     listener = _bind_listener(args, app, services, settings)
     cleanups.callback(listener.close)
-    listener.open()
     # Charts render after the ack, in worker processes so they never hold the GIL that acks need.
+    # They start while this is the only thread (see start_render_processes).
     start_render_processes(max(1, (os.cpu_count() or 2) - 1))
     cleanups.callback(stop_render_processes)
+    listener.open()
     scheduler = _start_scheduler(services, engine, enabled=not args.no_scheduler)
     cleanups.callback(scheduler.stop)
     log.info(

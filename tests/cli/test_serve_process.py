@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -134,5 +135,23 @@ def test_sigterm_during_startup_still_exits_cleanly(
         assert process_group(serve.process.pid) == {}
         assert "Traceback" not in serve.log()
         assert not startup_lines(serve)
+    finally:
+        serve.cleanup()
+
+
+def test_ctrl_c_in_a_terminal_stops_serve_without_worker_tracebacks(
+    fake_slack: FakeSlack, migrated_database_url: str, tmp_path: Path
+) -> None:
+    serve = ServeProcess.start("ctrl-c", tmp_path, settings_for(fake_slack, migrated_database_url))
+    try:
+        serve.wait_ready()
+        pid = serve.process.pid
+        wait_until(lambda: len(live(pid)) >= 3, 20, "serve, its resource tracker and a worker")
+        # a terminal sends SIGINT to the whole foreground group, the workers included: they
+        # leave stopping to serve rather than die with a KeyboardInterrupt traceback each
+        os.killpg(pid, signal.SIGINT)
+        assert serve.process.wait(timeout=20) == 0, serve.log()[-3000:]
+        assert process_group(pid) == {}
+        assert "Traceback" not in serve.log() and "KeyboardInterrupt" not in serve.log()
     finally:
         serve.cleanup()

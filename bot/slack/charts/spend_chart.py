@@ -63,12 +63,24 @@ def start_render_processes(processes: int = 1) -> None:
     on their own if the server dies without stopping them.
     """
     import os
+    import signal
     from multiprocessing import resource_tracker
 
     global _pool, _tracker_started
-    if _pool is None:
-        # the pool starts multiprocessing's resource tracker unless something else did
-        _tracker_started = getattr(resource_tracker._resource_tracker, "_fd", 0) is None
+    if _pool is not None:
+        return
+    # the pool starts multiprocessing's resource tracker unless something else did
+    _tracker_started = getattr(resource_tracker._resource_tracker, "_fd", 0) is None
+    # Workers are born ignoring SIGINT and SIGTERM (an ignored signal stays ignored through
+    # exec; a signal mask does not: spawn resets it), so a Ctrl-C while one imports cannot kill
+    # it with a traceback. Meanwhile this thread blocks them, and the handlers are back before
+    # they are unblocked: a signal in between waits rather than being lost (serve starts the
+    # workers before any other thread exists, which could otherwise receive and drop it).
+    stopping = {signal.SIGINT, signal.SIGTERM}
+    in_main_thread = threading.current_thread() is threading.main_thread()  # signal.signal's rule
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    handlers = {s: signal.signal(s, signal.SIG_IGN) for s in stopping if in_main_thread}
+    try:
         _pool = ProcessPoolExecutor(
             max_workers=processes,
             initializer=_start_worker,
@@ -77,6 +89,10 @@ def start_render_processes(processes: int = 1) -> None:
         )
         for _ in range(processes):  # the pool spawns a worker per task it cannot hand out
             _pool.submit(os.getpid)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def stop_render_processes() -> None:
