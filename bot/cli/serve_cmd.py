@@ -8,6 +8,7 @@ import os
 import signal
 from collections.abc import Callable
 from contextlib import ExitStack
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -162,6 +163,9 @@ def _check_database(engine: Engine) -> None:
     from bot.db.engine import DatabaseError, alembic_config, database_unavailable
 
     where = engine.url.render_as_string(hide_password=True)
+    file = engine.url.database if engine.url.get_backend_name() == "sqlite" else None
+    if file and file != ":memory:" and not Path(file).exists():  # connecting would create it
+        raise DatabaseError(f"the database {where} does not exist: run `mlcost db upgrade` first")
     try:
         with engine.connect() as connection:
             current = set(MigrationContext.configure(connection).get_current_heads())

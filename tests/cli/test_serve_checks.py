@@ -130,16 +130,31 @@ def test_a_database_not_migrated_is_refused_and_left_alone(
     database_url: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert serve(monkeypatch, database_url, fake_slack.url) == 2
-    err = capsys.readouterr().err
-    assert "is empty, not at the latest schema" in err
-    assert "run `mlcost db upgrade` first" in err
     engine = make_engine(database_url)
     try:
+        engine.connect().close()  # the database exists (SQLite: an empty file), with no tables
+        assert serve(monkeypatch, database_url, fake_slack.url) == 2
+        err = capsys.readouterr().err
+        assert "is empty, not at the latest schema" in err
+        assert "run `mlcost db upgrade` first" in err
         assert inspect(engine).get_table_names() == []  # serve did not migrate it
     finally:
         engine.dispose()
     assert fake_slack.methods() == ["auth.test"]
+
+
+def test_a_missing_sqlite_file_is_refused_and_not_created(
+    monkeypatch: pytest.MonkeyPatch,
+    fake_slack: FakeSlack,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    database = tmp_path / "missing.db"
+    assert serve(monkeypatch, f"sqlite:///{database}", fake_slack.url) == 2
+    err = capsys.readouterr().err
+    assert f"the database sqlite:///{database} does not exist" in err
+    assert "run `mlcost db upgrade` first" in err
+    assert not database.exists()
 
 
 def test_an_unreachable_database_is_refused_without_its_password(
@@ -191,3 +206,20 @@ def test_an_app_token_slack_refuses_is_refused_in_one_line(
     assert "Slack refused SLACK_APP_TOKEN (invalid_auth)" in err
     assert app_token not in err and "Traceback" not in err
     assert fake_slack.methods() == ["auth.test", "apps.connections.open"]
+
+
+def test_a_database_behind_the_latest_migration_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+    fake_slack: FakeSlack,
+    database_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from alembic import command
+
+    from bot.db.engine import alembic_config
+
+    command.upgrade(alembic_config(database_url), "0006_review_decisions")
+    assert serve(monkeypatch, database_url, fake_slack.url) == 2
+    err = capsys.readouterr().err
+    assert "is at revision 0006_review_decisions, not at the latest schema" in err
+    assert "run `mlcost db upgrade` first" in err
