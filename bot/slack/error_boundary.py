@@ -83,9 +83,19 @@ def slack_outage(error: BaseException) -> str | None:
         return f"HTTP {error.response.status_code}"
     if isinstance(error, URLError):
         return str(error.reason)
-    if isinstance(error, ConnectionError | TimeoutError | HTTPException):
+    if isinstance(error, ConnectionError | HTTPException) or (
+        isinstance(error, TimeoutError) and _raised_by_a_socket(error)
+    ):
         return f"{type(error).__name__}: {error}"
     return None
+
+
+def _raised_by_a_socket(error: BaseException) -> bool:
+    """Whether the innermost frame is network code (a chart's render timeout is not)."""
+    tb, filename = error.__traceback__, ""
+    while tb is not None:
+        filename, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    return filename.replace("\\", "/").endswith(("/socket.py", "/ssl.py", "/http/client.py"))
 
 
 def _modal_answer(error: Exception, body: dict[str, Any], text: str) -> dict[str, Any]:
