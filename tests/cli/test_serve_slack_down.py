@@ -75,3 +75,25 @@ def test_commands_are_acknowledged_without_a_traceback_while_slack_is_down(
         serve.cleanup()
         if outage == "failing":
             fake.stop()
+
+
+def test_a_slack_read_timeout_is_an_outage_but_a_render_timeout_is_not() -> None:
+    import concurrent.futures
+    import socket
+
+    from slack_sdk import WebClient
+
+    from bot.slack.error_boundary import slack_outage
+
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        client = WebClient(
+            token="xoxb-x", base_url=f"http://127.0.0.1:{silent.getsockname()[1]}/", timeout=0.2
+        )
+        with pytest.raises(TimeoutError) as read_timeout:
+            client.auth_test()
+    assert slack_outage(read_timeout.value) == "TimeoutError: timed out"
+    with pytest.raises(TimeoutError) as render_timeout:
+        concurrent.futures.Future().result(timeout=0.01)
+    assert slack_outage(render_timeout.value) is None  # a bug here: traceback and reference
