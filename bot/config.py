@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -93,6 +94,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1024 * 1024, gt=0, validation_alias="MLCOST_MAX_BODY_BYTES")
     slack_timeout_seconds: float = Field(
         default=15.0, gt=0, validation_alias="MLCOST_SLACK_TIMEOUT_SECONDS"
+    )
+    # "human" lines, or "json": one object per line (time, level, logger, message, exc_info)
+    log_format: Literal["human", "json"] = Field(
+        default="human", validation_alias="MLCOST_LOG_FORMAT"
     )
 
     @field_validator("currency")

@@ -26,6 +26,7 @@ from bot.cli import (
     serve_cmd,
 )
 from bot.errors import MlcostError, new_reference
+from bot.logs import configure_logging
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -91,21 +92,7 @@ def package_version() -> str:
         return "unknown"
 
 
-# Their DEBUG output carries request signatures, Authorization headers, response_url tokens and
-# STS answers (temporary credentials): never shown, whatever -v says.
-SECRET_BEARING_LOGGERS = ("botocore", "boto3", "urllib3", "s3transfer", "slack_sdk")
-
 log = logging.getLogger(__name__)
-
-
-def configure_logging(verbose: bool) -> None:
-    """Log warnings, or debug detail with -v (AWS and Slack clients stay at INFO)."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    for name in SECRET_BEARING_LOGGERS:
-        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.NOTSET)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
