@@ -95,6 +95,10 @@ class Settings(BaseSettings):
     slack_timeout_seconds: float = Field(
         default=15.0, gt=0, validation_alias="MLCOST_SLACK_TIMEOUT_SECONDS"
     )
+    # chart-render worker processes of `mlcost serve`; None: the CPUs this process may use, less one
+    chart_workers: int | None = Field(
+        default=None, ge=1, le=64, validation_alias="MLCOST_CHART_WORKERS"
+    )
     # "human" lines, or "json": one object per line (time, level, logger, message, exc_info)
     log_format: Literal["human", "json"] = Field(
         default="human", validation_alias="MLCOST_LOG_FORMAT"

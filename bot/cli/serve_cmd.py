@@ -92,6 +92,16 @@ def _log_what_serving_does() -> Callable[[], None]:
     return restore
 
 
+def chart_workers(settings: Settings) -> int:
+    """Return how many chart-render processes to start: MLCOST_CHART_WORKERS, else one fewer than
+    the CPUs this process may run on (its affinity, which a container's cpuset limits), at least 1.
+    """
+    if settings.chart_workers is not None:
+        return settings.chart_workers
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (usable or 2) - 1)
+
+
 def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> None:
     """Run the checks in order, start everything (each start with its stop), then serve."""
     from bot.bootstrap import build_services
@@ -114,7 +124,7 @@ def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> No
     cleanups.callback(listener.close)
     # Charts render after the ack, in worker processes so they never hold the GIL that acks need.
     # They start while this is the only thread (see start_render_processes).
-    start_render_processes(max(1, (os.cpu_count() or 2) - 1))
+    start_render_processes(chart_workers(settings))
     cleanups.callback(stop_render_processes)
     listener.open()
     scheduler = _start_scheduler(services, engine, enabled=not args.no_scheduler)
