@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,10 @@ class BotIdentity:
 def identify_bot(client: WebClient) -> BotIdentity:
     """Call auth.test once: who the token is, or a one-line reason why Slack would not say."""
     where = client.base_url
+    # slack_sdk logs its own ERROR line for a failed request; the reason is raised in one line below
+    sdk_log = logging.getLogger("slack_sdk.web.base_client")
+    sdk_level = sdk_log.level
+    sdk_log.setLevel(logging.CRITICAL)
     try:
         response = client.auth_test()
     except SlackApiError as exc:
@@ -85,6 +90,8 @@ def identify_bot(client: WebClient) -> BotIdentity:
     except OSError as exc:  # URLError, a refused connection, a timeout, a DNS failure
         reason = getattr(exc, "reason", None) or exc
         raise SlackUnavailable(f"cannot reach Slack at {where}: {reason}") from None
+    finally:
+        sdk_log.setLevel(sdk_level)
     return BotIdentity(
         user_id=str(response.get("user_id") or ""),
         user=str(response.get("user") or ""),
