@@ -21,13 +21,14 @@ from bot.cli import (
     report_cmd,
     review_cmd,
     serve_cmd,
+    waste_cmd,
 )
 from bot.cli.context import CliContext
 from bot.db.engine import database_unavailable
 from bot.errors import MlcostError, new_reference
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
-COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd]
+COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd, waste_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:
