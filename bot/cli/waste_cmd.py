@@ -41,7 +41,7 @@ def region_list(text: str) -> list[str]:
     regions = [r.strip() for r in text.split(",") if r.strip()]
     bad = [r for r in regions if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", r)]
     if not regions or bad:
-        raise argparse.ArgumentTypeError(f"not a region: {', '.join(bad) or text!r}")
+        raise argparse.ArgumentTypeError(f"not a region: {', '.join(bad) or repr(text)}")
     return regions
 
 

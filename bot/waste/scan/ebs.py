@@ -11,6 +11,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from bot.money import format_money_places
 from bot.waste.pricing import GIB, monthly_from_gb
 from bot.waste.scan.context import ScanContext
 from bot.waste.scan.model import (
@@ -63,13 +64,13 @@ def scan_volumes(aws: Callable[..., Any], region: str, ctx: ScanContext) -> list
                     reason=Reason.UNATTACHED,
                     evidence=f"{vtype} volume {vid} ({size_gib} GiB) is attached to no "
                     f"instance{since}",
-                    signal="volume state `available` (DescribeVolumes)",
+                    signal="volume state available (DescribeVolumes)",
                     monthly_cost=price.monthly,
                     price_source=price.source,
                     recommendation=Recommendation(
                         Action.SNAPSHOT_AND_DELETE_VOLUME,
                         "snapshot it, then delete the volume (the snapshot costs at most "
-                        f"{keep} a month)",
+                        f"{format_money_places(keep, ctx.ledger.currency, 2)} a month)",
                         max(Decimal(0), price.monthly - keep),
                     ),
                     currency=ctx.ledger.currency,

@@ -58,7 +58,7 @@ class Usage:
 
     def describe(self, days: int) -> str:
         if self.idle is None:
-            return f"no {self.signal} data over the last {days} days"
+            return f"no metric data ({self.signal}) over the last {days} days"
         if self.gpu_pct is not None:
             return f"busiest GPU averaged {self.gpu_pct:.1f} % over {days} days"
         cpu = self.cpu_pct if self.cpu_pct is not None else Decimal(0)
@@ -224,7 +224,7 @@ def _instance_finding(
     if model is not None and model in ctx.ledger.killed:
         return finding(
             Reason.MODEL_KILLED,
-            f"tagged with `{model}`, which was decided Kill in a review; {use.describe(days)}",
+            f"tagged with model {model}, which was decided Kill in a review; {use.describe(days)}",
         )
     if tag_value is None:
         return finding(
@@ -242,14 +242,14 @@ def _instance_finding(
             f"tagged model={tag_value}, which is not a registered model; {use.describe(days)}",
             Recommendation(
                 Action.STOP_INSTANCES,
-                f"register `{tag_value}` with an owner, or stop the instance",
+                f"register {tag_value} with an owner, or stop the instance",
                 price.monthly,
             ),
         )
     if ctx.ledger.has_spend and model not in ctx.ledger.spending_models:
         return finding(
             Reason.NO_MODEL_SPEND,
-            f"tagged with `{model}`, which had no training or serving spend in the ledger over "
+            f"tagged with model {model}, which had no training or serving spend in the ledger over "
             f"the last {days} days; {use.describe(days)}",
         )
     return None

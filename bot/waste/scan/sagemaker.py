@@ -253,7 +253,7 @@ def scan_training_jobs(
                 resource=resource,
                 reason=Reason.OVERRUNNING,
                 evidence=f"training job {name} has run {_hours(elapsed)} h; completed "
-                f"`{job_prefix(name)}` jobs take {_hours(median)} h (median)",
+                f"{job_prefix(name)} jobs take {_hours(median)} h (median)",
                 signal=f"duration over {policy.training_overrun_factor}× the median of "
                 f"completed jobs with the same name prefix",
                 monthly_cost=price.monthly,
