@@ -58,7 +58,7 @@ class Usage:
 
     def describe(self, days: int) -> str:
         if self.idle is None:
-            return f"no metric data ({self.signal}) over the last {days} days"
+            return f"no metric data over the last {days} days"
         if self.gpu_pct is not None:
             return f"busiest GPU averaged {self.gpu_pct:.1f} % over {days} days"
         cpu = self.cpu_pct if self.cpu_pct is not None else Decimal(0)
