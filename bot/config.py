@@ -104,6 +104,26 @@ class Settings(BaseSettings):
         default="human", validation_alias="MLCOST_LOG_FORMAT"
     )
 
+    # Resource scan (`mlcost waste scan`): regions, windows, thresholds, S3 patterns, prices.
+    scan_regions: list[str] = Field(default=[], validation_alias="MLCOST_SCAN_REGIONS")
+    scan_idle_days: int = Field(default=7, ge=1, le=63, validation_alias="MLCOST_SCAN_IDLE_DAYS")
+    scan_snapshot_days: int = Field(default=90, ge=1, validation_alias="MLCOST_SCAN_SNAPSHOT_DAYS")
+    scan_s3_patterns: list[str] = Field(default=[], validation_alias="MLCOST_SCAN_S3_PATTERNS")
+    scan_s3_stale_days: int = Field(default=30, ge=1, validation_alias="MLCOST_SCAN_S3_STALE_DAYS")
+    scan_gpu_idle_pct: Decimal = Field(
+        default=Decimal(5), ge=0, le=100, validation_alias="MLCOST_SCAN_GPU_IDLE_PCT"
+    )
+    scan_gpu_low_pct: Decimal = Field(
+        default=Decimal(30), ge=0, le=100, validation_alias="MLCOST_SCAN_GPU_LOW_PCT"
+    )
+    scan_cpu_idle_pct: Decimal = Field(
+        default=Decimal(5), ge=0, le=100, validation_alias="MLCOST_SCAN_CPU_IDLE_PCT"
+    )
+    scan_network_idle_mb_per_day: Decimal = Field(
+        default=Decimal(100), ge=0, validation_alias="MLCOST_SCAN_NETWORK_IDLE_MB_PER_DAY"
+    )
+    price_table_file: Path | None = Field(default=None, validation_alias="MLCOST_PRICE_TABLE_FILE")
+
     @field_validator("currency")
     @classmethod
     def _currency_code(cls, code: str) -> str:

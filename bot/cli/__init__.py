@@ -24,6 +24,7 @@ from bot.cli import (
     report_cmd,
     review_cmd,
     serve_cmd,
+    waste_cmd,
 )
 from bot.errors import MlcostError, new_reference
 from bot.logs import configure_logging
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
-COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd]
+COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd, waste_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

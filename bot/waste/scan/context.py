@@ -1,0 +1,116 @@
+"""What every scanner is given besides AWS clients: the policy, the ledger's view and the prices.
+
+All plain values, so scanners need no database session: `ledger.ledger_view()` builds the
+`LedgerView` from the ledger, tests build it by hand.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from bot.config import Settings
+from bot.waste.pricing import PriceTable
+from bot.waste.scan.model import Resource
+
+
+@dataclass(frozen=True)
+class ScanPolicy:
+    """Thresholds and windows (from Settings: MLCOST_SCAN_*)."""
+
+    window_days: int = 7
+    gpu_idle_pct: Decimal = Decimal(5)
+    gpu_low_pct: Decimal = Decimal(30)
+    cpu_idle_pct: Decimal = Decimal(5)
+    network_idle_mb_per_day: Decimal = Decimal(100)
+    snapshot_days: int = 90
+    s3_patterns: tuple[str, ...] = ()
+    s3_stale_days: int = 30
+    training_overrun_factor: Decimal = Decimal(3)
+    training_min_completed: int = 3
+    model_tag_keys: tuple[str, ...] = ("ml:model", "model")
+    team_tag_keys: tuple[str, ...] = ("team",)
+
+
+@dataclass(frozen=True)
+class LedgerView:
+    """What the ledger and registry say, for pricing and ownership.
+
+    `run_rates`: monthly run-rate per ledger resource id (lower-cased; ARNs also indexed by their
+    `type/name` part); `models`: registered model -> team; `killed`: models decided Kill;
+    `spending_models`: models with training or serving spend in the window; `has_spend`: whether
+    the ledger holds any spend in the window at all (if not, "no spend" says nothing).
+    """
+
+    run_rates: Mapping[str, Decimal] = field(default_factory=dict)
+    models: Mapping[str, str | None] = field(default_factory=dict)
+    killed: frozenset[str] = frozenset()
+    spending_models: frozenset[str] = frozenset()
+    has_spend: bool = False
+    currency: str = "USD"
+
+    def run_rate(self, *ids: str) -> Decimal | None:
+        """Return the ledger's monthly run-rate for the first id it knows, or None."""
+        for rid in ids:
+            rate = self.run_rates.get(rid.lower())
+            if rate is not None:
+                return rate
+        return None
+
+
+@dataclass(frozen=True)
+class ScanContext:
+    """Everything a scanner needs besides its clients."""
+
+    account: str
+    now: dt.datetime
+    policy: ScanPolicy
+    ledger: LedgerView
+    prices: PriceTable
+
+    def owner(self, tags: tuple[tuple[str, str], ...]) -> tuple[str | None, str | None, str | None]:
+        """Return (model tag value, registered model, team) from a resource's tags."""
+        values = dict(tags)
+        tag_value = next((values[k] for k in self.policy.model_tag_keys if values.get(k)), None)
+        model = None
+        if tag_value is not None:
+            model = next((m for m in self.ledger.models if m.lower() == tag_value.lower()), None)
+        team = self.ledger.models.get(model) if model else None
+        if team is None:
+            team = next((values[k] for k in self.policy.team_tag_keys if values.get(k)), None)
+        return tag_value, model, team
+
+    def owned(self, resource: Resource) -> Resource:
+        """Return the resource with its model and team filled in from its tags."""
+        _, model, team = self.owner(resource.tags)
+        return Resource(
+            kind=resource.kind,
+            resource_id=resource.resource_id,
+            account=resource.account,
+            region=resource.region,
+            resource_type=resource.resource_type,
+            size=resource.size,
+            tags=resource.tags,
+            model=model,
+            team=team,
+            target=resource.target,
+            members=resource.members,
+        )
+
+
+def policy_from_settings(settings: Settings) -> ScanPolicy:
+    """Return the scan policy the operator configured (MLCOST_SCAN_*)."""
+    return ScanPolicy(
+        window_days=settings.scan_idle_days,
+        gpu_idle_pct=settings.scan_gpu_idle_pct,
+        gpu_low_pct=settings.scan_gpu_low_pct,
+        cpu_idle_pct=settings.scan_cpu_idle_pct,
+        network_idle_mb_per_day=settings.scan_network_idle_mb_per_day,
+        snapshot_days=settings.scan_snapshot_days,
+        s3_patterns=tuple(settings.scan_s3_patterns),
+        s3_stale_days=settings.scan_s3_stale_days,
+        model_tag_keys=tuple(settings.model_tag_keys),
+        team_tag_keys=tuple(settings.team_tag_keys),
+    )

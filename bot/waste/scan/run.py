@@ -1,0 +1,108 @@
+"""Scan every configured region with every scanner; one failing scanner fails alone."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from bot.waste.scan.context import ScanContext
+from bot.waste.scan.ebs import scan_snapshots, scan_volumes
+from bot.waste.scan.ec2 import scan_gpu_instances
+from bot.waste.scan.model import ResourceFinding
+from bot.waste.scan.s3 import scan_s3_prefixes
+from bot.waste.scan.sagemaker import scan_endpoints, scan_notebooks, scan_training_jobs
+
+log = logging.getLogger(__name__)
+
+Scanner = Callable[[Callable[..., Any], str, ScanContext], list[ResourceFinding]]
+
+REGIONAL_SCANNERS: dict[str, Scanner] = {
+    "EC2 GPU instances": scan_gpu_instances,
+    "SageMaker endpoints": scan_endpoints,
+    "SageMaker notebook instances": scan_notebooks,
+    "SageMaker training jobs": scan_training_jobs,
+    "EBS volumes": scan_volumes,
+    "EBS snapshots": scan_snapshots,
+}
+S3_SCANNER = "S3 checkpoint and dataset prefixes"
+
+
+@dataclass(frozen=True)
+class ScanFailure:
+    """A scanner that could not finish: where, which, and why (AWS's error code and message)."""
+
+    region: str
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} in {self.region} not scanned: {self.message}"
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """Findings ranked by monthly cost, largest first, and the scanners that failed."""
+
+    account: str
+    regions: tuple[str, ...]
+    findings: tuple[ResourceFinding, ...]
+    failures: tuple[ScanFailure, ...]
+    currency: str
+
+    @property
+    def total_monthly_cost(self) -> Decimal:
+        return sum((f.monthly_cost for f in self.findings), Decimal("0.00"))
+
+    @property
+    def total_monthly_saving(self) -> Decimal:
+        return sum((f.monthly_saving for f in self.findings), Decimal("0.00"))
+
+
+def account_id(aws: Callable[..., Any], region: str) -> str:
+    """Return the scanned account's id (STS GetCallerIdentity)."""
+    return str(aws("sts", region).get_caller_identity()["Account"])
+
+
+def scan_account(
+    aws: Callable[..., Any],
+    regions: Sequence[str],
+    ctx: ScanContext,
+    scanners: dict[str, Scanner] | None = None,
+) -> ScanReport:
+    """Run every scanner in every region (S3 once: patterns name their buckets)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    findings: list[ResourceFinding] = []
+    failures: list[ScanFailure] = []
+    jobs: list[tuple[str, str, Scanner]] = [
+        (region, kind, scanner)
+        for region in regions
+        for kind, scanner in (scanners or REGIONAL_SCANNERS).items()
+    ]
+    if ctx.policy.s3_patterns and regions and scanners is None:
+        jobs.append((regions[0], S3_SCANNER, scan_s3_prefixes))
+    for region, kind, scanner in jobs:
+        try:
+            found = scanner(aws, region, ctx)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            message = f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": ")
+            failures.append(ScanFailure(region, kind, message))
+            log.warning("scan: %s in %s failed: %s", kind, region, message)
+            continue
+        except BotoCoreError as exc:
+            failures.append(ScanFailure(region, kind, str(exc)))
+            log.warning("scan: %s in %s failed: %s", kind, region, exc)
+            continue
+        findings.extend(found)
+    ranked = sorted(findings, key=lambda f: (-f.monthly_cost, f.key))
+    return ScanReport(
+        account=ctx.account,
+        regions=tuple(regions),
+        findings=tuple(ranked),
+        failures=tuple(failures),
+        currency=ctx.ledger.currency,
+    )

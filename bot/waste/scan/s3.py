@@ -1,0 +1,191 @@
+"""S3: checkpoint and dataset prefixes nobody wrote to for N days and no lifecycle rule covers.
+
+Patterns (MLCOST_SCAN_S3_PATTERNS) look like `s3://bucket/checkpoints/*`: the bucket is literal,
+the key part a glob. Each match is grouped at the depth of the pattern (`checkpoints/run-17/`
+for `checkpoints/*`); a group is stale when its newest object is older than
+MLCOST_SCAN_S3_STALE_DAYS. Sizes and storage classes come from the listing (ListObjectsV2).
+A bucket tagged `mlcost:protect` is skipped; so is a group an enabled lifecycle rule with an
+expiration or transition covers (its prefix filter is a prefix of the group's).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from bot.errors import UsageError
+from bot.waste.pricing import monthly_from_gb
+from bot.waste.scan.context import ScanContext
+from bot.waste.scan.model import (
+    Action,
+    Reason,
+    Recommendation,
+    Resource,
+    ResourceFinding,
+    ResourceKind,
+    is_protected,
+    tag_tuple,
+)
+
+COLDER_CLASS = "GLACIER_IR"  # Glacier Instant Retrieval: still read in milliseconds
+WILDCARDS = "*?["
+
+
+@dataclass
+class Group:
+    """Objects under one prefix: their size per storage class and newest write."""
+
+    bytes_by_class: dict[str, int] = field(default_factory=dict)
+    objects: int = 0
+    newest: dt.datetime | None = None
+
+
+def parse_pattern(pattern: str) -> tuple[str, str]:
+    """Split `s3://bucket/key-glob` into bucket and key glob."""
+    if not pattern.startswith("s3://") or "/" not in pattern[5:]:
+        raise UsageError(f"MLCOST_SCAN_S3_PATTERNS: {pattern!r} is not s3://bucket/prefix/*")
+    bucket, _, glob = pattern[5:].partition("/")
+    if not bucket or any(c in bucket for c in WILDCARDS):
+        raise UsageError(f"MLCOST_SCAN_S3_PATTERNS: {pattern!r} must name one bucket")
+    return bucket, glob or "*"
+
+
+def scan_s3_prefixes(
+    aws: Callable[..., Any], region: str, ctx: ScanContext
+) -> list[ResourceFinding]:
+    """Return stale, uncovered prefix groups of every configured pattern."""
+    s3 = aws("s3", region)
+    findings: list[ResourceFinding] = []
+    for pattern in ctx.policy.s3_patterns:
+        bucket, glob = parse_pattern(pattern)
+        tags = _bucket_tags(s3, bucket)
+        if is_protected(tags):
+            continue
+        rules = _lifecycle_prefixes(s3, bucket)
+        location = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
+        for prefix, group in sorted(_groups(s3, bucket, glob).items()):
+            if group.newest is None or group.newest > ctx.now - dt.timedelta(
+                days=ctx.policy.s3_stale_days
+            ):
+                continue
+            if any(prefix.startswith(rule) for rule in rules):
+                continue
+            findings.append(_finding(bucket, prefix, group, tags, location, pattern, ctx))
+    return findings
+
+
+def _groups(s3: Any, bucket: str, glob: str) -> dict[str, Group]:
+    literal = glob
+    for i, ch in enumerate(glob):
+        if ch in WILDCARDS:
+            literal = glob[:i]
+            break
+    depth = glob.count("/") + 1
+    groups: dict[str, Group] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=literal):
+        for obj in page.get("Contents", []):
+            key = obj["Key"]
+            parts = key.split("/")
+            head = "/".join(parts[:depth])
+            if not fnmatch.fnmatchcase(head, glob):
+                continue
+            prefix = head + "/" if len(parts) > depth else head
+            group = groups.setdefault(prefix, Group())
+            cls = obj.get("StorageClass") or "STANDARD"
+            group.bytes_by_class[cls] = group.bytes_by_class.get(cls, 0) + int(obj.get("Size", 0))
+            group.objects += 1
+            modified = obj["LastModified"]
+            group.newest = modified if group.newest is None else max(group.newest, modified)
+    return groups
+
+
+def _bucket_tags(s3: Any, bucket: str) -> tuple[tuple[str, str], ...]:
+    try:
+        return tag_tuple(s3.get_bucket_tagging(Bucket=bucket).get("TagSet"))
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "NoSuchTagSet":
+            return ()
+        raise
+
+
+def _lifecycle_prefixes(s3: Any, bucket: str) -> list[str]:
+    """Return the prefixes enabled expiration/transition rules cover ('' covers everything)."""
+    try:
+        rules = s3.get_bucket_lifecycle_configuration(Bucket=bucket).get("Rules", [])
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "NoSuchLifecycleConfiguration":
+            return []
+        raise
+    prefixes = []
+    for rule in rules:
+        if rule.get("Status") != "Enabled":
+            continue
+        acts = rule.get("Expiration") or rule.get("Transitions") or rule.get("Transition")
+        if not acts:
+            continue
+        flt = rule.get("Filter") or {}
+        prefix = flt.get("Prefix")
+        if prefix is None:
+            prefix = (flt.get("And") or {}).get("Prefix")
+        if prefix is None:
+            prefix = rule.get("Prefix", "")
+        prefixes.append(prefix)
+    return prefixes
+
+
+def _finding(
+    bucket: str,
+    prefix: str,
+    group: Group,
+    tags: tuple[tuple[str, str], ...],
+    region: str,
+    pattern: str,
+    ctx: ScanContext,
+) -> ResourceFinding:
+    cost, sources, colder_cost = Decimal(0), set(), Decimal(0)
+    colder = ctx.prices.get("s3", COLDER_CLASS)
+    total = sum(group.bytes_by_class.values())
+    for cls, size in group.bytes_by_class.items():
+        row = ctx.prices.get("s3", cls)
+        if row is None:
+            continue
+        cost += monthly_from_gb(row.price, size)
+        sources.add(row.label)
+        moved = colder is not None and colder.price < row.price
+        colder_cost += monthly_from_gb(colder.price if colder and moved else row.price, size)
+    saving = max(Decimal(0), cost - colder_cost)
+    age = (ctx.now - group.newest).days if group.newest else 0
+    uri = f"s3://{bucket}/{prefix}"
+    resource = ctx.owned(
+        Resource(
+            kind=ResourceKind.S3_PREFIX,
+            resource_id=uri,
+            account=ctx.account,
+            region=region,
+            resource_type=", ".join(sorted(group.bytes_by_class)),
+            size=f"{Decimal(total) / Decimal(1024**3):.2f} GiB in {group.objects} objects",
+            tags=tags,
+            target=(("bucket", bucket), ("prefix", prefix)),
+        )
+    )
+    return ResourceFinding(
+        resource=resource,
+        reason=Reason.STALE_OBJECTS,
+        evidence=f"{uri} ({group.objects} objects) matches {pattern}; newest written {age} days "
+        "ago, and no lifecycle rule covers it",
+        signal="last modified times and sizes from ListObjectsV2",
+        monthly_cost=cost,
+        price_source=" + ".join(sorted(sources)) or "unpriced",
+        recommendation=Recommendation(
+            Action.LIFECYCLE_TO_COLDER_CLASS,
+            f"add a lifecycle rule moving {prefix} to Glacier Instant Retrieval (or expiring it)",
+            saving,
+        ),
+        currency=ctx.ledger.currency,
+    )

@@ -1,0 +1,278 @@
+"""SageMaker: endpoints nobody calls, notebooks left running, training jobs far past their usual.
+
+- Endpoints (InService): no `Invocations` on any variant over the window (AWS/SageMaker, per
+  EndpointName and VariantName; series are listed once with ListMetrics, read in batches).
+  Serverless variants cost nothing idle and are skipped.
+- Notebook instances (InService): SageMaker publishes no activity metric for notebook instances,
+  so the signal is time: in service, unchanged since its last start or update (LastModifiedTime)
+  for longer than the window.
+- Training jobs (InProgress): running for more than MLCOST training factor (3) times the median
+  duration of at least 3 completed jobs whose names share the prefix (the name without its
+  trailing digits, dates and separators).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from bot.waste.scan.context import ScanContext
+from bot.waste.scan.metrics import MetricQuery, fetch_window_values, list_series
+from bot.waste.scan.model import (
+    Action,
+    Reason,
+    Recommendation,
+    Resource,
+    ResourceFinding,
+    ResourceKind,
+    is_protected,
+    tag_tuple,
+)
+from bot.waste.scan.pricing_rules import hourly_price
+
+JOB_SUFFIX = re.compile(r"[-_.]*[0-9][0-9a-z]*([-_.][0-9][0-9a-z]*)*$", re.IGNORECASE)
+
+
+def scan_endpoints(aws: Callable[..., Any], region: str, ctx: ScanContext) -> list[ResourceFinding]:
+    """Return InService endpoints with no invocations on any variant over the window."""
+    sm, cloudwatch = aws("sagemaker", region), aws("cloudwatch", region)
+    endpoints = [
+        e
+        for page in sm.get_paginator("list_endpoints").paginate(StatusEquals="InService")
+        for e in page.get("Endpoints", [])
+    ]
+    if not endpoints:
+        return []
+    names = {e["EndpointName"] for e in endpoints}
+    series: dict[str, list[MetricQuery]] = defaultdict(list)
+    for ns, dims in list_series(cloudwatch, "Invocations", "AWS/SageMaker"):
+        name = dict(dims).get("EndpointName")
+        if name is not None and name in names:
+            series[name].append(MetricQuery(ns, "Invocations", dims, "Sum"))
+    values = fetch_window_values(
+        cloudwatch, [q for qs in series.values() for q in qs], ctx.now, ctx.policy.window_days
+    )
+    findings = []
+    configs: dict[str, dict[str, Any]] = {}  # endpoints may share a config: described once
+    for endpoint in endpoints:
+        name = endpoint["EndpointName"]
+        calls = sum((values.get(q) or Decimal(0) for q in series.get(name, [])), Decimal(0))
+        if calls > 0:
+            continue
+        tags = tag_tuple(sm.list_tags(ResourceArn=endpoint["EndpointArn"]).get("Tags"))
+        if is_protected(tags):
+            continue
+        finding = _idle_endpoint(sm, endpoint, tags, region, ctx, configs)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _idle_endpoint(
+    sm: Any,
+    endpoint: dict[str, Any],
+    tags: tuple[tuple[str, str], ...],
+    region: str,
+    ctx: ScanContext,
+    configs: dict[str, dict[str, Any]],
+) -> ResourceFinding | None:
+    name = endpoint["EndpointName"]
+    described = sm.describe_endpoint(EndpointName=name)
+    config_name = described["EndpointConfigName"]
+    if config_name not in configs:
+        configs[config_name] = sm.describe_endpoint_config(EndpointConfigName=config_name)
+    config = configs[config_name]
+    types = {v["VariantName"]: v.get("InstanceType") for v in config["ProductionVariants"]}
+    variants = [
+        (v["VariantName"], types.get(v["VariantName"]), int(v.get("CurrentInstanceCount") or 0))
+        for v in described.get("ProductionVariants", [])
+    ]
+    priced = [(n, t, c) for n, t, c in variants if t and c > 0]
+    if not priced:
+        return None  # serverless or scaled to zero already: nothing burns
+    ledger = ctx.ledger.run_rate(f"endpoint/{name}")
+    parts = [hourly_price(ctx, [], "sagemaker", t, c) for _, t, c in priced]
+    monthly = ledger if ledger is not None else sum((p.monthly for p in parts), Decimal(0))
+    source = "ledger" if ledger is not None else " + ".join(sorted({p.source for p in parts}))
+    size = ", ".join(f"{c} × {t}" for _, t, c in priced)
+    resource = ctx.owned(
+        Resource(
+            kind=ResourceKind.SAGEMAKER_ENDPOINT,
+            resource_id=name,
+            account=ctx.account,
+            region=region,
+            resource_type=", ".join(sorted({t for _, t, _ in priced if t})),
+            size=size,
+            tags=tags,
+            target=(
+                ("endpoint_name", name),
+                ("endpoint_config_name", described["EndpointConfigName"]),
+            ),
+        )
+    )
+    days = ctx.policy.window_days
+    return ResourceFinding(
+        resource=resource,
+        reason=Reason.NO_INVOCATIONS,
+        evidence=f"endpoint {name} ({size}) served no invocations on any of its "
+        f"{len(variants)} variant(s) over the last {days} days",
+        signal="Invocations (AWS/SageMaker, every variant)",
+        monthly_cost=monthly,
+        price_source=source,
+        recommendation=Recommendation(
+            Action.DELETE_ENDPOINT,
+            "delete the endpoint (its config and model stay, so it can be re-created), or "
+            "scale it to zero",
+            monthly,
+        ),
+        currency=ctx.ledger.currency,
+    )
+
+
+def scan_notebooks(aws: Callable[..., Any], region: str, ctx: ScanContext) -> list[ResourceFinding]:
+    """Return notebook instances in service, unchanged since before the window."""
+    sm = aws("sagemaker", region)
+    days = ctx.policy.window_days
+    cutoff = ctx.now - dt.timedelta(days=days)
+    findings = []
+    pages = sm.get_paginator("list_notebook_instances").paginate(StatusEquals="InService")
+    for page in pages:
+        for nb in page.get("NotebookInstances", []):
+            since = nb.get("LastModifiedTime") or nb.get("CreationTime")
+            if since is None or since > cutoff:
+                continue
+            tags = tag_tuple(sm.list_tags(ResourceArn=nb["NotebookInstanceArn"]).get("Tags"))
+            if is_protected(tags):
+                continue
+            name, itype = nb["NotebookInstanceName"], nb.get("InstanceType")
+            price = hourly_price(ctx, [f"notebook-instance/{name}"], "sagemaker", itype)
+            running = (ctx.now - since).days
+            resource = ctx.owned(
+                Resource(
+                    kind=ResourceKind.SAGEMAKER_NOTEBOOK,
+                    resource_id=name,
+                    account=ctx.account,
+                    region=region,
+                    resource_type=itype,
+                    tags=tags,
+                    target=(("notebook_instance_name", name),),
+                )
+            )
+            findings.append(
+                ResourceFinding(
+                    resource=resource,
+                    reason=Reason.NO_ACTIVITY,
+                    evidence=f"notebook {name} ({itype}) has been in service, unchanged, for "
+                    f"{running} days (since {since:%Y-%m-%d})",
+                    signal="time in service since LastModifiedTime (SageMaker publishes no "
+                    "notebook activity metric)",
+                    monthly_cost=price.monthly,
+                    price_source=price.source,
+                    recommendation=Recommendation(
+                        Action.STOP_NOTEBOOK,
+                        "stop the notebook instance (its volume is kept); add an idle "
+                        "auto-stop lifecycle configuration",
+                        price.monthly,
+                    ),
+                    currency=ctx.ledger.currency,
+                )
+            )
+    return findings
+
+
+def job_prefix(name: str) -> str:
+    """Return a training job's name without its trailing run number or timestamp."""
+    return JOB_SUFFIX.sub("", name) or name
+
+
+def usual_durations(completed: list[dict[str, Any]], min_jobs: int) -> dict[str, dt.timedelta]:
+    """Return the median duration of completed jobs per name prefix (with at least min_jobs)."""
+    by_prefix: dict[str, list[float]] = defaultdict(list)
+    for job in completed:
+        start, end = job.get("CreationTime"), job.get("TrainingEndTime")
+        if start is None or end is None or end <= start:
+            continue
+        by_prefix[job_prefix(job["TrainingJobName"])].append((end - start).total_seconds())
+    return {
+        prefix: dt.timedelta(seconds=statistics.median(secs))
+        for prefix, secs in by_prefix.items()
+        if len(secs) >= min_jobs
+    }
+
+
+def scan_training_jobs(
+    aws: Callable[..., Any], region: str, ctx: ScanContext
+) -> list[ResourceFinding]:
+    """Return InProgress training jobs running far past the median of their completed kin."""
+    sm = aws("sagemaker", region)
+    running = [
+        j
+        for page in sm.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress")
+        for j in page.get("TrainingJobSummaries", [])
+    ]
+    if not running:
+        return []
+    completed = [
+        j
+        for page in sm.get_paginator("list_training_jobs").paginate(StatusEquals="Completed")
+        for j in page.get("TrainingJobSummaries", [])
+    ]
+    policy = ctx.policy
+    usual = usual_durations(completed, policy.training_min_completed)
+    findings = []
+    for job in running:
+        name = job["TrainingJobName"]
+        median = usual.get(job_prefix(name))
+        started = job.get("CreationTime")
+        if median is None or started is None:
+            continue
+        elapsed = ctx.now - started
+        if elapsed <= median * float(policy.training_overrun_factor):
+            continue
+        detail = sm.describe_training_job(TrainingJobName=name)
+        tags = tag_tuple(sm.list_tags(ResourceArn=detail["TrainingJobArn"]).get("Tags"))
+        if is_protected(tags):
+            continue
+        rc = detail.get("ResourceConfig", {})
+        itype, count = rc.get("InstanceType"), int(rc.get("InstanceCount") or 1)
+        price = hourly_price(ctx, [f"training-job/{name}"], "sagemaker", itype, count)
+        resource = ctx.owned(
+            Resource(
+                kind=ResourceKind.SAGEMAKER_TRAINING_JOB,
+                resource_id=name,
+                account=ctx.account,
+                region=region,
+                resource_type=itype,
+                size=f"{count} × {itype}",
+                tags=tags,
+                target=(("training_job_name", name),),
+            )
+        )
+        findings.append(
+            ResourceFinding(
+                resource=resource,
+                reason=Reason.OVERRUNNING,
+                evidence=f"training job {name} has run {_hours(elapsed)} h; completed "
+                f"{job_prefix(name)} jobs take {_hours(median)} h (median)",
+                signal=f"duration over {policy.training_overrun_factor}× the median of "
+                f"completed jobs with the same name prefix",
+                monthly_cost=price.monthly,
+                price_source=price.source,
+                recommendation=Recommendation(
+                    Action.STOP_TRAINING_JOB,
+                    "check its logs; stop the job if it is stuck (set MaxRuntimeInSeconds)",
+                    price.monthly,
+                ),
+                currency=ctx.ledger.currency,
+            )
+        )
+    return findings
+
+
+def _hours(delta: dt.timedelta) -> str:
+    return f"{delta.total_seconds() / 3600:.1f}"
