@@ -584,7 +584,11 @@ def aws_calls_in_code() -> set[str]:
 
 
 # operations authorised by an IAM action of another name
-IAM_ACTION = {"ListObjectsV2": "ListBucket", "HeadObject": "GetObject"}
+IAM_ACTION = {
+    "ListObjectsV2": "ListBucket",
+    "HeadObject": "GetObject",
+    "GetBucketLifecycleConfiguration": "GetLifecycleConfiguration",
+}
 
 
 def test_the_doc_lists_every_aws_permission_the_code_needs() -> None:
