@@ -116,6 +116,17 @@ def saved_so_far(row: ResourceFindingRecord, as_of: dt.datetime) -> Decimal | No
     return cents(row.monthly_cost * seconds / Decimal(86400 * 30))
 
 
+def closed_findings(
+    *, session: Session, as_of: dt.datetime, since: dt.datetime | None = None
+) -> list[tuple[ResourceFindingRecord, Decimal]]:
+    """Return closed findings (closed since `since`, if given) with what each saved by `as_of`."""
+    query = select(ResourceFindingRecord).where(ResourceFindingRecord.status == CLOSED)
+    if since is not None:
+        query = query.where(ResourceFindingRecord.closed_at >= since)
+    rows = session.scalars(query.order_by(ResourceFindingRecord.closed_at.desc()))
+    return [(row, saved_so_far(row, as_of) or Decimal(0)) for row in rows]
+
+
 def complete_scopes(report: ScanReport, s3_scanned: bool) -> set[Scope]:
     """Return the (region, kind) pairs the scan covered completely (no scanner failed there)."""
     labels = [label for label in REGIONAL_SCANNERS if label in SCANNER_KINDS]

@@ -14,6 +14,7 @@ from bot.errors import PermissionDenied
 from bot.waste.lifecycle import (
     approve_stop,
     check_can_decide,
+    closed_findings,
     complete_scopes,
     record_scan,
     record_silence,
@@ -206,6 +207,7 @@ def test_a_gone_resource_closes_with_what_it_saved_so_far(registry: Session) -> 
     assert "Saved so far: $60.00" in reply.payload["text"]
     # it grows afterwards, in reports
     assert saved_so_far(row, T0 + 32 * DAY) == Decimal("960.00")
+    assert closed_findings(session=session, as_of=T0 + 32 * DAY) == [(row, Decimal("960.00"))]
     # closing twice does nothing more
     assert scan(session, T0 + 3 * DAY).closed == []
 

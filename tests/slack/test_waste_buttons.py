@@ -176,7 +176,7 @@ def test_by_default_stop_it_records_the_approval_and_changes_nothing(world: Worl
         "approval recorded only: actions are disabled (MLCOST_ACTIONS_ENABLED is not true)" in reply
     )
     updated = world.slack.fake.calls_to("chat.update")[-1].params
-    assert "Stop it approved: disabled: approval recorded only" in str(updated["blocks"])
+    assert "Stop it approved: recorded only (actions are disabled)" in str(updated["blocks"])
     actions = [(a.action, a.actor) for a in world.audit()]
     assert actions == [("waste_resource_stop", OWNER), ("waste_resource_action", OWNER)]
 
@@ -199,6 +199,7 @@ def test_enabled_stop_it_stops_the_instance_and_says_so_in_the_thread(world: Wor
     # the post shows the decision and has no buttons left
     blocks = world.slack.fake.calls_to("chat.update")[-1].params["blocks"]
     assert not [b for b in blocks if b["type"] == "actions"]
+    assert f"Stop it approved: done: stopped {iid}" in str(blocks)
 
 
 def test_a_protected_instance_is_never_stopped(world: World) -> None:

@@ -174,8 +174,24 @@ def decision_words(state: ResourceDecisionState, currency: str) -> str:
     if state.decision == "not_waste":
         return f"marked not waste; {again}" if again else "marked not waste"
     if state.decision == "stop":
-        return f"Stop it approved: {state.action_result or 'recorded'}"
+        return f"Stop it approved: {stop_result_words(state.action_result)}"
     return ""
+
+
+def stop_result_words(result: str | None) -> str:
+    """Say what became of an approved Stop it, from the result kept on the finding."""
+    if not result or result == "acting":
+        return "acting now"
+    outcome, _, rest = result.partition(": ")
+    if outcome == "disabled":
+        return "recorded only (actions are disabled)"
+    if outcome == "recommend-only":
+        return "recorded only (a recommendation mlcost does not apply)"
+    if outcome == "refused":
+        return "refused (mlcost:protect tag)"
+    if outcome == "failed":
+        return f"failed ({rest})"
+    return result
 
 
 def decision_note(state: ResourceDecisionState, currency: str) -> str:
