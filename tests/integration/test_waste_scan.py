@@ -337,8 +337,9 @@ def test_findings_are_ranked_by_money_and_keyed_stably(
 
 def test_cloudwatch_is_read_in_batches(scanned: tuple[World, ScanReport, CountingAws]) -> None:
     _, _, aws = scanned
-    # us-east-1: one GetMetricData for all 13 GPU instances' series, one for the endpoints;
-    # us-west-2 has no GPU instances or endpoints, so no CloudWatch call at all
-    assert aws.calls["cloudwatch:GetMetricData"] == 2
+    # us-east-1: one GetMetricData for every GPU series and every fallback CPU series, one for
+    # the network of the instances whose CPU was idle, one for the endpoints; us-west-2 has no
+    # GPU instances or endpoints, so no CloudWatch call at all
+    assert aws.calls["cloudwatch:GetMetricData"] == 3
     assert aws.calls["cloudwatch:ListMetrics"] == 3  # CWAgent and DCGM series, Invocations
     assert aws.calls["ec2:DescribeInstances"] == 2  # one page per region

@@ -60,7 +60,7 @@ def test_table_and_json(
         assert code == 0, err
         doc = json.loads(out)
         assert doc["regions"] == ["us-east-1"] and doc["findings"] == []  # the setting's region
-        assert doc["currency"] == "USD" and doc["total_monthly_cost"] == "0"
+        assert doc["currency"] == "USD" and doc["total_monthly_cost"] == "0.00"
 
         code, out, _ = run(
             capsys, *db, "waste", "scan", "--regions", "eu-west-1", "--format", "json"

@@ -23,6 +23,6 @@ class CountingAws:
             self.clients[key] = client
         return self.clients[key]
 
-    def _count(self, event_name: str, **_: Any) -> None:
-        _, service, operation = event_name.split(".", 2)
+    def _count(self, event_name: str, **kwargs: Any) -> None:
+        service, operation = event_name.split(".", 2)[1:]
         self.calls[f"{service}:{operation}"] += 1

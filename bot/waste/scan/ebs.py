@@ -82,11 +82,16 @@ def scan_volumes(aws: Callable[..., Any], region: str, ctx: ScanContext) -> list
 def scan_snapshots(aws: Callable[..., Any], region: str, ctx: ScanContext) -> list[ResourceFinding]:
     """Return own snapshots older than MLCOST_SCAN_SNAPSHOT_DAYS whose volume no longer exists."""
     ec2 = aws("ec2", region)
-    volumes = {
-        v["VolumeId"]
-        for page in ec2.get_paginator("describe_volumes").paginate()
-        for v in page.get("Volumes", [])
-    }
+    cutoff = ctx.now - dt.timedelta(days=ctx.policy.snapshot_days)
+    old = [
+        snap
+        for page in ec2.get_paginator("describe_snapshots").paginate(OwnerIds=["self"])
+        for snap in page.get("Snapshots", [])
+        if snap.get("StartTime") is not None and snap["StartTime"] <= cutoff
+    ]
+    if not old:
+        return []
+    volumes = _existing_volumes(ec2, {s["VolumeId"] for s in old if s.get("VolumeId")})
     in_amis = {
         m["Ebs"]["SnapshotId"]
         for page in ec2.get_paginator("describe_images").paginate(Owners=["self"])
@@ -94,52 +99,63 @@ def scan_snapshots(aws: Callable[..., Any], region: str, ctx: ScanContext) -> li
         for m in image.get("BlockDeviceMappings", [])
         if m.get("Ebs", {}).get("SnapshotId")
     }
-    cutoff = ctx.now - dt.timedelta(days=ctx.policy.snapshot_days)
     findings = []
-    for page in ec2.get_paginator("describe_snapshots").paginate(OwnerIds=["self"]):
-        for snap in page.get("Snapshots", []):
-            sid, started = snap["SnapshotId"], snap.get("StartTime")
-            if started is None or started > cutoff or sid in in_amis:
-                continue
-            if snap.get("VolumeId") in volumes:
-                continue
-            tags = tag_tuple(snap.get("Tags"))
-            if is_protected(tags):
-                continue
-            tier = "archive" if snap.get("StorageTier") == "archive" else "standard"
-            size_gib = snap.get("VolumeSize") or 0
-            price = storage_price(
-                ctx, [sid, f"snapshot/{sid}"], "ebs-snapshot", tier, Decimal(size_gib) * GIB
+    for snap in old:
+        sid, started = snap["SnapshotId"], snap["StartTime"]
+        if sid in in_amis or snap.get("VolumeId") in volumes:
+            continue
+        tags = tag_tuple(snap.get("Tags"))
+        if is_protected(tags):
+            continue
+        tier = "archive" if snap.get("StorageTier") == "archive" else "standard"
+        size_gib = snap.get("VolumeSize") or 0
+        price = storage_price(
+            ctx, [sid, f"snapshot/{sid}"], "ebs-snapshot", tier, Decimal(size_gib) * GIB
+        )
+        age = (ctx.now - started).days
+        resource = ctx.owned(
+            Resource(
+                kind=ResourceKind.EBS_SNAPSHOT,
+                resource_id=sid,
+                account=ctx.account,
+                region=region,
+                resource_type=tier,
+                size=f"{size_gib} GiB",
+                tags=tags,
+                target=(("snapshot_id", sid),),
             )
-            age = (ctx.now - started).days
-            resource = ctx.owned(
-                Resource(
-                    kind=ResourceKind.EBS_SNAPSHOT,
-                    resource_id=sid,
-                    account=ctx.account,
-                    region=region,
-                    resource_type=tier,
-                    size=f"{size_gib} GiB",
-                    tags=tags,
-                    target=(("snapshot_id", sid),),
-                )
+        )
+        findings.append(
+            ResourceFinding(
+                resource=resource,
+                reason=Reason.ORPHANED_SNAPSHOT,
+                evidence=f"snapshot {sid} ({size_gib} GiB) is {age} days old and its volume "
+                f"{snap.get('VolumeId') or '?'} no longer exists",
+                signal="snapshot age and source volume (DescribeSnapshots, DescribeVolumes)",
+                monthly_cost=price.monthly,
+                price_source=price.source
+                + ("" if price.source == "ledger" else " (full volume size: an upper bound)"),
+                recommendation=Recommendation(
+                    Action.DELETE_SNAPSHOT,
+                    "delete the snapshot (or move it to the archive tier if it must be kept)",
+                    price.monthly,
+                ),
+                currency=ctx.ledger.currency,
             )
-            findings.append(
-                ResourceFinding(
-                    resource=resource,
-                    reason=Reason.ORPHANED_SNAPSHOT,
-                    evidence=f"snapshot {sid} ({size_gib} GiB) is {age} days old and its volume "
-                    f"{snap.get('VolumeId') or '?'} no longer exists",
-                    signal="snapshot age and source volume (DescribeSnapshots, DescribeVolumes)",
-                    monthly_cost=price.monthly,
-                    price_source=price.source
-                    + ("" if price.source == "ledger" else " (full volume size: an upper bound)"),
-                    recommendation=Recommendation(
-                        Action.DELETE_SNAPSHOT,
-                        "delete the snapshot (or move it to the archive tier if it must be kept)",
-                        price.monthly,
-                    ),
-                    currency=ctx.ledger.currency,
-                )
-            )
+        )
     return findings
+
+
+def _existing_volumes(ec2: Any, volume_ids: set[str]) -> set[str]:
+    """Return which of the volume ids still exist (a volume-id filter, 200 ids a call).
+
+    A filter, not VolumeIds=: a missing id in VolumeIds fails the whole call.
+    """
+    ids, found = sorted(volume_ids), set()
+    for offset in range(0, len(ids), 200):
+        chunk = ids[offset : offset + 200]
+        pages = ec2.get_paginator("describe_volumes").paginate(
+            Filters=[{"Name": "volume-id", "Values": chunk}]
+        )
+        found |= {v["VolumeId"] for page in pages for v in page.get("Volumes", [])}
+    return found

@@ -58,11 +58,13 @@ class Usage:
 
     def describe(self, days: int) -> str:
         if self.idle is None:
-            return f"no metric data ({self.signal}) over the last {days} days"
+            return f"no metric data over the last {days} days"
         if self.gpu_pct is not None:
             return f"busiest GPU averaged {self.gpu_pct:.1f} % over {days} days"
         cpu = self.cpu_pct if self.cpu_pct is not None else Decimal(0)
-        net = self.network_mb_per_day if self.network_mb_per_day is not None else Decimal(0)
+        if self.network_mb_per_day is None:
+            return f"CPU averaged {cpu:.1f} % over {days} days"
+        net = self.network_mb_per_day
         return f"CPU averaged {cpu:.1f} % and network {net:.1f} MB/day over {days} days"
 
 
@@ -152,17 +154,20 @@ def _usage(cloudwatch: Any, instance_ids: list[str], ctx: ScanContext) -> dict[s
                 if iid in wanted and signal_of.get(iid, label) == label:
                     gpu_series[iid].append(MetricQuery(ns, metric, dims, "Average"))
                     signal_of[iid] = label
+    policy, days = ctx.policy, ctx.policy.window_days
     queries: list[MetricQuery] = [q for qs in gpu_series.values() for q in qs]
     fallback = [i for i in instance_ids if i not in gpu_series]
-    for iid in fallback:
-        dims = (("InstanceId", iid),)
-        queries += [
-            MetricQuery("AWS/EC2", "CPUUtilization", dims, "Average"),
-            MetricQuery("AWS/EC2", "NetworkIn", dims, "Sum"),
-            MetricQuery("AWS/EC2", "NetworkOut", dims, "Sum"),
-        ]
-    values = fetch_window_values(cloudwatch, queries, ctx.now, ctx.policy.window_days)
-    policy, days = ctx.policy, ctx.policy.window_days
+    queries += [_ec2(iid, "CPUUtilization", "Average") for iid in fallback]
+    values = fetch_window_values(cloudwatch, queries, ctx.now, days)
+    # network only where CPU was idle: a busy CPU already says busy, and each query costs
+    quiet = [
+        iid
+        for iid in fallback
+        if (cpu := values.get(_ec2(iid, "CPUUtilization", "Average"))) is not None
+        and cpu < policy.cpu_idle_pct
+    ]
+    network = [_ec2(iid, m, "Sum") for iid in quiet for m in ("NetworkIn", "NetworkOut")]
+    values.update(fetch_window_values(cloudwatch, network, ctx.now, days))
     usage: dict[str, Usage] = {}
     for iid in instance_ids:
         if iid in gpu_series:
@@ -174,18 +179,24 @@ def _usage(cloudwatch: Any, instance_ids: list[str], ctx: ScanContext) -> dict[s
             busiest = max(points)
             usage[iid] = Usage(signal, busiest < policy.gpu_idle_pct, gpu_pct=busiest)
             continue
-        dims = (("InstanceId", iid),)
-        cpu = values.get(MetricQuery("AWS/EC2", "CPUUtilization", dims, "Average"))
-        net_in = values.get(MetricQuery("AWS/EC2", "NetworkIn", dims, "Sum"))
-        net_out = values.get(MetricQuery("AWS/EC2", "NetworkOut", dims, "Sum"))
+        cpu = values.get(_ec2(iid, "CPUUtilization", "Average"))
         signal = "CPU and network (no GPU metric)"
         if cpu is None:
             usage[iid] = Usage(signal, None)
             continue
+        if cpu >= policy.cpu_idle_pct:
+            usage[iid] = Usage(signal, False, cpu_pct=cpu)
+            continue
+        net_in = values.get(_ec2(iid, "NetworkIn", "Sum"))
+        net_out = values.get(_ec2(iid, "NetworkOut", "Sum"))
         net = ((net_in or Decimal(0)) + (net_out or Decimal(0))) / MB / days
         idle = cpu < policy.cpu_idle_pct and net < policy.network_idle_mb_per_day
         usage[iid] = Usage(signal, idle, cpu_pct=cpu, network_mb_per_day=net)
     return usage
+
+
+def _ec2(instance_id: str, metric: str, stat: str) -> MetricQuery:
+    return MetricQuery("AWS/EC2", metric, (("InstanceId", instance_id),), stat)
 
 
 def _instance_finding(

@@ -35,6 +35,8 @@ def fetch_window_values(
     cloudwatch: Any, queries: list[MetricQuery], now: dt.datetime, days: int
 ) -> dict[MetricQuery, Decimal | None]:
     """Return each query's value over the window (None where the series has no data)."""
+    if not queries:
+        return {}
     start, end = window_bounds(now, days)
     period = days * 86400
     values: dict[MetricQuery, Decimal | None] = dict.fromkeys(queries)

@@ -6,7 +6,7 @@ on `ResourceKey` and act on `Resource.target`, so both stay the same from one sc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -131,7 +131,6 @@ class ResourceFinding:
     price_source: str
     recommendation: Recommendation
     currency: str = "USD"
-    details: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def key(self) -> ResourceKey:
@@ -185,7 +184,6 @@ class ResourceFinding:
                 "monthly_saving": str(self.recommendation.monthly_saving),
             },
             "currency": self.currency,
-            "details": dict(self.details),
         }
 
 

@@ -54,11 +54,11 @@ class ScanReport:
 
     @property
     def total_monthly_cost(self) -> Decimal:
-        return sum((f.monthly_cost for f in self.findings), Decimal(0))
+        return sum((f.monthly_cost for f in self.findings), Decimal("0.00"))
 
     @property
     def total_monthly_saving(self) -> Decimal:
-        return sum((f.monthly_saving for f in self.findings), Decimal(0))
+        return sum((f.monthly_saving for f in self.findings), Decimal("0.00"))
 
 
 def account_id(aws: Callable[..., Any], region: str) -> str:

@@ -58,6 +58,7 @@ def scan_endpoints(aws: Callable[..., Any], region: str, ctx: ScanContext) -> li
         cloudwatch, [q for qs in series.values() for q in qs], ctx.now, ctx.policy.window_days
     )
     findings = []
+    configs: dict[str, dict[str, Any]] = {}  # endpoints may share a config: described once
     for endpoint in endpoints:
         name = endpoint["EndpointName"]
         calls = sum((values.get(q) or Decimal(0) for q in series.get(name, [])), Decimal(0))
@@ -66,7 +67,7 @@ def scan_endpoints(aws: Callable[..., Any], region: str, ctx: ScanContext) -> li
         tags = tag_tuple(sm.list_tags(ResourceArn=endpoint["EndpointArn"]).get("Tags"))
         if is_protected(tags):
             continue
-        finding = _idle_endpoint(sm, endpoint, tags, region, ctx)
+        finding = _idle_endpoint(sm, endpoint, tags, region, ctx, configs)
         if finding is not None:
             findings.append(finding)
     return findings
@@ -78,10 +79,14 @@ def _idle_endpoint(
     tags: tuple[tuple[str, str], ...],
     region: str,
     ctx: ScanContext,
+    configs: dict[str, dict[str, Any]],
 ) -> ResourceFinding | None:
     name = endpoint["EndpointName"]
     described = sm.describe_endpoint(EndpointName=name)
-    config = sm.describe_endpoint_config(EndpointConfigName=described["EndpointConfigName"])
+    config_name = described["EndpointConfigName"]
+    if config_name not in configs:
+        configs[config_name] = sm.describe_endpoint_config(EndpointConfigName=config_name)
+    config = configs[config_name]
     types = {v["VariantName"]: v.get("InstanceType") for v in config["ProductionVariants"]}
     variants = [
         (v["VariantName"], types.get(v["VariantName"]), int(v.get("CurrentInstanceCount") or 0))
