@@ -56,6 +56,9 @@ REPLY_KIND = "waste-resource-reply"
 OPEN, CLOSED = "open", "closed"
 NONE, KEEP, NOT_WASTE, STOP = "none", "keep", "not_waste", "stop"
 ACTING = "acting"
+# a claim older than this is taken to have died with its process (the snapshot waiter gives up
+# after 20 minutes), so a new Stop it may act
+ACTING_LEASE = dt.timedelta(hours=1)
 
 # which resource kinds each scanner of bot/waste/scan/run.py reports
 SCANNER_KINDS: dict[str, tuple[ResourceKind, ...]] = {
@@ -519,7 +522,8 @@ def approve_stop(
     """Record a Stop it approval and claim the action, unless one is running or already done.
 
     The claim is one conditional UPDATE, so two presses (a retried request, two people) never
-    both act: the loser sees the action running or done and changes nothing.
+    both act: the loser sees the action running or done and changes nothing. A claim left by a
+    process that died while acting expires after ACTING_LEASE.
     """
     row = check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
     before = _snapshot(row)
@@ -531,6 +535,7 @@ def approve_stop(
             or_(
                 table.action_result.is_(None),
                 (table.action_result != ACTING) & ~table.action_result.startswith("done"),
+                (table.action_result == ACTING) & (table.action_at < now - ACTING_LEASE),
             ),
         )
         .values(

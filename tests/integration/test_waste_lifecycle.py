@@ -293,3 +293,15 @@ def test_stop_it_claims_the_action_once_and_audits_before_and_after(registry: Se
     assert audit.detail["before"]["decision"] == "none"
     assert audit.detail["after"]["decision"] == "stop"
     assert audit.detail["after"]["action_result"] == "acting"
+
+
+def test_a_claim_left_by_a_dead_process_expires_after_an_hour(registry: Session) -> None:
+    session = registry
+    scan(session, T0, finding("i-stop", "900", model="recsys"))
+    row = row_of(session, "i-stop")
+    assert approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=T0).acts
+    later = T0 + dt.timedelta(minutes=59)
+    assert not approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=later).acts
+    expired = T0 + dt.timedelta(minutes=61)
+    again = approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=expired)
+    assert again.acts and again.number == 2
