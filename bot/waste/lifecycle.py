@@ -162,7 +162,6 @@ def record_report(
         now,
         account=report.account,
         complete=complete_scopes(report, s3_scanned),
-        currency=report.currency,
     )
 
 
@@ -173,7 +172,6 @@ def record_scan(
     *,
     account: str,
     complete: Iterable[Scope] = (),
-    currency: str = "USD",
 ) -> LifecycleReport:
     """Upsert the findings of one account's scan, queue the posts that are due, close the gone.
 
@@ -187,29 +185,32 @@ def record_scan(
             select(ResourceFindingRecord).where(ResourceFindingRecord.account == account)
         )
     }
-    router = Router(session)
-    router.preload({f.resource.model for f in findings if f.resource.model}, set())
-    posts: list[PlannedPost] = []
-    seen: set[str] = set()
+    found: dict[str, ResourceFindingRecord] = {}
     for finding in findings:
         if finding.account != account:
             continue
         key = str(finding.key)
-        seen.add(key)
         row = rows.get(key)
         if row is None:
-            row = _new_row(finding, now)
+            row = rows[key] = _new_row(finding, now)
             session.add(row)
-            session.flush()
-            rows[key] = row
         else:
             _refresh(row, finding, now)
+        found[key] = row
+    session.flush()  # new rows get their ids: the posts' keys name them
+    router = Router(session)
+    router.preload({r.model for r in found.values() if r.model}, set())
+    posts: list[PlannedPost] = []
+    for key, row in found.items():
+        before = _snapshot(row)
         why = _due(row, now)
         if why is None:
             silenced = row.decision in (KEEP, NOT_WASTE)
             (report.silenced if silenced else report.unchanged).append(key)
             continue
         kind, why_again = why
+        if row.decision != before["decision"]:  # Keep expired, or the cost outgrew a decision
+            _audit(session, row, "mlcost", "waste_resource_reraise", before, now, why=why_again)
         post = _post(row, router, why_again)
         if post is None:
             report.unrouted.append(key)
@@ -218,7 +219,7 @@ def record_scan(
         {"new": report.new, "worse": report.worse, "reraised": report.reraised}[kind].append(key)
     scopes = set(complete)
     for key, row in rows.items():
-        if row.status != OPEN or key in seen or (row.region, row.kind) not in scopes:
+        if row.status != OPEN or key in found or (row.region, row.kind) not in scopes:
             continue
         reply = _close(row, now)
         report.closed.append((key, row.saved_so_far or Decimal(0)))

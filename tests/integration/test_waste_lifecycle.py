@@ -172,6 +172,13 @@ def test_keep_and_not_waste_are_lifted_when_the_cost_grows_by_more_than_half(
     grown = scan(session, T0 + 31 * DAY, finding("i-kept", "1000"), finding("i-fine", "1500.01"))
     assert grown.reraised == [f"{ACCOUNT}/{REGION}/gpu_instance/i-fine"]
     assert fine.decision == "none" and fine.post_count == 2
+    lifted = session.scalars(
+        select(AuditLog).where(AuditLog.action == "waste_resource_reraise")
+    ).all()
+    assert [(a.actor, a.detail["before"]["decision"]) for a in lifted] == [
+        ("mlcost", "keep"),
+        ("mlcost", "not_waste"),
+    ]
     text = str(outbox(session)[f"waste-resource:{fine.id}:2"].payload["blocks"])
     assert "grew from $1,000.00 when it was marked Not waste to $1,500.01" in text
 
