@@ -122,10 +122,10 @@ def test_report_waste_on_the_demo_org(tmp_path: Path, capsys: pytest.CaptureFixt
     url = f"sqlite:///{folder / 'mlcost-demo.db'}"
     code, out, _ = run(capsys, "--database-url", url, "report", "waste", "--as-of", "2026-11-30")
     assert code == 0
-    assert "Orphaned (tagged for an unregistered model): `legacy-ranker`" in out
+    assert "Orphaned (tagged for an unregistered model): legacy-ranker" in out
     assert "Idle endpoint: churn-predictor" in out
     # recsys trains on p4d.24xlarge on demand in us-east-1: 67 % cheaper on Spot, 10-15 % band
-    assert "Spot candidate: `recsys` training on p4d.24xlarge in us-east-1" in out
+    assert "Spot candidate: recsys training on p4d.24xlarge in us-east-1" in out
     assert "67 % below on-demand" in out
     assert out.rstrip().splitlines()[-1].startswith("total: about $")
     code, out, _ = run(

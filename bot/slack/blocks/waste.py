@@ -7,10 +7,10 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from bot.money import format_money
+from bot.money import column_places, format_money, format_money_places
 from bot.slack.guard import MAX_CONTEXT_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
-from bot.slack.mrkdwn import escape, fit_lines, quoted, user
+from bot.slack.mrkdwn import escape, fit_lines, plain, quoted, user
 from bot.waste.checks import WasteFinding
 
 KIND_LABELS = {
@@ -63,23 +63,28 @@ def build_waste_blocks(
     return text, blocks
 
 
-def render_waste_json(findings: list[WasteFinding], as_of: dt.date) -> str:
-    """JSON for scripts: each finding with its kind, label, monthly cost (a string), fix."""
+def render_waste_json(findings: list[WasteFinding], as_of: dt.date, currency: str = "USD") -> str:
+    """JSON for scripts: each finding with its kind, label, monthly cost (a string), fix.
+
+    Every amount is in `currency` (the organisation's: findings count only spend billed in it).
+    """
     total = sum((f.monthly_cost for f in findings), Decimal(0))
     return json.dumps(
         {
             "as_of": as_of.isoformat(),
+            "currency": currency,
             "monthly_total": str(total),
             "findings": [
                 {
                     "kind": f.kind,
                     "label": KIND_LABELS.get(f.kind, f.kind),
-                    "subject": f.subject,
+                    "subject": plain(f.subject),
                     "model": f.model,
                     "resource_id": f.resource_id,
                     "monthly_cost": str(f.monthly_cost),
-                    "evidence": f.evidence,
-                    "fix": f.fix,
+                    "currency": currency,
+                    "evidence": plain(f.evidence),
+                    "fix": plain(f.fix),
                 }
                 for f in findings
             ],
@@ -89,19 +94,21 @@ def render_waste_json(findings: list[WasteFinding], as_of: dt.date) -> str:
 
 
 def render_waste_text(findings: list[WasteFinding], currency: str = "USD") -> str:
-    """Plain text for the command line."""
+    """Plain text for the command line; the amounts share one precision."""
     if not findings:
         return "No waste found.\n"
-    lines = []
-    for f in findings:
-        lines.append(
-            f"{format_money(f.monthly_cost, currency):>10}/mo  "
-            f"{KIND_LABELS.get(f.kind, f.kind)}: {f.subject}"
-        )
-        lines.append(f"{'':14}{f.evidence}")
-        lines.append(f"{'':14}fix: {f.fix}")
     total = sum((f.monthly_cost for f in findings), Decimal(0))
-    lines.append(f"total: about {format_money(total, currency)}/month")
+    places = column_places([*(f.monthly_cost for f in findings), total])
+    amounts = [format_money_places(f.monthly_cost, currency, places) for f in findings]
+    width = max(10, *(len(a) for a in amounts))
+    indent = " " * (width + len("/mo  "))
+    lines = []
+    for f, amount in zip(findings, amounts, strict=True):
+        label = KIND_LABELS.get(f.kind, f.kind)
+        lines.append(f"{amount:>{width}}/mo  {label}: {plain(f.subject)}")
+        lines.append(f"{indent}{plain(f.evidence)}")
+        lines.append(f"{indent}fix: {plain(f.fix)}")
+    lines.append(f"total: about {format_money_places(total, currency, places)}/month")
     return "\n".join(lines) + "\n"
 
 
