@@ -124,6 +124,11 @@ class Settings(BaseSettings):
     )
     price_table_file: Path | None = Field(default=None, validation_alias="MLCOST_PRICE_TABLE_FILE")
 
+    # "Stop it" on a resource finding changes AWS only when this is true (approvals are recorded
+    # either way); the daily resource scan posts findings at this hour (MLCOST_TIMEZONE).
+    actions_enabled: bool = Field(default=False, validation_alias="MLCOST_ACTIONS_ENABLED")
+    scan_hour: int = Field(default=7, ge=0, le=23, validation_alias="MLCOST_SCAN_HOUR")
+
     @field_validator("currency")
     @classmethod
     def _currency_code(cls, code: str) -> str:

@@ -31,6 +31,12 @@ def register(commands: Any) -> None:
         "--regions", type=region_list, help="comma-separated regions (default MLCOST_SCAN_REGIONS)"
     )
     scan.add_argument("--format", choices=("table", "json"), default="table")
+    scan.add_argument(
+        "--post",
+        action="store_true",
+        help="record the findings and post the new and worse ones to their owners' channels "
+        "(unowned ones to FinOps); close the ones that are gone",
+    )
     scan.set_defaults(handler=run_scan, unexpected_error_exit=1)
 
 
@@ -77,6 +83,10 @@ def run_scan(args: argparse.Namespace, ctx: CliContext) -> int:
     print(render_json(report) if args.format == "json" else render_table(report))
     for failure in report.failures:
         print(f"warning: {failure}", file=sys.stderr)
+    if getattr(args, "post", False):
+        from bot.cli.waste_post import post_and_print
+
+        post_and_print(ctx, report, to_stderr=args.format == "json")
     return EXIT_INCOMPLETE if report.failures else 0
 
 

@@ -443,3 +443,56 @@ class SignOff(Base):
     week_start: Mapped[dt.date] = mapped_column(Date)
     user_id: Mapped[str] = mapped_column(String(40))
     signed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ResourceFindingRecord(Base):
+    """A resource the scan found burning money, followed across scans (bot/waste/lifecycle.py).
+
+    Keyed by (account, region, kind, resource_id). `decision` is none, keep, not_waste or stop;
+    `decision_monthly_cost` is the monthly cost when it was taken (Keep and Not waste are
+    re-raised when the cost grows by more than half over it). `saved_so_far` is written when the
+    finding closes; reports compute it again as time passes (lifecycle.saved_so_far).
+    """
+
+    __tablename__ = "resource_findings"
+    __table_args__ = (
+        UniqueConstraint(
+            "account", "region", "kind", "resource_id", name="uq_resource_findings_key"
+        ),
+        Index("ix_resource_findings_status", "status", "account"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account: Mapped[str] = mapped_column(String(40))
+    region: Mapped[str] = mapped_column(String(40))
+    kind: Mapped[str] = mapped_column(String(40))
+    resource_id: Mapped[str] = mapped_column(String(1024))
+    status: Mapped[str] = mapped_column(String(10), default="open")
+    first_seen: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    last_seen: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    monthly_cost: Mapped[Decimal] = mapped_column(Money)
+    raised_monthly_cost: Mapped[Decimal] = mapped_column(Money)
+    last_posted_monthly_cost: Mapped[Decimal | None] = mapped_column(Money)
+    post_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    last_posted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    currency: Mapped[str] = mapped_column(String(3), default="USD", server_default="USD")
+    model: Mapped[str | None] = mapped_column(String(100))
+    team: Mapped[str | None] = mapped_column(String(100))
+    channel: Mapped[str | None] = mapped_column(String(40))
+    reason: Mapped[str] = mapped_column(String(40))
+    action: Mapped[str] = mapped_column(String(40))
+    target: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # the finding as the last scan saw it (ResourceFinding.to_dict()): what the post shows
+    details: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    decision: Mapped[str] = mapped_column(String(20), default="none", server_default="none")
+    decided_by: Mapped[str | None] = mapped_column(String(40))
+    decided_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    keep_until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    decision_monthly_cost: Mapped[Decimal | None] = mapped_column(Money)
+    closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    saved_so_far: Mapped[Decimal | None] = mapped_column(Money)
+    # "acting" while a Stop it runs (claimed, so a retried press cannot act again), then
+    # "done: ...", "refused: protected ...", "disabled: approval recorded only", "failed: CODE"
+    action_result: Mapped[str | None] = mapped_column(Text)
+    action_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    action_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)

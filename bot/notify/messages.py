@@ -125,6 +125,46 @@ class SignoffDigestMessage:
     currency: str
 
 
+@dataclass(frozen=True)
+class ResourceDecisionState:
+    """A resource finding's decision and its Stop it result, as the post shows them."""
+
+    finding_id: int
+    decision: str = "none"  # none | keep | not_waste | stop
+    decided_by: str | None = None
+    decided_at: dt.datetime | None = None
+    keep_until: dt.datetime | None = None
+    decision_monthly_cost: Decimal | None = None
+    action_result: str | None = None
+
+
+@dataclass(frozen=True)
+class WasteResourceMessage:
+    """One resource the scan found burning money, with Stop it / Keep for 7 days / Not waste.
+
+    `details` is the finding as ResourceFinding.to_dict() gives it; `previous_monthly_cost` is
+    set on a re-post (what the last post said), `why_again` says why it is posted again.
+    """
+
+    details: dict[str, Any]
+    owners: list[str]
+    state: ResourceDecisionState
+    currency: str = "USD"
+    post_number: int = 1
+    previous_monthly_cost: Decimal | None = None
+    why_again: str | None = None
+
+
+@dataclass(frozen=True)
+class WasteResourceReplyMessage:
+    """A reply in a resource finding's thread: it closed (saved so far), or what Stop it did."""
+
+    resource_id: str
+    event: str  # "closed" | "action"
+    text: str  # plain words (our template); rendered escaped
+    user_id: str | None = None
+
+
 Message = (
     BudgetAlertMessage
     | AnomalyAlertMessage
@@ -134,4 +174,6 @@ Message = (
     | ReviewItemMessage
     | ReviewReminderMessage
     | SignoffDigestMessage
+    | WasteResourceMessage
+    | WasteResourceReplyMessage
 )

@@ -149,7 +149,20 @@ def review_job_specs(settings: Settings) -> list[JobSpec]:
     ]
 
 
-JOB_PROVIDERS: list[Callable[[Settings], list[JobSpec]]] = [alert_job_specs, review_job_specs]
+def resource_scan_job_specs(settings: Settings) -> list[JobSpec]:
+    """Return the daily resource scan (posting new and worse findings) when regions are set."""
+    if not settings.scan_regions:
+        return []
+    from bot.waste.jobs import run_resource_scan_job
+
+    return [daily_job("resource-scan", run_resource_scan_job, settings, settings.scan_hour, 30)]
+
+
+JOB_PROVIDERS: list[Callable[[Settings], list[JobSpec]]] = [
+    alert_job_specs,
+    review_job_specs,
+    resource_scan_job_specs,
+]
 
 
 def job_specs(settings: Settings) -> list[JobSpec]:

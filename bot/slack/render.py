@@ -14,6 +14,8 @@ from bot.notify.messages import (
     SignoffDigestMessage,
     UnallocatedAlertMessage,
     WasteDigestMessage,
+    WasteResourceMessage,
+    WasteResourceReplyMessage,
 )
 from bot.slack.blocks.alerts import (
     build_anomaly_alert,
@@ -27,6 +29,10 @@ from bot.slack.blocks.review import (
 )
 from bot.slack.blocks.signoff import build_signoff_digest
 from bot.slack.blocks.waste import build_waste_digest
+from bot.slack.blocks.waste_resource import (
+    build_waste_resource_message,
+    build_waste_resource_reply,
+)
 
 
 def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
@@ -55,6 +61,20 @@ def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
         case SignoffDigestMessage():
             return build_signoff_digest(
                 message.user_id, message.week_start, message.snapshots, message.currency
+            )
+        case WasteResourceMessage():
+            return build_waste_resource_message(
+                message.details,
+                message.owners,
+                message.state,
+                message.currency,
+                message.post_number,
+                message.previous_monthly_cost,
+                message.why_again,
+            )
+        case WasteResourceReplyMessage():
+            return build_waste_resource_reply(
+                message.resource_id, message.event, message.text, message.user_id
             )
         case _:
             assert_never(message)

@@ -43,6 +43,7 @@ from bot.slack.blocks import signoff as signoff_blocks
 from bot.slack.blocks import spend as spend_blocks
 from bot.slack.blocks import team as team_blocks
 from bot.slack.blocks import waste as waste_blocks
+from bot.slack.blocks import waste_resource as waste_resource_blocks
 from bot.slack.blocks.decision import build_decision_view
 from bot.slack.guard import MAX_FALLBACK_TEXT, checked_message, checked_view
 from bot.spend.daily import ReportingWindow
@@ -366,6 +367,58 @@ def case_waste_digest(draw: Any) -> Built:
     return waste_blocks.build_waste_digest(findings, "the week of Nov 9–Nov 15", draw(users), "USD")
 
 
+def resource_details(draw: Any) -> dict[str, Any]:
+    return {
+        "kind": draw(st.sampled_from([*waste_resource_blocks.KIND_WORDS, "odd"])),
+        "resource_id": draw(hostile(1024)),
+        "account": draw(hostile(40)),
+        "region": draw(hostile(40)),
+        "resource_type": draw(st.one_of(st.none(), hostile(200))),
+        "size": draw(st.one_of(st.none(), hostile(200))),
+        "model": draw(st.one_of(st.none(), hostile())),
+        "team": draw(st.one_of(st.none(), hostile())),
+        "evidence": draw(hostile(3000)),
+        "signal": draw(hostile(1000)),
+        "price_source": draw(hostile(1000)),
+        "monthly_cost": str(draw(money)),
+        "recommendation": {
+            "action": draw(st.sampled_from([*waste_resource_blocks.STOP_WORDS, "odd"])),
+            "text": draw(hostile(3000)),
+            "monthly_saving": str(draw(money)),
+        },
+    }
+
+
+def case_waste_resource(draw: Any) -> Built:
+    state = waste_resource_blocks.ResourceDecisionState(
+        draw(st.integers(1, 10**6)),
+        draw(st.sampled_from(["none", "keep", "not_waste", "stop"])),
+        draw(st.one_of(st.none(), st.sampled_from(VALID_USERS), hostile(40))),
+        WHEN,
+        WHEN,
+        draw(st.one_of(st.none(), money)),
+        draw(st.one_of(st.none(), hostile(3000), st.just("done: stopped i-1"))),
+    )
+    return waste_resource_blocks.build_waste_resource_message(
+        resource_details(draw),
+        draw(users),
+        state,
+        draw(st.sampled_from(["USD", "EUR", "JPY"])),
+        draw(st.integers(1, 9)),
+        draw(st.one_of(st.none(), money)),
+        draw(st.one_of(st.none(), hostile(3000))),
+    )
+
+
+def case_waste_resource_reply(draw: Any) -> Built:
+    return waste_resource_blocks.build_waste_resource_reply(
+        draw(hostile(1024)),
+        draw(st.sampled_from(["closed", "action"])),
+        draw(hostile(4000)),
+        draw(st.one_of(st.none(), st.sampled_from(VALID_USERS), hostile(40))),
+    )
+
+
 def case_economics(draw: Any) -> Built:
     snaps = [snapshot(draw)] * draw(count)
     title = f"{draw(hostile())}: unit economics, last 30 days vs the 30 before"
@@ -472,6 +525,8 @@ CASES: dict[str, Callable[[Any], Built]] = {
     "build_top_blocks": case_top,
     "build_waste_blocks": case_waste_blocks,
     "build_waste_digest": case_waste_digest,
+    "build_waste_resource_message": case_waste_resource,
+    "build_waste_resource_reply": case_waste_resource_reply,
     "build_economics_blocks": case_economics,
     "build_review_item_message": case_review_item,
     "build_review_parent_message": case_review_parent,

@@ -1,0 +1,41 @@
+"""`mlcost waste scan --post`: record the scan, post what is due, say what happened (plain text)."""
+
+from __future__ import annotations
+
+import sys
+
+from bot.cli.context import CliContext
+from bot.money import format_money_places
+from bot.waste.jobs import post_scan
+from bot.waste.scan.run import ScanReport
+
+
+def post_and_print(ctx: CliContext, report: ScanReport, *, to_stderr: bool = False) -> None:
+    """Record the findings and deliver their posts (when a Slack token is set); print a summary."""
+    delivering = ctx.settings.slack_bot_token is not None
+    posted = post_scan(ctx.services, report, deliver=delivering)
+    life = posted.lifecycle
+    out = sys.stderr if to_stderr else sys.stdout
+    print(
+        f"recorded {len(report.findings)} finding(s): {len(life.new)} new, {len(life.worse)} "
+        f"worse, {len(life.reraised)} raised again, {len(life.silenced)} silenced (Keep or Not "
+        f"waste), {len(life.unchanged)} already posted; {len(life.posts)} post(s) queued",
+        file=out,
+    )
+    for key, saved in life.closed:
+        money = format_money_places(saved, report.currency, 2)
+        print(f"closed: {key} no longer found; saved so far {money}", file=out)
+    for key in life.unrouted:
+        print(f"not posted (no channel; set finops_channel in the registry): {key}", file=out)
+    if posted.delivery is not None:
+        d = posted.delivery
+        print(
+            f"delivered {len(d.delivered)}, found already posted {len(d.recovered)}, to retry "
+            f"{len(d.failed)}, undeliverable {len(d.dead)}",
+            file=out,
+        )
+    elif not delivering:
+        print(
+            "not delivered: SLACK_BOT_TOKEN is not set (`mlcost serve` delivers the queue)",
+            file=out,
+        )

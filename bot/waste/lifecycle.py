@@ -1,0 +1,606 @@
+"""Resource findings across scans: post once, again only when worse, remember decisions, close.
+
+Rules (every amount is a monthly cost from the scan):
+- a new finding is posted once, to its model's channel (else its team's, else FinOps);
+- an open finding is posted again only when its cost exceeds the last posted cost by more than
+  half (REPOST_GROWTH);
+- "Keep for 7 days" silences it until `keep_until`, then it is posted again if still found;
+  "Not waste" silences it for good. Both are lifted, and the finding posted again, when the cost
+  exceeds the cost at the decision by more than half;
+- a finding whose region and kind were scanned completely (no scanner failure there) and which
+  the scan no longer found is closed, with a reply in its thread saying what it saved so far.
+
+"Saved so far" is the monthly cost the last scan that saw it measured, times the days since that
+scan, over 30 days: `monthly_cost × (as_of − last_seen) / 30 days`, in cents. It is written when
+the finding closes and grows afterwards (`saved_so_far(row, as_of)`).
+
+Services here take the session as a keyword and never commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session, selectinload
+
+from bot.db.schema import AuditLog, MLModel, ResourceFindingRecord, Team
+from bot.errors import NotFoundError, PermissionDenied
+from bot.money import format_money_places
+from bot.notify.messages import (
+    ResourceDecisionState,
+    WasteResourceMessage,
+    WasteResourceReplyMessage,
+)
+from bot.notify.outbox import PlannedPost, enqueue_many, planned_post
+from bot.notify.routing import Router
+from bot.registry.catalog import can_manage_model, can_manage_team, is_admin, model_owner_ids
+from bot.waste.scan.model import ResourceFinding, ResourceKind
+from bot.waste.scan.run import REGIONAL_SCANNERS, S3_SCANNER
+
+if TYPE_CHECKING:
+    from bot.waste.actions import ActionResult
+    from bot.waste.scan.run import ScanReport
+
+log = logging.getLogger(__name__)
+
+REPOST_GROWTH = Decimal("1.5")  # posted again when the cost is more than 150 % of the last post
+KEEP_DAYS = 7
+POST_KIND = "waste-resource"
+REPLY_KIND = "waste-resource-reply"
+OPEN, CLOSED = "open", "closed"
+NONE, KEEP, NOT_WASTE, STOP = "none", "keep", "not_waste", "stop"
+ACTING = "acting"
+# a claim older than this is taken to have died with its process (the snapshot waiter gives up
+# after 20 minutes), so a new Stop it may act
+ACTING_LEASE = dt.timedelta(hours=1)
+
+# which resource kinds each scanner of bot/waste/scan/run.py reports
+SCANNER_KINDS: dict[str, tuple[ResourceKind, ...]] = {
+    "EC2 GPU instances": (ResourceKind.GPU_INSTANCE, ResourceKind.GPU_FLEET),
+    "SageMaker endpoints": (ResourceKind.SAGEMAKER_ENDPOINT,),
+    "SageMaker notebook instances": (ResourceKind.SAGEMAKER_NOTEBOOK,),
+    "SageMaker training jobs": (ResourceKind.SAGEMAKER_TRAINING_JOB,),
+    "EBS volumes": (ResourceKind.EBS_VOLUME,),
+    "EBS snapshots": (ResourceKind.EBS_SNAPSHOT,),
+    S3_SCANNER: (ResourceKind.S3_PREFIX,),
+}
+
+Scope = tuple[str, str]  # (region, kind)
+
+
+@dataclass
+class LifecycleReport:
+    """What one recorded scan changed: keys posted (new, worse, re-raised), closed, silenced."""
+
+    new: list[str] = field(default_factory=list)
+    worse: list[str] = field(default_factory=list)
+    reraised: list[str] = field(default_factory=list)
+    silenced: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    unrouted: list[str] = field(default_factory=list)  # due, but no channel to post to
+    closed: list[tuple[str, Decimal]] = field(default_factory=list)
+    posts: list[str] = field(default_factory=list)  # outbox keys queued
+
+    @property
+    def posted(self) -> list[str]:
+        return self.new + self.worse + self.reraised
+
+
+def record_key(row: ResourceFindingRecord) -> str:
+    """Return the finding's key as text: account/region/kind/resource id."""
+    return f"{row.account}/{row.region}/{row.kind}/{row.resource_id}"
+
+
+def post_key(finding_id: int, post_number: int) -> str:
+    """Return the outbox key of a finding's nth post (its thread's parent)."""
+    return f"{POST_KIND}:{finding_id}:{post_number}"
+
+
+def money(amount: Decimal, currency: str) -> str:
+    """Render an amount with cents and its symbol, as every resource finding text does."""
+    return format_money_places(amount, currency, 2)
+
+
+def cents(amount: Decimal) -> Decimal:
+    return amount.quantize(Decimal("0.01"), ROUND_HALF_EVEN)
+
+
+def saved_so_far(row: ResourceFindingRecord, as_of: dt.datetime) -> Decimal | None:
+    """Return what a closed finding has saved by `as_of` (None while it is open)."""
+    if row.status != CLOSED:
+        return None
+    seconds = max(Decimal(0), Decimal(str((as_of - row.last_seen).total_seconds())))
+    return cents(row.monthly_cost * seconds / Decimal(86400 * 30))
+
+
+def closed_findings(
+    *, session: Session, as_of: dt.datetime, since: dt.datetime | None = None
+) -> list[tuple[ResourceFindingRecord, Decimal]]:
+    """Return closed findings (closed since `since`, if given) with what each saved by `as_of`."""
+    query = select(ResourceFindingRecord).where(ResourceFindingRecord.status == CLOSED)
+    if since is not None:
+        query = query.where(ResourceFindingRecord.closed_at >= since)
+    rows = session.scalars(query.order_by(ResourceFindingRecord.closed_at.desc()))
+    return [(row, saved_so_far(row, as_of) or Decimal(0)) for row in rows]
+
+
+def complete_scopes(report: ScanReport, s3_scanned: bool) -> set[Scope]:
+    """Return the (region, kind) pairs the scan covered completely (no scanner failed there)."""
+    labels = [label for label in REGIONAL_SCANNERS if label in SCANNER_KINDS]
+    if s3_scanned:
+        labels.append(S3_SCANNER)
+    scopes = {
+        (region, str(kind))
+        for region in report.regions
+        for label in labels
+        for kind in SCANNER_KINDS[label]
+    }
+    for failure in report.failures:
+        failed = SCANNER_KINDS.get(failure.kind)
+        if failed is None:  # a scanner this module does not know: nothing in its region closes
+            scopes = {s for s in scopes if s[0] != failure.region}
+            continue
+        if failure.kind == S3_SCANNER:  # S3 runs once, for every region's buckets
+            scopes = {s for s in scopes if s[1] != str(ResourceKind.S3_PREFIX)}
+        scopes -= {(failure.region, str(kind)) for kind in failed}
+    return scopes
+
+
+def record_report(
+    *, session: Session, report: ScanReport, now: dt.datetime, s3_scanned: bool
+) -> LifecycleReport:
+    """Record a whole scan report (see record_scan)."""
+    return record_scan(
+        session,
+        report.findings,
+        now,
+        account=report.account,
+        complete=complete_scopes(report, s3_scanned),
+    )
+
+
+def record_scan(
+    session: Session,
+    findings: Sequence[ResourceFinding],
+    now: dt.datetime,
+    *,
+    account: str,
+    complete: Iterable[Scope] = (),
+) -> LifecycleReport:
+    """Upsert the findings of one account's scan, queue the posts that are due, close the gone.
+
+    `complete` names the (region, kind) pairs whose scanner finished: only there does a missing
+    finding close (a failed scanner says nothing about what it would have found).
+    """
+    report = LifecycleReport()
+    rows = {
+        record_key(r): r
+        for r in session.scalars(
+            select(ResourceFindingRecord).where(ResourceFindingRecord.account == account)
+        )
+    }
+    found: dict[str, ResourceFindingRecord] = {}
+    for finding in findings:
+        if finding.account != account:
+            continue
+        key = str(finding.key)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = _new_row(finding, now)
+            session.add(row)
+        else:
+            _refresh(row, finding, now)
+        found[key] = row
+    session.flush()  # new rows get their ids: the posts' keys name them
+    router = Router(session)
+    router.preload({r.model for r in found.values() if r.model}, set())
+    posts: list[PlannedPost] = []
+    for key, row in found.items():
+        before = _snapshot(row)
+        why = _due(row, now)
+        if why is None:
+            silenced = row.decision in (KEEP, NOT_WASTE)
+            (report.silenced if silenced else report.unchanged).append(key)
+            continue
+        kind, why_again = why
+        if row.decision != before["decision"]:  # Keep expired, or the cost outgrew a decision
+            _audit(session, row, "mlcost", "waste_resource_reraise", before, now, why=why_again)
+        post = _post(row, router, why_again)
+        if post is None:
+            report.unrouted.append(key)
+            continue
+        posts.append(post)
+        {"new": report.new, "worse": report.worse, "reraised": report.reraised}[kind].append(key)
+    scopes = set(complete)
+    for key, row in rows.items():
+        if row.status != OPEN or key in found or (row.region, row.kind) not in scopes:
+            continue
+        reply = _close(row, now)
+        report.closed.append((key, row.saved_so_far or Decimal(0)))
+        if reply is not None:
+            posts.append(reply)
+    report.posts = sorted(enqueue_many(session, posts))
+    return report
+
+
+def _new_row(finding: ResourceFinding, now: dt.datetime) -> ResourceFindingRecord:
+    row = ResourceFindingRecord(
+        account=finding.account,
+        region=finding.region,
+        kind=str(finding.kind),
+        resource_id=finding.resource_id,
+        status=OPEN,
+        first_seen=now,
+        last_seen=now,
+        monthly_cost=finding.monthly_cost,
+        raised_monthly_cost=finding.monthly_cost,
+        post_count=0,
+        decision=NONE,
+        action_count=0,
+    )
+    _describe(row, finding)
+    return row
+
+
+def _describe(row: ResourceFindingRecord, finding: ResourceFinding) -> None:
+    """Copy what the scan says about the resource now onto the row."""
+    row.currency = finding.currency
+    row.model = finding.resource.model
+    row.team = finding.resource.team
+    row.reason = str(finding.reason)
+    row.action = str(finding.recommendation.action)
+    row.target = dict(finding.resource.target)
+    row.details = finding.to_dict()
+
+
+def _refresh(row: ResourceFindingRecord, finding: ResourceFinding, now: dt.datetime) -> None:
+    """Update an existing row from this scan; a closed finding found again opens anew."""
+    if row.status == CLOSED:
+        row.status = OPEN
+        row.first_seen = now
+        row.raised_monthly_cost = finding.monthly_cost
+        row.last_posted_monthly_cost = None  # a new episode: posted again (unless silenced)
+        row.closed_at = None
+        row.saved_so_far = None
+        if (row.action_result or "").startswith("done") or row.action_result == ACTING:
+            row.action_result = None  # the resource is back: Stop it may act again
+        if row.decision == STOP:
+            row.decision = NONE
+    row.last_seen = now
+    row.monthly_cost = finding.monthly_cost
+    _describe(row, finding)
+
+
+def _grew(cost: Decimal, base: Decimal | None) -> bool:
+    return base is not None and cost > base * REPOST_GROWTH
+
+
+def _due(row: ResourceFindingRecord, now: dt.datetime) -> tuple[str, str | None] | None:
+    """Say whether the finding is posted now: ('new'|'worse'|'reraised', why) or None."""
+    cur = row.currency
+    cost = row.monthly_cost
+    if row.decision in (KEEP, NOT_WASTE):
+        base = row.decision_monthly_cost
+        if _grew(cost, base):
+            assert base is not None
+            words = "Keep for 7 days" if row.decision == KEEP else "Not waste"
+            why = (
+                f"its monthly cost grew from {money(base, cur)} when it was marked "
+                f"{words} to {money(cost, cur)}"
+            )
+            _clear_decision(row)
+            return "reraised", why
+        if row.decision == NOT_WASTE or (row.keep_until and now < row.keep_until):
+            return None
+        until = row.keep_until.strftime("%Y-%m-%d") if row.keep_until else "?"
+        _clear_decision(row)
+        return "reraised", f"it was kept until {until} and is still found"
+    if row.last_posted_monthly_cost is None:
+        return ("new", None) if row.post_count == 0 else ("reraised", "it was found again")
+    if _grew(cost, row.last_posted_monthly_cost):
+        before = money(row.last_posted_monthly_cost, cur)
+        return "worse", f"its monthly cost grew from {before} to {money(cost, cur)}"
+    return None
+
+
+def _clear_decision(row: ResourceFindingRecord) -> None:
+    row.decision = NONE
+    row.decided_by = None
+    row.decided_at = None
+    row.keep_until = None
+    row.decision_monthly_cost = None
+
+
+def state_of(row: ResourceFindingRecord) -> ResourceDecisionState:
+    """Return the decision as the post shows it."""
+    return ResourceDecisionState(
+        finding_id=row.id,
+        decision=row.decision,
+        decided_by=row.decided_by,
+        decided_at=row.decided_at,
+        keep_until=row.keep_until,
+        decision_monthly_cost=row.decision_monthly_cost,
+        action_result=row.action_result,
+    )
+
+
+def owners_of(session: Session, row: ResourceFindingRecord) -> list[str]:
+    """Return who may decide on the finding (model owners and its team's), admins aside."""
+    router = Router(session)
+    return sorted(router.route(row.model, row.team)[1]) if row.model or row.team else []
+
+
+def message_of(
+    row: ResourceFindingRecord,
+    owners: Iterable[str],
+    previous: Decimal | None = None,
+    why_again: str | None = None,
+) -> WasteResourceMessage:
+    """Return the finding's post as it should read now."""
+    return WasteResourceMessage(
+        details=row.details,
+        owners=sorted(owners),
+        state=state_of(row),
+        currency=row.currency,
+        post_number=max(row.post_count, 1),
+        previous_monthly_cost=previous,
+        why_again=why_again,
+    )
+
+
+def _post(row: ResourceFindingRecord, router: Router, why_again: str | None) -> PlannedPost | None:
+    """Route the finding and plan its next post; None when there is no channel to post to."""
+    channel, owners = router.route(row.model, row.team)
+    row.channel = channel
+    if channel is None:
+        log.warning("resource finding %s: no channel (set finops_channel)", record_key(row))
+        return None
+    previous = row.last_posted_monthly_cost
+    row.post_count += 1
+    row.last_posted_monthly_cost = row.monthly_cost
+    row.last_posted_at = row.last_seen
+    message = message_of(row, owners, previous, why_again)
+    return planned_post(post_key(row.id, row.post_count), POST_KIND, channel, message)
+
+
+def _close(row: ResourceFindingRecord, now: dt.datetime) -> PlannedPost | None:
+    """Close a finding the scan no longer found; plan the thread reply that says so."""
+    row.status = CLOSED
+    row.closed_at = now
+    saved = saved_so_far(row, now) or Decimal(0)
+    row.saved_so_far = saved
+    if row.post_count == 0 or row.channel is None:
+        return None
+    text = closed_text(row, saved)
+    reply = WasteResourceReplyMessage(row.resource_id, "closed", text)
+    key = f"{POST_KIND}:{row.id}:closed:{now.astimezone(dt.UTC):%Y%m%dT%H%M%S}"
+    return planned_post(key, REPLY_KIND, row.channel, reply, post_key(row.id, row.post_count))
+
+
+def closed_text(row: ResourceFindingRecord, saved: Decimal) -> str:
+    """Say that the finding closed and what it saved so far (plain text)."""
+    cur = row.currency
+    days = (row.closed_at or row.last_seen) - row.last_seen
+    return (
+        f"Closed: {row.resource_id} is no longer found by the scan (last seen "
+        f"{row.last_seen:%Y-%m-%d %H:%M} UTC). Saved so far: {money(saved, cur)} "
+        f"({money(row.monthly_cost, cur)}/month over "
+        f"{Decimal(str(days.total_seconds() / 86400)).quantize(Decimal('0.1'))} days since it "
+        "was last seen; this grows as long as it stays gone)."
+    )
+
+
+# ---- decisions from Slack -------------------------------------------------------------------
+
+
+def load_finding(session: Session, finding_id: int) -> ResourceFindingRecord:
+    """Return the finding, or say it no longer exists."""
+    row = session.get(ResourceFindingRecord, finding_id)
+    if row is None:
+        raise NotFoundError("That resource finding no longer exists.")
+    return row
+
+
+def check_can_decide(*, session: Session, finding_id: int, user_id: str) -> ResourceFindingRecord:
+    """Return the finding if the user may decide on it: its model's or team's owners, or admins.
+
+    An unowned finding (no registered model or team) is for admins only.
+    """
+    row = load_finding(session, finding_id)
+    if row.model is not None:
+        model = session.scalars(
+            select(MLModel)
+            .where(MLModel.name == row.model)
+            .options(
+                selectinload(MLModel.owners), selectinload(MLModel.team).selectinload(Team.owners)
+            )
+        ).first()
+        if model is not None:
+            if can_manage_model(session, user_id, model):
+                return row
+            owners = sorted(model_owner_ids(model) | {o.user_id for o in model.team.owners})
+            raise PermissionDenied(_refusal(f"model {model.name}", owners, row))
+    if row.team is not None:
+        team = session.scalars(
+            select(Team).where(Team.name == row.team).options(selectinload(Team.owners))
+        ).first()
+        if team is not None:
+            if can_manage_team(session, user_id, team):
+                return row
+            owners = sorted(o.user_id for o in team.owners)
+            raise PermissionDenied(_refusal(f"team {team.name}", owners, row))
+    if is_admin(session, user_id):
+        return row
+    raise PermissionDenied(
+        f"{row.resource_id} has no owner in the registry: only an admin can decide on it. "
+        "Nothing was changed."
+    )
+
+
+def _refusal(scope: str, owners: list[str], row: ResourceFindingRecord) -> str:
+    named = " ".join(f"<@{u}>" for u in owners) or "nobody is named"
+    return (
+        f"Only the owners of {scope} ({named}) or an admin can decide on {row.resource_id}. "
+        "Nothing was changed."
+    )
+
+
+def _snapshot(row: ResourceFindingRecord) -> dict[str, Any]:
+    """The decision fields, JSON-ready, for the audit log's before/after."""
+    return {
+        "decision": row.decision,
+        "decided_by": row.decided_by,
+        "decided_at": row.decided_at.isoformat() if row.decided_at else None,
+        "keep_until": row.keep_until.isoformat() if row.keep_until else None,
+        "decision_monthly_cost": (
+            str(row.decision_monthly_cost) if row.decision_monthly_cost is not None else None
+        ),
+        "action_result": row.action_result,
+        "action_count": row.action_count,
+    }
+
+
+def _audit(
+    session: Session,
+    row: ResourceFindingRecord,
+    user_id: str,
+    action: str,
+    before: dict[str, Any],
+    now: dt.datetime,
+    **extra: Any,
+) -> None:
+    session.add(
+        AuditLog(
+            at=now,
+            actor=user_id,
+            action=action,
+            target=record_key(row)[:250],
+            detail={"finding": row.id, "before": before, "after": _snapshot(row), **extra},
+        )
+    )
+
+
+def record_silence(
+    *, session: Session, finding_id: int, user_id: str, decision: str, now: dt.datetime
+) -> ResourceFindingRecord:
+    """Record Keep for 7 days or Not waste (permission checked), audited with before/after."""
+    if decision not in (KEEP, NOT_WASTE):
+        raise ValueError(f"not a silencing decision: {decision}")
+    row = check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
+    before = _snapshot(row)
+    row.decision = decision
+    row.decided_by = user_id
+    row.decided_at = now
+    row.keep_until = now + dt.timedelta(days=KEEP_DAYS) if decision == KEEP else None
+    row.decision_monthly_cost = row.monthly_cost
+    _audit(session, row, user_id, f"waste_resource_{decision}", before, now)
+    return row
+
+
+@dataclass(frozen=True)
+class StopApproval:
+    """A recorded Stop it: whether this press may act (it claimed the action) and on what."""
+
+    finding_id: int
+    acts: bool
+    number: int
+    kind: str
+    action: str
+    region: str
+    target: dict[str, Any]
+    previous_result: str | None = None
+
+
+def approve_stop(
+    *, session: Session, finding_id: int, user_id: str, now: dt.datetime
+) -> StopApproval:
+    """Record a Stop it approval and claim the action, unless one is running or already done.
+
+    The claim is one conditional UPDATE, so two presses (a retried request, two people) never
+    both act: the loser sees the action running or done and changes nothing. A claim left by a
+    process that died while acting expires after ACTING_LEASE.
+    """
+    row = check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
+    before = _snapshot(row)
+    table = ResourceFindingRecord
+    result = session.execute(
+        update(table)
+        .where(
+            table.id == finding_id,
+            or_(
+                table.action_result.is_(None),
+                (table.action_result != ACTING) & ~table.action_result.startswith("done"),
+                (table.action_result == ACTING) & (table.action_at < now - ACTING_LEASE),
+            ),
+        )
+        .values(
+            action_result=ACTING,
+            action_count=table.action_count + 1,
+            action_at=now,
+            decision=STOP,
+            decided_by=user_id,
+            decided_at=now,
+            keep_until=None,
+            decision_monthly_cost=table.monthly_cost,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    claimed = result.rowcount  # type: ignore[attr-defined]
+    session.refresh(row)
+    if claimed != 1:
+        return StopApproval(
+            row.id,
+            False,
+            row.action_count,
+            row.kind,
+            row.action,
+            row.region,
+            row.target,
+            previous_result=row.action_result,
+        )
+    _audit(session, row, user_id, "waste_resource_stop", before, now)
+    return StopApproval(
+        row.id, True, row.action_count, row.kind, row.action, row.region, dict(row.target)
+    )
+
+
+def record_action_result(
+    *,
+    session: Session,
+    approval: StopApproval,
+    user_id: str,
+    result: ActionResult,
+    now: dt.datetime,
+) -> ResourceFindingRecord:
+    """Keep what Stop it did on the row and in the audit log; queue the thread reply."""
+    row = load_finding(session, approval.finding_id)
+    before = _snapshot(row)
+    row.action_result = result.summary
+    _audit(
+        session,
+        row,
+        user_id,
+        "waste_resource_action",
+        before,
+        now,
+        outcome=str(result.outcome),
+        aws_calls=list(result.calls),
+        error_code=result.error_code,
+    )
+    if row.post_count and row.channel:
+        reply = WasteResourceReplyMessage(row.resource_id, "action", result.text, user_id)
+        post = planned_post(
+            f"{POST_KIND}:{row.id}:action:{approval.number}",
+            REPLY_KIND,
+            row.channel,
+            reply,
+            post_key(row.id, row.post_count),
+        )
+        enqueue_many(session, [post])
+    return row
