@@ -572,6 +572,9 @@ def aws_calls_in_code() -> set[str]:
     # compiled `_PATTERN_RE`, whose .search( is no call to SageMaker's Search.
     called = set(re.findall(r"(?<![\w.])(?!re\.)[a-z_][a-z0-9_.]*\.([a-z_]\w*)\(", source))
     called |= set(re.findall(r"get_paginator\(\s*\"(\w+)\"", source))
+    # a client method handed to a helper with its AWS parameters: `calls(..., ec2.stop_instances,
+    # InstanceIds=ids)`
+    called |= set(re.findall(r"\.([a-z][a-z0-9_]*),\s*[A-Z]\w*=", source))
     session = botocore.session.get_session()
     actions = set()
     for service in services:
