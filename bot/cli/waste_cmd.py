@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -53,33 +52,18 @@ def region_list(text: str) -> list[str]:
 
 def run_scan(args: argparse.Namespace, ctx: CliContext) -> int:
     """Scan every region, print the findings ranked by monthly cost."""
+    from bot.waste.jobs import scan_regions
     from bot.waste.pricing import load_price_table
-    from bot.waste.scan.context import ScanContext, policy_from_settings
-    from bot.waste.scan.ledger import ledger_view
-    from bot.waste.scan.run import account_id, scan_account
     from bot.waste.scan.s3 import parse_pattern
 
     settings = ctx.settings
     regions = args.regions or settings.scan_regions
     if not regions:
         raise UsageError("no regions to scan: set MLCOST_SCAN_REGIONS or pass --regions")
-    for pattern in settings.scan_s3_patterns:
+    for pattern in settings.scan_s3_patterns:  # refused before any AWS call
         parse_pattern(pattern)
-    prices = load_price_table(settings.price_table_file)
-    aws = ctx.services.aws
-    now = ctx.services.clock()
-    with ctx.session() as session:
-        ledger = ledger_view(
-            session=session, as_of=now.date() - dt.timedelta(days=1), currency=settings.currency
-        )
-    scan_ctx = ScanContext(
-        account=account_id(aws, regions[0]),
-        now=now,
-        policy=policy_from_settings(settings),
-        ledger=ledger,
-        prices=prices,
-    )
-    report = scan_account(aws, regions, scan_ctx)
+    load_price_table(settings.price_table_file)
+    report = scan_regions(ctx.services, regions)
     print(render_json(report) if args.format == "json" else render_table(report))
     for failure in report.failures:
         print(f"warning: {failure}", file=sys.stderr)
