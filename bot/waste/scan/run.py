@@ -11,6 +11,7 @@ from typing import Any
 from bot.waste.scan.context import ScanContext
 from bot.waste.scan.ebs import scan_snapshots, scan_volumes
 from bot.waste.scan.ec2 import scan_gpu_instances
+from bot.waste.scan.eks import scan_gpu_node_groups
 from bot.waste.scan.model import ResourceFinding
 from bot.waste.scan.s3 import scan_s3_prefixes
 from bot.waste.scan.sagemaker import scan_endpoints, scan_notebooks, scan_training_jobs
@@ -26,6 +27,7 @@ REGIONAL_SCANNERS: dict[str, Scanner] = {
     "SageMaker training jobs": scan_training_jobs,
     "EBS volumes": scan_volumes,
     "EBS snapshots": scan_snapshots,
+    "EKS GPU node groups": scan_gpu_node_groups,
 }
 S3_SCANNER = "S3 checkpoint and dataset prefixes"
 
