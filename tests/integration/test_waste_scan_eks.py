@@ -172,15 +172,16 @@ def test_a_ledger_run_rate_prices_the_nodes(world: Any) -> None:
     assert group.price_source == f"ledger + {TABLE}"
 
 
-def test_the_scan_registers_the_scanner_and_reads_metrics_in_batches(world: Any) -> None:
+def test_the_scan_reports_node_groups_once_not_their_nodes_again(world: Any) -> None:
     aws, now, _ = world
     report = scan_account(aws, [REGION], context(now))
     assert report.failures == ()
-    assert [f.resource_id for f in report.findings if f.kind == ResourceKind.EKS_NODE_GROUP] == [
-        "ml/gpu-idle"
-    ]
+    # the EC2 GPU scanner leaves node-group nodes alone: no untagged-fleet finding for them
+    assert [f.resource_id for f in report.findings] == ["ml/gpu-idle"]
     assert aws.calls["eks:DescribeNodegroup"] == 6
     assert aws.calls["eks:ListClusters"] == 1 and aws.calls["eks:ListNodegroups"] == 2
+    # one GetMetricData for the EKS nodes' series; none for EC2 (every GPU box is a node)
+    assert aws.calls["cloudwatch:GetMetricData"] == 1
 
 
 @mock_aws

@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from bot.waste.scan.context import ScanContext
-from bot.waste.scan.ec2 import GPU_TYPE
+from bot.waste.scan.ec2 import EKS_NODEGROUP_TAG, GPU_TYPE
 from bot.waste.scan.metrics import MetricQuery, fetch_window_values, list_series
 from bot.waste.scan.model import (
     Action,
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 NAMESPACE = "ContainerInsights"
 GPU_POD_METRICS = ("node_gpu_reserved_capacity", "node_gpu_usage_total")
-CLUSTER_TAG, NODEGROUP_TAG = "eks:cluster-name", "eks:nodegroup-name"
+CLUSTER_TAG, NODEGROUP_TAG = "eks:cluster-name", EKS_NODEGROUP_TAG
 
 
 @dataclass(frozen=True)
