@@ -192,3 +192,48 @@ def test_no_gpu_node_group_costs_no_ec2_or_cloudwatch_call() -> None:
     aws.calls.clear()
     assert scan_gpu_node_groups(aws, REGION, context(dt.datetime.now(dt.UTC))) == []
     assert not [c for c in aws.calls if not c.startswith("eks:")]
+
+
+@mock_aws
+def test_a_launch_template_group_is_judged_by_its_nodes_types() -> None:
+    """EKS returns no instanceTypes when a launch template carries the type (moto fills in t3)."""
+    from botocore.stub import Stubber
+
+    aws = CountingAws()
+    ids = aws("ec2", REGION).run_instances(
+        ImageId="ami-12c6146b",
+        InstanceType="g5.2xlarge",
+        MinCount=1,
+        MaxCount=1,
+        TagSpecifications=[
+            {
+                "ResourceType": "instance",
+                "Tags": [
+                    {"Key": "eks:cluster-name", "Value": "ml"},
+                    {"Key": "eks:nodegroup-name", "Value": "gpu-lt"},
+                ],
+            }
+        ],
+    )["Instances"]
+    now = dt.datetime.now(dt.UTC)
+    gpu_pods(aws, "ml", [ids[0]["InstanceId"]], 0, now - dt.timedelta(hours=1))
+    eks = aws("eks", REGION)
+    with Stubber(eks) as stub:
+        stub.add_response("list_clusters", {"clusters": ["ml"]})
+        stub.add_response("list_nodegroups", {"nodegroups": ["gpu-lt"]}, {"clusterName": "ml"})
+        stub.add_response(
+            "describe_nodegroup",
+            {
+                "nodegroup": {
+                    "nodegroupName": "gpu-lt",
+                    "clusterName": "ml",
+                    "scalingConfig": {"minSize": 1, "maxSize": 2, "desiredSize": 1},
+                    "launchTemplate": {"id": "lt-0abc", "version": "1"},
+                    "tags": {},
+                }
+            },
+            {"clusterName": "ml", "nodegroupName": "gpu-lt"},
+        )
+        [group] = scan_gpu_node_groups(aws, REGION, context(now))
+    assert (group.resource_id, group.resource.size) == ("ml/gpu-lt", "1 × g5.2xlarge")
+    assert group.monthly_cost == Decimal("884.76")  # 1.212 $/h × 730 h
