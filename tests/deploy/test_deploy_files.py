@@ -583,7 +583,11 @@ def aws_calls_in_code() -> set[str]:
                 actions.add(f"{service}:{IAM_ACTION.get(operation, operation)}")
     if "download_file" in called:  # s3transfer: HeadObject, then GetObject
         actions.add("s3:GetObject")
-    return actions
+    return actions - NAME_ALIKES
+
+
+# operations of one service matched only by the name of another's that bot/ calls
+NAME_ALIKES = {"sagemaker:ListClusters"}  # eks list_clusters, not SageMaker HyperPod's
 
 
 # operations authorised by an IAM action of another name

@@ -55,6 +55,7 @@ def test_a_failing_scanner_fails_alone_and_says_where() -> None:
     report = scan_account(aws, ["us-east-1"], context(now=dt.datetime.now(dt.UTC)))
     assert [f.reason for f in report.findings] == [Reason.UNATTACHED]
     assert sorted(str(f) for f in report.failures) == [
+        "SageMaker Studio apps in us-east-1 not scanned: AccessDeniedException: not authorized",
         "SageMaker endpoints in us-east-1 not scanned: AccessDeniedException: not authorized",
         "SageMaker notebook instances in us-east-1 not scanned: AccessDeniedException: "
         "not authorized",

@@ -11,7 +11,9 @@ Rules, in order, one finding per instance:
 - its model was decided Kill in a review; its model tag names no registered model; or (when the
   ledger has spend in the window) its model has no training or serving spend.
 - untagged instances (no model tag) sharing a launch template or AMI: one finding for the fleet.
-A busy instance tagged with a live, spending model is never reported.
+A busy instance tagged with a live, spending model is never reported. Nodes of EKS managed node
+groups (tagged `eks:nodegroup-name`) are left to the EKS scanner: stopping one is no fix (its
+Auto Scaling group replaces it), and the group is judged by what its pods request.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ GPU_TYPE = re.compile(r"^(p\d|g\d|trn\d|inf\d|dl\d)", re.IGNORECASE)
 CW_AGENT_GPU = ("CWAgent", "nvidia_smi_utilization_gpu")
 DCGM_GPU = "DCGM_FI_DEV_GPU_UTIL"
 LAUNCH_TEMPLATE_TAG = "aws:ec2launchtemplate:id"
+EKS_NODEGROUP_TAG = "eks:nodegroup-name"
 MB = Decimal(1024 * 1024)
 
 
@@ -128,6 +131,7 @@ def _running_gpu_instances(ec2: Any) -> list[dict[str, Any]]:
         for reservation in page.get("Reservations", [])
         for inst in reservation.get("Instances", [])
         if GPU_TYPE.match(inst.get("InstanceType", ""))
+        and not any(t["Key"] == EKS_NODEGROUP_TAG for t in inst.get("Tags") or [])
     ]
 
 

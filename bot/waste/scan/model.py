@@ -25,6 +25,8 @@ class ResourceKind(StrEnum):
     EBS_VOLUME = "ebs_volume"
     EBS_SNAPSHOT = "ebs_snapshot"
     S3_PREFIX = "s3_prefix"
+    EKS_NODE_GROUP = "eks_node_group"
+    SAGEMAKER_STUDIO_APP = "sagemaker_studio_app"
 
 
 class Reason(StrEnum):
@@ -42,6 +44,7 @@ class Reason(StrEnum):
     UNATTACHED = "unattached"
     ORPHANED_SNAPSHOT = "orphaned_snapshot"
     STALE_OBJECTS = "stale_objects"
+    NO_GPU_PODS = "no_gpu_pods"
 
 
 class Action(StrEnum):
@@ -55,6 +58,8 @@ class Action(StrEnum):
     SNAPSHOT_AND_DELETE_VOLUME = "snapshot_and_delete_volume"
     DELETE_SNAPSHOT = "delete_snapshot"
     LIFECYCLE_TO_COLDER_CLASS = "lifecycle_to_colder_class"
+    SCALE_NODE_GROUP_TO_ZERO = "scale_node_group_to_zero"
+    DELETE_STUDIO_APP = "delete_studio_app"
 
 
 @dataclass(frozen=True, order=True)

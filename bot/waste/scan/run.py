@@ -11,9 +11,15 @@ from typing import Any
 from bot.waste.scan.context import ScanContext
 from bot.waste.scan.ebs import scan_snapshots, scan_volumes
 from bot.waste.scan.ec2 import scan_gpu_instances
+from bot.waste.scan.eks import scan_gpu_node_groups
 from bot.waste.scan.model import ResourceFinding
 from bot.waste.scan.s3 import scan_s3_prefixes
-from bot.waste.scan.sagemaker import scan_endpoints, scan_notebooks, scan_training_jobs
+from bot.waste.scan.sagemaker import (
+    scan_endpoints,
+    scan_notebooks,
+    scan_studio_apps,
+    scan_training_jobs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +30,10 @@ REGIONAL_SCANNERS: dict[str, Scanner] = {
     "SageMaker endpoints": scan_endpoints,
     "SageMaker notebook instances": scan_notebooks,
     "SageMaker training jobs": scan_training_jobs,
+    "SageMaker Studio apps": scan_studio_apps,
     "EBS volumes": scan_volumes,
     "EBS snapshots": scan_snapshots,
+    "EKS GPU node groups": scan_gpu_node_groups,
 }
 S3_SCANNER = "S3 checkpoint and dataset prefixes"
 

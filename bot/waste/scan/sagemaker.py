@@ -6,6 +6,12 @@
 - Notebook instances (InService): SageMaker publishes no activity metric for notebook instances,
   so the signal is time: in service, unchanged since its last start or update (LastModifiedTime)
   for longer than the window.
+- Studio apps (JupyterLab, CodeEditor, KernelGateway on a GPU instance type, InService): no user
+  activity over the window. SageMaker's LastUserActivityTimestamp is also moved by its own health
+  checks (it then equals LastHealthCheckTimestamp, as DescribeApp's reference says), so only a
+  timestamp that differs from the health check's is taken as user activity; otherwise the
+  signal is time in service since CreationTime, and the finding says which was used. Apps are
+  listed per Studio domain (ListDomains, then ListApps per domain).
 - Training jobs (InProgress): running for more than MLCOST training factor (3) times the median
   duration of at least 3 completed jobs whose names share the prefix (the name without its
   trailing digits, dates and separators).
@@ -22,6 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from bot.waste.scan.context import ScanContext
+from bot.waste.scan.ec2 import GPU_TYPE
 from bot.waste.scan.metrics import MetricQuery, fetch_window_values, list_series
 from bot.waste.scan.model import (
     Action,
@@ -35,6 +42,7 @@ from bot.waste.scan.model import (
 )
 from bot.waste.scan.pricing_rules import hourly_price
 
+STUDIO_APP_TYPES = ("JupyterLab", "CodeEditor", "KernelGateway")
 JOB_SUFFIX = re.compile(r"[-_.]*[0-9][0-9a-z]*([-_.][0-9][0-9a-z]*)*$", re.IGNORECASE)
 
 
@@ -183,6 +191,99 @@ def scan_notebooks(aws: Callable[..., Any], region: str, ctx: ScanContext) -> li
                 )
             )
     return findings
+
+
+def scan_studio_apps(
+    aws: Callable[..., Any], region: str, ctx: ScanContext
+) -> list[ResourceFinding]:
+    """Return Studio apps on GPU instances in service with no user activity over the window."""
+    sm = aws("sagemaker", region)
+    findings = []
+    for page in sm.get_paginator("list_domains").paginate():
+        for domain in page.get("Domains", []):
+            apps = sm.get_paginator("list_apps").paginate(DomainIdEquals=domain["DomainId"])
+            for app in (a for p in apps for a in p.get("Apps", [])):
+                itype = (app.get("ResourceSpec") or {}).get("InstanceType") or ""
+                if (
+                    app.get("Status") != "InService"
+                    or app.get("AppType") not in STUDIO_APP_TYPES
+                    or not GPU_TYPE.match(itype.removeprefix("ml."))
+                ):
+                    continue
+                finding = _idle_studio_app(sm, app, itype, region, ctx)
+                if finding is not None:
+                    findings.append(finding)
+    return findings
+
+
+def _idle_studio_app(
+    sm: Any, app: dict[str, Any], itype: str, region: str, ctx: ScanContext
+) -> ResourceFinding | None:
+    # an app belongs to a space (JupyterLab, Code Editor) or to a user profile (Classic)
+    in_space = bool(app.get("SpaceName"))
+    holder = app["SpaceName"] if in_space else app.get("UserProfileName", "")
+    holder_key = "SpaceName" if in_space else "UserProfileName"
+    described = sm.describe_app(
+        DomainId=app["DomainId"],
+        AppType=app["AppType"],
+        AppName=app["AppName"],
+        **{holder_key: holder},
+    )
+    days = ctx.policy.window_days
+    cutoff = ctx.now - dt.timedelta(days=days)
+    activity = described.get("LastUserActivityTimestamp")
+    health = described.get("LastHealthCheckTimestamp")
+    created = described.get("CreationTime") or app.get("CreationTime")
+    if activity is not None and activity != health:
+        if activity > cutoff:
+            return None
+        evidence = f"no user activity since {activity:%Y-%m-%d}"
+        signal = "LastUserActivityTimestamp (SageMaker DescribeApp)"
+    else:
+        if created is None or created > cutoff:
+            return None
+        evidence = f"in service for {(ctx.now - created).days} days (since {created:%Y-%m-%d})"
+        signal = (
+            "time in service since CreationTime (LastUserActivityTimestamp moves with "
+            "SageMaker's health checks, so it cannot show whether anyone used the app)"
+        )
+    arn = described.get("AppArn") or app.get("AppArn", "")
+    tags = tag_tuple(sm.list_tags(ResourceArn=arn).get("Tags")) if arn else ()
+    if is_protected(tags):
+        return None
+    where = f"{app['DomainId']}/{holder}"
+    name = f"{where}/{app['AppType']}/{app['AppName']}"
+    price = hourly_price(ctx, [arn] if arn else [], "sagemaker", itype)
+    resource = ctx.owned(
+        Resource(
+            kind=ResourceKind.SAGEMAKER_STUDIO_APP,
+            resource_id=name,
+            account=ctx.account,
+            region=region,
+            resource_type=itype,
+            tags=tags,
+            target=(
+                ("domain_id", app["DomainId"]),
+                ("space_name" if in_space else "user_profile_name", holder),
+                ("app_type", app["AppType"]),
+                ("app_name", app["AppName"]),
+            ),
+        )
+    )
+    return ResourceFinding(
+        resource=resource,
+        reason=Reason.NO_ACTIVITY,
+        evidence=f"Studio {app['AppType']} app {app['AppName']} of {where} ({itype}): {evidence}",
+        signal=signal,
+        monthly_cost=price.monthly,
+        price_source=price.source,
+        recommendation=Recommendation(
+            Action.DELETE_STUDIO_APP,
+            "delete the app (the space's storage is kept) and turn on Studio's idle shutdown",
+            price.monthly,
+        ),
+        currency=ctx.ledger.currency,
+    )
 
 
 def job_prefix(name: str) -> str:
