@@ -71,6 +71,34 @@ class _Calls:
         return fn(**params)
 
 
+def recommend_only_advice(action: str, target: dict[str, Any]) -> str | None:
+    """Return what to do by hand for a fix mlcost only recommends (None: Stop it acts).
+
+    mlcost writes no S3 lifecycle rule, scales no cluster's node group (its autoscaler and the
+    workloads' owners decide) and deletes no one's Studio app.
+    """
+    if action == Action.LIFECYCLE_TO_COLDER_CLASS:
+        where = f"s3://{target.get('bucket', '?')}/{target.get('prefix', '')}"
+        return (
+            f"mlcost never writes S3 lifecycle rules; add one for {where} moving it to a colder "
+            "class (or expiring it)."
+        )
+    if action == Action.SCALE_NODE_GROUP_TO_ZERO:
+        group, cluster = target.get("nodegroup_name", "?"), target.get("cluster_name", "?")
+        return (
+            f"mlcost never scales a cluster; scale node group {group} of cluster {cluster} to "
+            "zero (minimum and desired size 0) and let the cluster autoscaler or Karpenter add "
+            "GPU nodes when a pod asks for one."
+        )
+    if action == Action.DELETE_STUDIO_APP:
+        return (
+            f"mlcost never deletes Studio apps; delete Studio app {target.get('app_name', '?')} "
+            f"({target.get('app_type', '?')}) in domain {target.get('domain_id', '?')} (its "
+            "space's storage stays) and turn on Studio's idle shutdown."
+        )
+    return None
+
+
 def perform_stop(
     aws: Callable[..., Any],
     *,
@@ -84,13 +112,9 @@ def perform_stop(
     """Carry out an approved Stop it for one finding; never raises for an AWS error."""
     from botocore.exceptions import BotoCoreError, ClientError, WaiterError
 
-    if action == Action.LIFECYCLE_TO_COLDER_CLASS:
-        where = f"s3://{target.get('bucket', '?')}/{target.get('prefix', '')}"
-        return ActionResult(
-            Outcome.RECOMMEND_ONLY,
-            f"approval recorded only: mlcost never writes S3 lifecycle rules; add one for {where} "
-            "moving it to a colder class (or expiring it).",
-        )
+    advice = recommend_only_advice(action, target)
+    if advice is not None:
+        return ActionResult(Outcome.RECOMMEND_ONLY, f"approval recorded only: {advice}")
     if not enabled:
         return ActionResult(Outcome.DISABLED, DISABLED_TEXT)
     calls = _Calls()

@@ -146,3 +146,29 @@ def test_a_fleet_with_one_protected_member_is_not_touched(aws: CountingAws) -> N
     states = boto3.client("ec2", region_name=REGION).describe_instances(InstanceIds=ids)
     names = {i["State"]["Name"] for r in states["Reservations"] for i in r["Instances"]}
     assert names == {"running"}
+
+
+@pytest.mark.parametrize(
+    ("action", "target", "advice"),
+    [
+        (
+            "scale_node_group_to_zero",
+            {"cluster_name": "ml", "nodegroup_name": "gpu-a10g"},
+            "scale node group gpu-a10g of cluster ml to zero",
+        ),
+        (
+            "delete_studio_app",
+            {"domain_id": "d-1", "app_name": "default", "app_type": "JupyterLab"},
+            "delete Studio app default",
+        ),
+    ],
+)
+def test_node_groups_and_studio_apps_are_recommend_only(
+    aws: CountingAws, action: str, target: dict[str, str], advice: str
+) -> None:
+    """Scaling a cluster's node group or deleting someone's Studio app is left to its owners."""
+    result = stop(aws, action, **target)
+    assert result.outcome is Outcome.RECOMMEND_ONLY
+    assert result.summary == "recommend-only: approval recorded only"
+    assert advice in result.text
+    assert sum(aws.calls.values()) == 0

@@ -26,6 +26,8 @@ KIND_WORDS = {
     "ebs_volume": "EBS volume",
     "ebs_snapshot": "EBS snapshot",
     "s3_prefix": "S3 prefix",
+    "eks_node_group": "EKS GPU node group",
+    "sagemaker_studio_app": "SageMaker Studio app",
 }
 
 # what "Stop it" does for each recommended action (said on the post, before anyone presses it)
@@ -39,6 +41,10 @@ STOP_WORDS = {
     "delete_snapshot": "deletes the snapshot",
     "lifecycle_to_colder_class": "records the approval only: mlcost never writes S3 lifecycle "
     "rules (a recommendation)",
+    "scale_node_group_to_zero": "records the approval only: mlcost never scales a cluster's "
+    "node group (a recommendation)",
+    "delete_studio_app": "records the approval only: mlcost never deletes Studio apps "
+    "(a recommendation)",
 }
 
 Blocks = list[dict[str, Any]]

@@ -1,0 +1,14 @@
+"""Every kind of resource finding and every fix has its words on the Slack post."""
+
+from __future__ import annotations
+
+from bot.slack.blocks.waste_resource import KIND_WORDS, STOP_WORDS
+from bot.waste.scan.model import Action, ResourceKind
+
+
+def test_every_resource_kind_is_named() -> None:
+    assert sorted(set(ResourceKind) - set(KIND_WORDS)) == []
+
+
+def test_every_fix_says_what_stop_it_does() -> None:
+    assert sorted(set(Action) - set(STOP_WORDS)) == []
