@@ -92,6 +92,8 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     cloudwatch = ctx.services.aws("cloudwatch") if args.cloudwatch else None
     now = ctx.services.clock()
     as_of = args.as_of or now.date()
+    if args.as_of:  # resource findings as they stand at the end of that day (Keep, saved so far)
+        now = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
     with ctx.session() as session:
         overview = waste_overview(
             session=session, settings=ctx.settings, as_of=as_of, now=now, cloudwatch=cloudwatch

@@ -34,6 +34,7 @@ FAKE_ENV = {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": REGION,
     "MOTO_ACCOUNT_ID": ACCOUNT,
+    "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",  # no public AMIs (and their snapshots) to scan
     "AWS_PROFILE": None,
     "AWS_ENDPOINT_URL": None,
     "AWS_ENDPOINT_URL_EC2": None,
@@ -66,8 +67,13 @@ def moto_clients() -> Callable[..., Any]:
     """Return an aws(service, region) factory like AppServices.aws, for the mocked account."""
     import boto3
 
+    clients: dict[tuple[str, str], Any] = {}  # one client per service and region, as a real one
+
     def aws(service: str, region: str | None = None) -> Any:
-        return boto3.client(service, region_name=region or REGION)  # type: ignore[call-overload]
+        key = (service, region or REGION)
+        if key not in clients:
+            clients[key] = boto3.client(service, region_name=key[1])  # type: ignore[call-overload]
+        return clients[key]
 
     return aws
 

@@ -137,6 +137,7 @@ def findings_for(session: Session, findings: list[WasteFinding], name: str) -> l
 
 # ---- resource findings next to the ledger's ----------------------------------------------------
 
+CENT = Decimal("0.01")
 CLOSED_RECENT_DAYS = 30  # closed findings listed one by one for this long; the total counts all
 OPEN, CLOSED = "open", "closed"
 SILENCING = ("keep", "not_waste")
@@ -188,8 +189,8 @@ def resource_entry(row: ResourceFindingRecord, now: dt.datetime) -> ResourceEntr
         region=row.region,
         model=row.model,
         team=row.team,
-        monthly_cost=row.monthly_cost,
-        monthly_saving=Decimal(str(fix.get("monthly_saving", row.monthly_cost))),
+        monthly_cost=row.monthly_cost.quantize(CENT),
+        monthly_saving=Decimal(str(fix.get("monthly_saving", row.monthly_cost))).quantize(CENT),
         evidence=str(details.get("evidence", "")),
         fix=str(fix.get("text", "")),
         price_source=str(details.get("price_source", "")),
