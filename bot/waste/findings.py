@@ -170,6 +170,7 @@ class ResourceEntry:
     keep_until: dt.datetime | None = None
     closed_at: dt.datetime | None = None
     saved_so_far: Decimal | None = None
+    action_result: str | None = None  # what an approved Stop it did (lifecycle's words)
     target: tuple[tuple[str, str], ...] = ()
     members: tuple[str, ...] = ()
 
@@ -201,6 +202,7 @@ def resource_entry(row: ResourceFindingRecord, now: dt.datetime) -> ResourceEntr
         keep_until=row.keep_until,
         closed_at=row.closed_at,
         saved_so_far=saved_so_far(row, now),
+        action_result=row.action_result,
         target=tuple(sorted((str(k), str(v)) for k, v in (row.target or {}).items())),
         members=tuple(str(m) for m in details.get("members") or ()),
     )

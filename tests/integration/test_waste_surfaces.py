@@ -15,10 +15,13 @@ from sqlalchemy.orm import Session
 from bot.cli import main
 from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope
+from bot.db.schema import ResourceFindingRecord
 from bot.notify.plan import plan_alerts
 from bot.slack.blocks.home import build_home_view
+from bot.slack.blocks.waste import overview_blocks, render_waste_text
 from bot.spend.home import home_dashboard
 from bot.waste.findings import ResourceEntry, WasteOverview, overview_for, waste_overview
+from bot.waste.lifecycle import approve_stop
 from tests.support.waste_surfaces import (
     AS_OF,
     HOSTILE,
@@ -213,3 +216,25 @@ def test_no_resource_findings_recorded_means_no_waste_lines_on_home(session: Ses
     assert board.waste == []
     seed_findings(session)
     assert home_dashboard(session=session, user_id="U0AAA111", today=AS_OF, now=NOW).waste
+
+
+def test_an_approved_stop_it_is_said_next_to_the_finding_until_the_scan_closes_it(
+    session: Session,
+) -> None:
+    seed_all(session)
+    box = next(e for e in overview(session).resources if e.resource_id == "i-legacybox")
+    approval = approve_stop(
+        session=session, finding_id=box.finding_id, user_id="U0ADMIN01", now=NOW
+    )
+    assert approval.acts
+    row = session.get(ResourceFindingRecord, box.finding_id)
+    assert row is not None
+    row.action_result = "disabled: approval recorded only"  # what actions.py keeps when off
+    session.flush()
+    view = overview(session)
+    text = render_waste_text(view).splitlines()
+    assert text[3] == "              Stop it approved: recorded only (actions are disabled)"
+    _, blocks = overview_blocks(view)
+    assert "· Stop it approved: recorded only (actions are disabled)" in json.dumps(
+        blocks, ensure_ascii=False
+    )

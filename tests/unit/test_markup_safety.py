@@ -239,6 +239,7 @@ def resource_entry(draw: Any) -> ResourceEntry:
         keep_until=draw(st.one_of(st.none(), st.just(WHEN))),
         closed_at=WHEN if closed else None,
         saved_so_far=draw(money) if closed else None,
+        action_result=draw(st.one_of(st.none(), hostile(200))),
     )
 
 

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money
-from bot.slack.blocks.waste_resource import KIND_WORDS, owner_words
+from bot.slack.blocks.waste_resource import KIND_WORDS, owner_words, stop_result_words
 from bot.slack.guard import MAX_CONTEXT_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
 from bot.slack.mrkdwn import code, escape, fit_lines, quoted, user
@@ -70,8 +70,17 @@ def _silenced_words(entry: ResourceEntry) -> str:
     return "marked not waste"
 
 
+def _stop_words(entry: ResourceEntry) -> str:
+    """Say that Stop it was approved and what became of it ('' when it was not)."""
+    if entry.decision != "stop":
+        return ""
+    return f"Stop it approved: {stop_result_words(entry.action_result)}"
+
+
 def _resource_section(entry: ResourceEntry, currency: str) -> str:
     where = f"{entry.account} / {entry.region} · {owner_words(_owner(entry))}"
+    if stop := _stop_words(entry):
+        where += f" · {stop}"
     return (
         f"*{escape(label_of(entry))} {code(clip(entry.resource_id, 300))}* — "
         f"{format_money(entry.monthly_cost, currency)}/month · resource scan\n"
@@ -246,6 +255,8 @@ def render_waste_text(overview: WasteOverview) -> str:
                 f"{'':14}fix: {f.fix} (saves {format_money(f.monthly_saving, currency)}/month); "
                 f"price: {f.price_source}"
             )
+            if stop := _stop_words(f):
+                lines.append(f"{'':14}{stop}")
             continue
         lines.append(f"{money}{label_of(f)}: {unmarked(f.subject)}")
         lines.append(f"{'':14}{unmarked(f.evidence)}")
@@ -283,7 +294,7 @@ def build_waste_digest(
     headline = (
         f"Waste in {week_label}: {count} finding(s), about {format_money(total, currency)}/month"
     )
-    _, blocks = build_waste_blocks(findings, currency, limit=15)
+    _, blocks = build_waste_blocks(findings, currency)
     blocks[0] = {
         "type": "header",
         "text": {"type": "plain_text", "text": clip(headline, MAX_HEADER)},
