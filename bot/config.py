@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -93,6 +94,14 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1024 * 1024, gt=0, validation_alias="MLCOST_MAX_BODY_BYTES")
     slack_timeout_seconds: float = Field(
         default=15.0, gt=0, validation_alias="MLCOST_SLACK_TIMEOUT_SECONDS"
+    )
+    # chart-render worker processes of `mlcost serve`; None: the CPUs this process may use, less one
+    chart_workers: int | None = Field(
+        default=None, ge=1, le=64, validation_alias="MLCOST_CHART_WORKERS"
+    )
+    # "human" lines, or "json": one object per line (time, level, logger, message, exc_info)
+    log_format: Literal["human", "json"] = Field(
+        default="human", validation_alias="MLCOST_LOG_FORMAT"
     )
 
     # Resource scan (`mlcost waste scan`): regions, windows, thresholds, S3 patterns, prices.

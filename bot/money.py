@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from enum import StrEnum
 
@@ -57,6 +58,14 @@ def format_money_places(value: Decimal, currency: str, places: int) -> str:
     body = f"{abs(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN):,}"
     symbol = CURRENCY_SYMBOLS.get(currency)
     return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency}"
+
+
+def column_places(values: Iterable[Decimal | None]) -> int:
+    """Return the decimals a money column shows: cents if any amount is under 100, else none.
+
+    Zero does not count: `$0` is exact in a column of whole amounts.
+    """
+    return 2 if any(v is not None and v != 0 and abs(v) < 100 for v in values) else 0
 
 
 def format_percent(value: Decimal | None) -> str:

@@ -1,4 +1,9 @@
-"""The `mlcost` command line: one module per command group, each with register()."""
+"""The `mlcost` command line: one module per command group, each with register().
+
+Building the parser imports only the command modules, which import their heavy dependencies
+(SQLAlchemy, pandas, pyarrow, boto3, Slack, matplotlib) inside the handlers: `mlcost --help`
+and a bad command line answer without loading them (tests/cli/test_help_imports.py).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-
-from pydantic import ValidationError
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InterfaceError, OperationalError
+from typing import TYPE_CHECKING
 
 from bot.cli import (
     db_cmd,
@@ -17,15 +19,18 @@ from bot.cli import (
     gate_cmd,
     ingest_cmd,
     poll_cmd,
+    progress,
     registry_cmd,
     report_cmd,
     review_cmd,
     serve_cmd,
     waste_cmd,
 )
-from bot.cli.context import CliContext
-from bot.db.engine import database_unavailable
 from bot.errors import MlcostError, new_reference
+from bot.logs import configure_logging
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
 COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd, waste_cmd]
@@ -49,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_global_options(parser: argparse.ArgumentParser, default: object = None) -> None:
-    """Add the options every command takes: --database-url and -v."""
+    """Add the options every command takes: --database-url, -v and -q."""
     parser.add_argument("--database-url", default=default, help="override MLCOST_DATABASE_URL")
     parser.add_argument(
         "-v",
@@ -57,6 +62,13 @@ def add_global_options(parser: argparse.ArgumentParser, default: object = None) 
         action="store_true",
         default=False if default is None else default,
         help="log debug detail",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=False if default is None else default,
+        help="no progress bars (they are only drawn when stderr is a terminal)",
     )
 
 
@@ -81,21 +93,7 @@ def package_version() -> str:
         return "unknown"
 
 
-# Their DEBUG output carries request signatures, Authorization headers, response_url tokens and
-# STS answers (temporary credentials): never shown, whatever -v says.
-SECRET_BEARING_LOGGERS = ("botocore", "boto3", "urllib3", "s3transfer", "slack_sdk")
-
 log = logging.getLogger(__name__)
-
-
-def configure_logging(verbose: bool) -> None:
-    """Log warnings, or debug detail with -v (AWS and Slack clients stay at INFO)."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    for name in SECRET_BEARING_LOGGERS:
-        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.NOTSET)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,7 +106,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the command line is valid: now load what running a command needs
+    from pydantic import ValidationError
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    from bot.cli.context import CliContext
+    from bot.db.engine import database_unavailable
+
     configure_logging(args.verbose)
+    progress.set_quiet(args.quiet)
     known_error = getattr(args, "known_error_exit", 2)
     unexpected_error = getattr(args, "unexpected_error_exit", 1)
     ctx: CliContext | None = None

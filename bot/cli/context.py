@@ -1,10 +1,12 @@
-"""What every command needs: settings, a database migrated on first use, and the services."""
+"""What every command needs: settings, a database migrated on first use, and the services.
+
+Heavy to import (SQLAlchemy, the composition root): `main` imports it once the command line
+is parsed, and command modules only for type checking, so `--help` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,8 +23,6 @@ from bot.db.engine import (
     make_session_factory,
     upgrade,
 )
-from bot.errors import UsageError
-from bot.periods import parse_day
 
 
 @dataclass
@@ -81,30 +81,3 @@ class CliContext:
         """Dispose of the engine's connections."""
         if self._engine is not None:
             self._engine.dispose()
-
-
-class ProgressLine:
-    """A one-line row counter on stderr, shown only on a terminal."""
-
-    def __init__(self, label: str, enabled: bool | None = None) -> None:
-        self.label = label
-        self.rows = 0
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-
-    def __call__(self, rows: int) -> None:
-        self.rows += rows
-        if self.enabled:
-            print(f"\r{self.label}: {self.rows:,} rows read", end="", file=sys.stderr, flush=True)
-
-    def done(self) -> None:
-        """End the progress line."""
-        if self.enabled and self.rows:
-            print(file=sys.stderr)
-
-
-def day_argument(text: str) -> dt.date:
-    """Parse a command-line date (`YYYY-MM-DD`, `today`, `yesterday`; today is the UTC date)."""
-    try:
-        return parse_day(text, dt.datetime.now(dt.UTC).date())
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.context import CliContext
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
 
 
 def register(commands: Any) -> None:

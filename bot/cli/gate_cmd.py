@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.context import CliContext, day_argument
-from bot.economics.gate import evaluate_gate
+from bot.cli.arguments import day_argument
+
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
 
 EXIT_CODES = """exit codes:
   0  pass: the model may ship
@@ -34,6 +36,8 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Evaluate the gate and print the reasons."""
+    from bot.economics.gate import evaluate_gate
+
     as_of = args.as_of or ctx.services.clock().date()
     with ctx.session() as session:
         result = evaluate_gate(

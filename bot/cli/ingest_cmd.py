@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.cli import value_cmd
-from bot.cli.context import CliContext, ProgressLine, day_argument
+from bot.cli import progress, value_cmd
+from bot.cli.arguments import day_argument
 from bot.errors import UsageError
-from bot.ingest.ledger import IngestReport, ingest
-from bot.ingest.sources.base import SpendSource
+
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
+    from bot.ingest.ledger import IngestReport
+    from bot.ingest.sources.base import SpendSource
 
 
 def register(commands: Any) -> None:
@@ -109,10 +112,10 @@ def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _run(source: SpendSource, ctx: CliContext) -> int:
-    progress = ProgressLine(f"{source.kind}")
-    with ctx.session() as session:
-        report = ingest(source, session=session, progress=progress)
-    progress.done()
+    from bot.ingest.ledger import ingest
+
+    with progress.task(f"ingest {source.kind}") as bar, ctx.session() as session:
+        report = ingest(source, session=session, progress=bar)
     print_report(report)
     return 0 if report.reconciled else 1
 

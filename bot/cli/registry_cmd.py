@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.context import CliContext
 from bot.errors import RegistryError
-from bot.registry.plan import ImportPlan, kept_entities, plan_import
-from bot.registry.spec import load_registry_file, registry_to_yaml
-from bot.registry.sync import export_registry, import_registry
+
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
+    from bot.registry.plan import ImportPlan
 
 
 def register(commands: Any) -> None:
@@ -66,6 +66,10 @@ def _refusal(plan: ImportPlan) -> str:
 
 def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
     """Validate the file, show the diff, refuse destructive imports, apply in one transaction."""
+    from bot.registry.plan import kept_entities, plan_import
+    from bot.registry.spec import load_registry_file
+    from bot.registry.sync import import_registry
+
     spec = load_registry_file(args.file)
     source = str(args.file)
     with ctx.session() as session:
@@ -109,6 +113,9 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_export(args: argparse.Namespace, ctx: CliContext) -> int:
     """Write the current registry as YAML."""
+    from bot.registry.spec import registry_to_yaml
+    from bot.registry.sync import export_registry
+
     with ctx.session() as session:
         text = registry_to_yaml(export_registry(session=session))
     if args.file:

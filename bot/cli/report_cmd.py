@@ -7,19 +7,16 @@ import csv
 import datetime as dt
 import json
 import sys
-from typing import Any
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.context import CliContext, day_argument
-from bot.ingest.rollup import ledger_day_range
-from bot.money import CostBasis, format_money
-from bot.periods import Period, month_of, month_period
-from bot.spend.reports import (
-    SpendReport,
-    SpendTotals,
-    check_currency_setting,
-    parse_dimensions,
-    spend_report,
-)
+from bot.cli.arguments import day_argument
+from bot.money import CostBasis, column_places, format_money_places
+
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
+    from bot.periods import Period
+    from bot.spend.reports import SpendReport, SpendTotals
 
 
 def register(commands: Any) -> None:
@@ -57,6 +54,10 @@ def register(commands: Any) -> None:
 
 def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print spend per group for a month."""
+    from bot.ingest.rollup import ledger_day_range
+    from bot.periods import month_of, month_period
+    from bot.spend.reports import check_currency_setting, parse_dimensions, spend_report
+
     period = month_period(args.month) if args.month else month_of(ctx.services.clock().date())
     with ctx.session() as session:
         check_currency_setting(session, ctx.settings.currency)
@@ -129,19 +130,30 @@ def _render_csv(report: SpendReport) -> str:
             ]
         )
     writer.writerow([])
+    # under the same columns: the name where the groups are, then currency and amount
+    pad = [""] * (len(report.by) - 1)
     for totals in report.totals:
         for name in ("billed", "effective", "attributed", "unallocated"):
-            writer.writerow([f"total_{name}", totals.currency, getattr(totals, name)])
+            writer.writerow([f"total_{name}", *pad, totals.currency, getattr(totals, name), ""])
     return out.text
 
 
 def _render_table(report: SpendReport) -> str:
-    """Render an aligned table per currency, each with its own totals."""
+    """Render an aligned table per currency, each with its own totals.
+
+    A currency's amounts, lines and totals, share one precision: cents when any is under 100.
+    """
     header = [*report.by, f"{report.basis} cost", "GPU-h"]
+    places = {
+        t.currency: column_places(
+            [*(line.cost for line in report.lines if line.currency == t.currency), *_amounts(t)]
+        )
+        for t in report.totals
+    }
     body = [
         [
             *(_cell(line.group[k]) for k in report.by),
-            format_money(line.cost, line.currency),
+            format_money_places(line.cost, line.currency, places.get(line.currency, 2)),
             f"{line.gpu_hours:,.1f}",
         ]
         for line in report.lines
@@ -176,18 +188,24 @@ def _render_table(report: SpendReport) -> str:
                 )
             )
         lines.append("")
-        lines.extend(_totals_lines(report, section, several))
+        lines.extend(_totals_lines(report, section, several, places.get(code or "", 2)))
     if report.estimated_days:
         lines.append(f"note: {report.estimated_days} day(s) are provider estimates")
     return "\n".join(lines) + "\n"
 
 
-def _totals_lines(report: SpendReport, section: SpendTotals | None, several: bool) -> list[str]:
+def _amounts(totals: SpendTotals) -> list[Decimal]:
+    return [totals.total, totals.billed, totals.effective, totals.attributed, totals.unallocated]
+
+
+def _totals_lines(
+    report: SpendReport, section: SpendTotals | None, several: bool, places: int
+) -> list[str]:
     """Return one currency's total lines (or the no-spend line when there is no currency)."""
     if section is None:
         return [f"total {report.basis}: 0 (no spend in this period)"]
     code = section.currency
-    money = lambda v: format_money(v, code)  # noqa: E731
+    money = lambda v: format_money_places(v, code, places)  # noqa: E731
     return [
         f"total {report.basis}{f' {code}' if several else ''}: {money(section.total)}  "
         f"(billed {money(section.billed)}, effective {money(section.effective)})",

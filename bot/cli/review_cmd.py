@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.context import CliContext
-from bot.economics.unit_costs import ModelEconomics, month_economics
-from bot.money import format_money_places, format_percent
+from bot.money import column_places, format_money_places, format_percent
 from bot.periods import Period, month_of, month_period, previous_month
-from bot.slack.app import ConfigurationError
-from bot.slack.blocks.economics import format_change, format_units
+
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
+    from bot.economics.unit_costs import ModelEconomics
 
 
 def register(commands: Any) -> None:
@@ -36,6 +36,8 @@ def _month(text: str | None, ctx: CliContext) -> Period:
 
 def run_show(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print each model's unit economics and verdict for the month."""
+    from bot.economics.unit_costs import month_economics
+
     month = _month(args.month, ctx)
     with ctx.session() as session:
         economics = month_economics(session=session, month=month, settings=ctx.settings)
@@ -51,6 +53,8 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
 
     Each model's money is in its own billing currency; there is no total line.
     """
+    from bot.slack.blocks.economics import format_change, format_units
+
     header = [
         "model",
         "cost",
@@ -75,7 +79,7 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
         for name, values in unit_costs.items()
     }
 
-    cost_places = 2 if any(abs(e.current.cost) < 100 for e in economics) else 0
+    cost_places = column_places(e.current.cost for e in economics)
 
     def unit_cost(name: str, index: int, currency: str) -> str:
         value = unit_costs[name][index]
@@ -116,6 +120,7 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
 def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
     """Open and post the month's reviews; a review already posted is not posted again."""
     from bot.review.jobs import post_month_reviews
+    from bot.slack.app import ConfigurationError
 
     if ctx.settings.slack_bot_token is None:
         raise ConfigurationError("SLACK_BOT_TOKEN is not set")

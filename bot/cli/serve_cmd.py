@@ -6,16 +6,23 @@ import argparse
 import logging
 import os
 import signal
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.bootstrap import AppServices
-from bot.cli.context import CliContext
-from bot.notify.scheduler import start_leader_scheduler
-from bot.slack.app import ConfigurationError, build_app
-from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from bot.cli.context import CliContext
+    from bot.config import Settings
 
 log = logging.getLogger(__name__)
+
+# Read once into Settings; Bolt would read SLACK_BOT_TOKEN again (and warn that the client's token
+# wins), and the chart workers need not inherit any of them.
+SLACK_SECRET_VARIABLES = ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET")
 
 
 def register(commands: Any) -> None:
@@ -33,52 +40,254 @@ def register(commands: Any) -> None:
     serve.set_defaults(handler=run)
 
 
-class Terminated(Exception):
-    """SIGTERM arrived (a container stop, systemd, a supervisor): shut down like Ctrl-C."""
+class Terminated(BaseException):
+    """SIGTERM arrived (a container stop, systemd, a supervisor): shut down like Ctrl-C.
+
+    A BaseException, like KeyboardInterrupt, so no `except Exception` on the way swallows it.
+    """
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # one is enough: a second SIGTERM must not interrupt the shutdown the first one started
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Terminated
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Serve until interrupted or terminated."""
-    logging.getLogger().setLevel(logging.INFO)
-    if ctx.settings.slack_bot_token is None:
-        raise ConfigurationError("SLACK_BOT_TOKEN is not set")
-    services = ctx.services
-    app = build_app(services)
-    # Charts render after the ack, in worker processes so they never hold the GIL that acks need;
-    # the workers warm matplotlib as they start.
-    start_render_processes(max(1, (os.cpu_count() or 2) - 1))
-    stop_scheduler = _start_scheduler(services, ctx, enabled=not args.no_scheduler)
-    # the handler raises in the main thread, which leaves serve_forever through the finally below
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    """Check settings, the bot token and the database; then serve until SIGTERM or Ctrl-C."""
+    # first of all: from here on SIGTERM stops serve through the cleanups below, never midway
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    restore_levels = _log_what_serving_does()
     try:
-        if args.socket:
-            from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-            token = ctx.settings.slack_app_token
-            if token is None:
-                raise ConfigurationError("Socket Mode needs SLACK_APP_TOKEN (xapp-...)")
-            log.info("serving Slack over Socket Mode")
-            SocketModeHandler(app, token.get_secret_value()).start()
-        else:
-            from bot.web.server import make_http_server
-
-            server = make_http_server(app, services, args.host, args.port)
-            log.info("serving Slack on http://%s:%d/slack/events", args.host, args.port)
-            server.serve_forever(poll_interval=0.2)
-    except (KeyboardInterrupt, Terminated):
-        log.info("stopping: the scheduler, then the chart workers")
+        with ExitStack() as cleanups:
+            try:
+                _serve(args, ctx, cleanups)
+            except (KeyboardInterrupt, Terminated) as stop:
+                why = "SIGTERM" if isinstance(stop, Terminated) else "interrupted"
+                log.info("stopping (%s): listeners, scheduler, chart workers", why)
+        log.info("stopped")
     finally:
-        stop_scheduler()
-        stop_render_processes()
+        restore_levels()
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 
-def _start_scheduler(services: AppServices, ctx: CliContext, enabled: bool) -> Any:
-    """Start the scheduler if this process wins the leader lock; return a stop function."""
-    if not enabled:
-        return lambda: None
-    return start_leader_scheduler(services, ctx.engine)
+def _log_what_serving_does() -> Callable[[], None]:
+    """Log at INFO (unless -v asked for DEBUG), but no line per job run or migration check.
+
+    Return a function that puts the levels back.
+    """
+    loggers = [logging.getLogger(name) for name in ("", "apscheduler", "alembic")]
+    levels = [logger.level for logger in loggers]
+    root, *chatty = loggers
+    if root.level > logging.INFO:
+        root.setLevel(logging.INFO)
+        for logger in chatty:
+            logger.setLevel(logging.WARNING)
+
+    def restore() -> None:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+    return restore
+
+
+def chart_workers(settings: Settings) -> int:
+    """Return how many chart-render processes to start: MLCOST_CHART_WORKERS, else one fewer than
+    the CPUs this process may run on (its affinity, which a container's cpuset limits), at least 1.
+    """
+    if settings.chart_workers is not None:
+        return settings.chart_workers
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (usable or 2) - 1)
+
+
+def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> None:
+    """Run the checks in order, start everything (each start with its stop), then serve."""
+    from bot.bootstrap import build_services
+    from bot.db.engine import make_engine, make_session_factory
+    from bot.slack.app import build_app, identify_bot
+    from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
+
+    settings = ctx.settings
+    _check_settings(settings, socket_mode=args.socket)
+    for name in SLACK_SECRET_VARIABLES:
+        os.environ.pop(name, None)
+    # serve never migrates: with several replicas that is a deployment step (`mlcost db upgrade`)
+    engine = make_engine(settings.database_url)
+    cleanups.callback(engine.dispose)
+    services = build_services(settings, make_session_factory(engine))
+    identity = identify_bot(services.client)
+    _check_database(engine)
+    app = build_app(services, identity=identity)
+    listener = _bind_listener(args, app, services, settings)
+    cleanups.callback(listener.close)
+    # Charts render after the ack, in worker processes so they never hold the GIL that acks need.
+    # They start while this is the only thread (see start_render_processes).
+    start_render_processes(chart_workers(settings))
+    cleanups.callback(stop_render_processes)
+    listener.open()
+    scheduler = _start_scheduler(services, engine, enabled=not args.no_scheduler)
+    cleanups.callback(scheduler.stop)
+    log.info(
+        "mlcost serve: Slack %s, as %s; scheduler: %s",
+        listener.where,
+        identity.describe(),
+        scheduler.state(),
+    )
+    listener.serve()
+
+
+def _check_settings(settings: Settings, *, socket_mode: bool) -> None:
+    """Refuse to start without the settings the chosen mode needs (nothing has started yet)."""
+    from bot.slack.app import ConfigurationError
+
+    missing = [
+        name
+        for name, value in (
+            ("SLACK_BOT_TOKEN", settings.slack_bot_token),
+            ("SLACK_SIGNING_SECRET", settings.slack_signing_secret),
+        )
+        if value is None or not value.get_secret_value()
+    ]
+    app_token = settings.slack_app_token
+    if socket_mode and (app_token is None or not app_token.get_secret_value()):
+        missing.append("SLACK_APP_TOKEN")
+    if missing:
+        also = " (Socket Mode needs the app-level token, xapp-...)" if socket_mode else ""
+        raise ConfigurationError(f"not set: {', '.join(missing)}{also}")
+    if socket_mode and app_token and not app_token.get_secret_value().startswith("xapp-"):
+        raise ConfigurationError(
+            "SLACK_APP_TOKEN is not an app-level token: those start with xapp- (Basic "
+            "Information > App-Level Tokens, with the connections:write scope)"
+        )
+
+
+def _check_database(engine: Engine) -> None:
+    """Refuse a database that cannot be reached or is not at the latest migration."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    from bot.db.engine import DatabaseError, alembic_config, database_unavailable
+
+    where = engine.url.render_as_string(hide_password=True)
+    file = engine.url.database if engine.url.get_backend_name() == "sqlite" else None
+    if file and file != ":memory:" and not Path(file).exists():  # connecting would create it
+        raise DatabaseError(f"the database {where} does not exist: run `mlcost db upgrade` first")
+    try:
+        with engine.connect() as connection:
+            current = set(MigrationContext.configure(connection).get_current_heads())
+    except (OperationalError, InterfaceError) as exc:
+        raise database_unavailable(exc, engine.url) from None
+    script = ScriptDirectory.from_config(alembic_config(where))
+    heads = set(script.get_heads())
+    if current != heads:
+        state = f"at revision {', '.join(sorted(current))}" if current else "empty"
+        raise DatabaseError(
+            f"the database {where} is {state}, not at the latest schema "
+            f"({', '.join(sorted(heads))}): run `mlcost db upgrade` first"
+        )
+
+
+class _Listener:
+    """Slack's way in: the HTTP server or the Socket Mode connection."""
+
+    where: str
+
+    def open(self) -> None:
+        """Start taking Slack's requests (the HTTP port is bound already)."""
+
+    def serve(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _HttpListener(_Listener):
+    def __init__(self, server: Any, host: str, port: int) -> None:
+        self.server = server
+        self.where = f"events on http://{host}:{port}/slack/events (health on /healthz)"
+
+    def serve(self) -> None:
+        self.server.serve_forever(poll_interval=0.2)
+
+    def close(self) -> None:
+        self.server.server_close()
+
+
+class _SocketListener(_Listener):
+    where = "over Socket Mode"
+
+    def __init__(self, handler: Any) -> None:
+        import threading
+
+        self.handler = handler
+        self.stopped = threading.Event()
+
+    def open(self) -> None:
+        from slack_sdk.errors import SlackApiError
+
+        from bot.slack.app import ConfigurationError
+
+        try:
+            self.handler.connect()
+        except SlackApiError as exc:
+            error = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+            raise ConfigurationError(
+                f"Slack refused SLACK_APP_TOKEN ({error or exc.response.status_code}): use an "
+                "app-level token (xapp-...) with connections:write, and turn Socket Mode on"
+            ) from None
+
+    def serve(self) -> None:
+        self.stopped.wait()  # until a signal raises here
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.handler.close()
+
+
+def _bind_listener(args: argparse.Namespace, app: Any, services: Any, settings: Any) -> _Listener:
+    """Bind the HTTP port (a port in use is refused here) or prepare Socket Mode."""
+    from bot.slack.app import ConfigurationError
+
+    if args.socket:
+        from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+        token = settings.slack_app_token.get_secret_value()
+        return _SocketListener(SocketModeHandler(app, token))
+    from bot.web.server import make_http_server
+
+    try:
+        server = make_http_server(app, services, args.host, args.port)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+        ) from None
+    return _HttpListener(server, args.host, server.server_address[1])
+
+
+class _Scheduler:
+    """The leader election (or nothing, with --no-scheduler), stopped on the way out."""
+
+    def __init__(self, election: Any | None) -> None:
+        self.election = election
+
+    def state(self) -> str:
+        if self.election is None:
+            return "off (--no-scheduler)"
+        if self.election.is_leader:
+            return "leader (this process runs the scheduled jobs)"
+        return "standby (another process leads; this one takes over if it stops)"
+
+    def stop(self) -> None:
+        if self.election is not None:
+            self.election.stop()
+
+
+def _start_scheduler(services: Any, engine: Engine, enabled: bool) -> _Scheduler:
+    """Start the scheduler if this process wins the leader lock."""
+    from bot.notify.scheduler import start_leader_scheduler
+
+    return _Scheduler(start_leader_scheduler(services, engine) if enabled else None)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.context import CliContext, day_argument
-from bot.economics.value_metrics import known_model_names, read_value_csv, record_values
+from bot.cli.arguments import day_argument
 from bot.errors import IngestError
+
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
 
 
 def register_ingest(sources: Any) -> None:
@@ -28,6 +30,8 @@ def register_ingest(sources: Any) -> None:
 
 def run_value_csv(args: argparse.Namespace, ctx: CliContext) -> int:
     """Validate every file completely, then record all rows in one transaction."""
+    from bot.economics.value_metrics import known_model_names, read_value_csv, record_values
+
     with ctx.session() as session:
         known = known_model_names(session)
         written = 0
@@ -44,6 +48,7 @@ def run_value_csv(args: argparse.Namespace, ctx: CliContext) -> int:
 def run_cloudwatch(args: argparse.Namespace, ctx: CliContext) -> int:
     """Pull daily Invocations of the SageMaker endpoints attributed to each model."""
     from bot.economics.cloudwatch_invocations import endpoints_by_model, fetch_invocations
+    from bot.economics.value_metrics import record_values
 
     end = args.end or ctx.services.clock().date()
     start = args.start or end - dt.timedelta(days=ctx.settings.poll_lookback_days)

@@ -8,11 +8,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from bot.cli.context import CliContext
 from bot.errors import UsageError
 from bot.money import format_money_places
 
 if TYPE_CHECKING:
+    from bot.cli.context import CliContext
     from bot.waste.scan.run import ScanReport
 
 EXIT_INCOMPLETE = 3  # some scanner could not run: the findings shown are partial

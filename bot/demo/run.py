@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import gzip
 import io
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
 from bot.demo.resource_scan import show_resource_scan
 from bot.ingest.ledger import ingest
+from bot.ingest.sources.base import Progress
 from bot.ingest.sources.exports import RecentExportSource, recent_periods
 from bot.ingest.sources.focus import FocusSource
 from bot.money import format_money, format_percent
@@ -37,12 +39,12 @@ def section(title: str) -> None:
     print(f"\n== {title} " + "=" * max(0, 60 - len(title)))
 
 
-def run_demo(services: AppServices, folder: Path) -> int:
+def run_demo(services: AppServices, folder: Path, progress: Progress | None = None) -> int:
     """Run each step of the loop and print what a user would see.
 
     The demo's database is emptied first, so every run starts from the same state and prints
     the same thing; the data every section reads (registry, billing, value metrics) is loaded
-    before any section reads it.
+    before any section reads it. `progress` counts the steps done.
     """
     print(
         f"mlcost demo in {folder.resolve()} (database {services.settings.database_url}, "
@@ -50,7 +52,32 @@ def run_demo(services: AppServices, folder: Path) -> int:
     )
     empty_database(services)
     charts = DemoCharts(folder / "charts")
+    steps: list[Callable[[], object]] = [
+        lambda: show_registry(services),
+        lambda: show_ingest(services),
+        lambda: load_value_metrics(services),
+        lambda: show_spend(services),
+        lambda: show_slack_model_report(services, charts),
+        lambda: show_slack_team_report(services, charts),
+        lambda: show_alerts(services),
+        lambda: run_unit_economics_demo(services, charts),
+        lambda: show_waste(services, charts),
+        lambda: show_resource_scan(services, section, WASTE_AS_OF),
+        lambda: show_export_poll(services, folder),
+        lambda: show_trust(services),
+        charts.print_list,
+    ]
+    if progress is not None:
+        progress.set_total(len(steps), "steps")
+    for step in steps:
+        step()
+        if progress is not None:
+            progress.advance(1)
+    return 0
 
+
+def show_registry(services: AppServices) -> None:
+    """Section 1: import the sample registry."""
     section("1. Registry: teams, models, owners, budgets")
     spec = load_registry_file(DATA / "registry.yaml")
     with services.unit_of_work() as session:
@@ -62,13 +89,17 @@ def run_demo(services: AppServices, folder: Path) -> int:
         f"({changes['created']} created, {changes['updated']} updated)"
     )
 
+
+def show_ingest(services: AppServices) -> None:
+    """Section 2: ingest the sample FOCUS billing, reconciled."""
     section("2. Ingest three months of FOCUS billing")
     with services.unit_of_work() as session:
         report = ingest(FocusSource([str(DATA / "billing-focus.csv.gz")]), session=session)
     print_report(report)
 
-    load_value_metrics(services)
 
+def show_spend(services: AppServices) -> None:
+    """Sections 4 and 5: the month's spend by model and stage, then what no model owns."""
     section(f"4. Spend for {DEMO_MONTH} by model and stage")
     with services.unit_of_work() as session:
         spend = spend_report(
@@ -85,17 +116,6 @@ def run_demo(services: AppServices, folder: Path) -> int:
             where={"model": None},
         )
     print(render(unowned, "table"), end="")
-
-    show_slack_model_report(services, charts)
-    show_slack_team_report(services, charts)
-    show_alerts(services)
-    run_unit_economics_demo(services, charts)
-    show_waste(services, charts)
-    show_resource_scan(services, section, WASTE_AS_OF)
-    show_export_poll(services, folder)
-    show_trust(services)
-    charts.print_list()
-    return 0
 
 
 def empty_database(services: AppServices) -> None:

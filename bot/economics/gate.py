@@ -15,7 +15,7 @@ from bot.config import Settings
 from bot.db.schema import AlertSilence, Budget, DailySpend
 from bot.economics.unit_costs import economics_for
 from bot.economics.verdicts import unit_cost_gate_failure
-from bot.money import format_money
+from bot.money import column_places, format_money_places
 from bot.periods import Period, month_of
 from bot.registry.catalog import find_model, model_owner_ids
 from bot.review.summary import latest_decision
@@ -115,10 +115,12 @@ def _over_budget_check(session: Session, budgets: Sequence[Budget], as_of: dt.da
             )
         ).first()
         if acknowledged is None:
-            limit = format_money(budget.monthly_amount, budget.currency)
+            places = column_places([spent, budget.monthly_amount])  # "$120.00 of $80.00"
+            limit = format_money_places(budget.monthly_amount, budget.currency, places)
+            shown = format_money_places(spent, budget.currency, places)
             over.append(
                 f"{budget.scope} is over budget in {month.label}: "
-                f"{format_money(spent, budget.currency)} of {limit} and nobody acknowledged it"
+                f"{shown} of {limit} and nobody acknowledged it"
             )
     if over:
         return GateCheck("over budget", False, "; ".join(over))

@@ -11,6 +11,8 @@ import datetime as dt
 import logging
 import traceback
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -18,7 +20,7 @@ from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.errors import MlcostError
 from bot.ingest.ledger import ingest
-from bot.ingest.sources.base import SpendSource
+from bot.ingest.sources.base import Progress, SpendSource
 from bot.notify.delivery import DeliveryReport, deliver_pending
 from bot.notify.outbox import FindPosted, PlannedPost, enqueue_many
 from bot.notify.plan import ALL_CHECKS, CycleReport, plan_alerts
@@ -32,6 +34,18 @@ log = logging.getLogger(__name__)
 
 # what the scheduler's poll evaluates after re-reading its sources; anomalies run once a day
 POLL_CHECKS = ("budgets", "unallocated", "waste")
+
+
+class StartTask(Protocol):
+    """Open the progress of one step of a cycle (the CLI's `progress.task` draws a bar)."""
+
+    def __call__(
+        self, label: str, total: int | None = None
+    ) -> AbstractContextManager[Progress]: ...
+
+
+def _step(start: StartTask | None, label: str) -> AbstractContextManager[Progress | None]:
+    return nullcontext() if start is None else start(label)
 
 
 def default_as_of(now: dt.datetime, timezone: str) -> dt.date:
@@ -50,6 +64,7 @@ def fetch_sources(
     report: CycleReport,
     *,
     now: dt.datetime | None = None,
+    progress: StartTask | None = None,
 ) -> None:
     """Ingest each source in its own transaction; a failing source does not stop the cycle.
 
@@ -60,8 +75,11 @@ def fetch_sources(
     for source in sources:
         name = source_name(source)
         try:
-            with session_scope(session_factory) as session:
-                report.fetched.append(ingest(source, session=session))
+            with (
+                _step(progress, f"poll: read {name}") as bar,
+                session_scope(session_factory) as session,
+            ):
+                report.fetched.append(ingest(source, session=session, progress=bar))
                 clear_source_failure(session=session, source=name)
         except Exception as exc:
             if isinstance(exc, MlcostError):
@@ -100,30 +118,35 @@ def run_cycle(
     checks: Sequence[str] = ALL_CHECKS,
     dry_run: bool = False,
     clock: Callable[[], dt.datetime] | None = None,
+    progress: StartTask | None = None,
 ) -> CycleReport:
     """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending.
 
     Delivery reads `clock` when it claims each message (fetching may take minutes); without one
-    it delivers as of `now`.
+    it delivers as of `now`. `progress` is shown each source's read and each step.
     """
     day = as_of or default_as_of(now, settings.timezone)
     fetched = CycleReport(as_of=day)
     if not dry_run:
-        fetch_sources(session_factory, sources, fetched, now=now)
-    with session_scope(session_factory) as session:
+        fetch_sources(session_factory, sources, fetched, now=now, progress=progress)
+    with (
+        _step(progress, f"poll: check {', '.join(checks)} as of {day}"),
+        session_scope(session_factory) as session,
+    ):
         report = plan_alerts(session=session, settings=settings, as_of=day, now=now, checks=checks)
         if not dry_run:
             report.queued = queue_posts(session, report.planned)
     report.fetched, report.fetch_errors = fetched.fetched, fetched.fetch_errors
     if notifier is not None and not dry_run:
-        report.delivery = deliver_outbox(
-            session_factory=session_factory,
-            settings=settings,
-            notifier=notifier,
-            now=None if clock is not None else now,
-            clock=clock,
-            find_posted=find_posted,
-        )
+        with _step(progress, "poll: deliver the outbox"):
+            report.delivery = deliver_outbox(
+                session_factory=session_factory,
+                settings=settings,
+                notifier=notifier,
+                now=None if clock is not None else now,
+                clock=clock,
+                find_posted=find_posted,
+            )
     return report
 
 

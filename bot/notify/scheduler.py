@@ -204,8 +204,12 @@ def register_jobs(
         )
 
 
-def start_leader_scheduler(services: AppServices, engine: Engine) -> Callable[[], None]:
-    """Run the scheduler in whichever process wins the leader lock; return a stop function."""
+def start_leader_scheduler(services: AppServices, engine: Engine) -> LeaderElection:
+    """Run the scheduler in whichever process wins the leader lock; return the election.
+
+    The first round runs before this returns, so `is_leader` says at once whether this
+    process leads; `stop()` stops the scheduler and releases the lock.
+    """
     lock = leader_lock_for(engine)
 
     def elected() -> Callable[[], None]:
@@ -214,5 +218,6 @@ def start_leader_scheduler(services: AppServices, engine: Engine) -> Callable[[]
         scheduler.start()
         return lambda: scheduler.shutdown(wait=False)
 
-    election = LeaderElection(lock, elected, services.settings.leader_check_seconds).start()
-    return election.stop
+    election = LeaderElection(lock, elected, services.settings.leader_check_seconds)
+    election.step()
+    return election.start()

@@ -53,6 +53,10 @@ def answer_error(
     if isinstance(error, MlcostError):
         log.warning("%s refused: %s", kind, error)
         text = f":warning: {escape_message(error)}"
+    elif (outage := slack_outage(error)) is not None:
+        # expected now and then, and the same for every request while it lasts: no traceback
+        log.warning("%s not answered: Slack could not be reached (%s)", kind, outage)
+        text = ":x: Slack could not be reached just now; please try again in a minute."
     else:
         ref = new_reference()
         log.error("unhandled error in %s (reference %s)", kind, ref, exc_info=error)
@@ -64,6 +68,34 @@ def answer_error(
         return _modal_answer(error, body, text)
     _tell(client, respond, body, text)
     return {}
+
+
+def slack_outage(error: BaseException) -> str | None:
+    """Return why, if the error is Slack (or the way to it) failing rather than a bug here."""
+    from http.client import HTTPException
+    from urllib.error import URLError
+
+    from slack_sdk.errors import SlackApiError
+
+    if isinstance(error, SlackApiError) and (
+        error.response.status_code >= 500 or error.response.status_code == 429
+    ):
+        return f"HTTP {error.response.status_code}"
+    if isinstance(error, URLError):
+        return str(error.reason)
+    if isinstance(error, ConnectionError | HTTPException) or (
+        isinstance(error, TimeoutError) and _raised_by_a_socket(error)
+    ):
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _raised_by_a_socket(error: BaseException) -> bool:
+    """Whether the innermost frame is network code (a chart's render timeout is not)."""
+    tb, filename = error.__traceback__, ""
+    while tb is not None:
+        filename, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    return filename.replace("\\", "/").endswith(("/socket.py", "/ssl.py", "/http/client.py"))
 
 
 def _modal_answer(error: Exception, body: dict[str, Any], text: str) -> dict[str, Any]:

@@ -56,6 +56,9 @@ REPLY_KIND = "waste-resource-reply"
 OPEN, CLOSED = "open", "closed"
 NONE, KEEP, NOT_WASTE, STOP = "none", "keep", "not_waste", "stop"
 ACTING = "acting"
+# a claim older than this is taken to have died with its process (the snapshot waiter gives up
+# after 20 minutes), so a new Stop it may act
+ACTING_LEASE = dt.timedelta(hours=1)
 
 # which resource kinds each scanner of bot/waste/scan/run.py reports
 SCANNER_KINDS: dict[str, tuple[ResourceKind, ...]] = {
@@ -159,7 +162,6 @@ def record_report(
         now,
         account=report.account,
         complete=complete_scopes(report, s3_scanned),
-        currency=report.currency,
     )
 
 
@@ -170,7 +172,6 @@ def record_scan(
     *,
     account: str,
     complete: Iterable[Scope] = (),
-    currency: str = "USD",
 ) -> LifecycleReport:
     """Upsert the findings of one account's scan, queue the posts that are due, close the gone.
 
@@ -184,29 +185,32 @@ def record_scan(
             select(ResourceFindingRecord).where(ResourceFindingRecord.account == account)
         )
     }
-    router = Router(session)
-    router.preload({f.resource.model for f in findings if f.resource.model}, set())
-    posts: list[PlannedPost] = []
-    seen: set[str] = set()
+    found: dict[str, ResourceFindingRecord] = {}
     for finding in findings:
         if finding.account != account:
             continue
         key = str(finding.key)
-        seen.add(key)
         row = rows.get(key)
         if row is None:
-            row = _new_row(finding, now)
+            row = rows[key] = _new_row(finding, now)
             session.add(row)
-            session.flush()
-            rows[key] = row
         else:
             _refresh(row, finding, now)
+        found[key] = row
+    session.flush()  # new rows get their ids: the posts' keys name them
+    router = Router(session)
+    router.preload({r.model for r in found.values() if r.model}, set())
+    posts: list[PlannedPost] = []
+    for key, row in found.items():
+        before = _snapshot(row)
         why = _due(row, now)
         if why is None:
             silenced = row.decision in (KEEP, NOT_WASTE)
             (report.silenced if silenced else report.unchanged).append(key)
             continue
         kind, why_again = why
+        if row.decision != before["decision"]:  # Keep expired, or the cost outgrew a decision
+            _audit(session, row, "mlcost", "waste_resource_reraise", before, now, why=why_again)
         post = _post(row, router, why_again)
         if post is None:
             report.unrouted.append(key)
@@ -215,7 +219,7 @@ def record_scan(
         {"new": report.new, "worse": report.worse, "reraised": report.reraised}[kind].append(key)
     scopes = set(complete)
     for key, row in rows.items():
-        if row.status != OPEN or key in seen or (row.region, row.kind) not in scopes:
+        if row.status != OPEN or key in found or (row.region, row.kind) not in scopes:
             continue
         reply = _close(row, now)
         report.closed.append((key, row.saved_so_far or Decimal(0)))
@@ -519,7 +523,8 @@ def approve_stop(
     """Record a Stop it approval and claim the action, unless one is running or already done.
 
     The claim is one conditional UPDATE, so two presses (a retried request, two people) never
-    both act: the loser sees the action running or done and changes nothing.
+    both act: the loser sees the action running or done and changes nothing. A claim left by a
+    process that died while acting expires after ACTING_LEASE.
     """
     row = check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
     before = _snapshot(row)
@@ -531,6 +536,7 @@ def approve_stop(
             or_(
                 table.action_result.is_(None),
                 (table.action_result != ACTING) & ~table.action_result.startswith("done"),
+                (table.action_result == ACTING) & (table.action_at < now - ACTING_LEASE),
             ),
         )
         .values(

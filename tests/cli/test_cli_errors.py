@@ -81,8 +81,8 @@ def test_an_unexpected_error_is_one_line_with_a_reference(
     monkeypatch: pytest.MonkeyPatch,
     verbose: bool,
 ) -> None:
-    monkeypatch.setattr("bot.cli.report_cmd.spend_report", boom)
-    monkeypatch.setattr("bot.cli.gate_cmd.evaluate_gate", boom)
+    monkeypatch.setattr("bot.spend.reports.spend_report", boom)  # imported when run
+    monkeypatch.setattr("bot.economics.gate.evaluate_gate", boom)
     flags = ["-v"] if verbose else []
     for command, expected in ((["report", "spend"], 1), (["gate", "alpha"], 3)):
         code, _, err = run(capsys, *flags, "--database-url", database_url, *command)

@@ -1,35 +1,157 @@
-"""`mlcost serve` as a real process: it stops cleanly when asked to."""
+"""`mlcost serve` as a real process: one startup line, and it stops cleanly when asked to.
+
+Docker and systemd stop a service with SIGTERM. Everything serve started (the chart-render
+workers, multiprocessing's resource tracker) must be gone when it exits, or each stop leaves
+processes of about 130 MB behind.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 from pathlib import Path
+from typing import Any
 
 from tests.chaos.replicas import ServeProcess, wait_until
 from tests.support.fake_slack import FakeSlack
 
+STARTUP = re.compile(r"mlcost serve: Slack (?P<where>.+), as (?P<who>.+); scheduler: (?P<mode>.+)")
 
-def test_sigterm_stops_serve_cleanly_and_frees_the_scheduler_lead(
-    fake_slack: FakeSlack, database_url: str, tmp_path: Path
-) -> None:
-    settings = {
+
+def process_group(pgid: int) -> dict[int, str]:
+    """Return {pid: state} of every process in a process group (zombies included), from /proc."""
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its ')'
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid:
+            found[int(entry)] = fields[0]
+    return found
+
+
+def live(pgid: int) -> dict[int, str]:
+    return {pid: state for pid, state in process_group(pgid).items() if state != "Z"}
+
+
+def named_bot(fake: FakeSlack) -> None:
+    def auth_test(params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "user_id": "UBOT",
+            "user": "mlcost",
+            "team_id": "T1",
+            "team": "Acme",
+            "bot_id": "B1",
+        }
+
+    fake.handlers["auth.test"] = auth_test
+
+
+def settings_for(fake: FakeSlack, database_url: str) -> dict[str, str]:
+    return {
         "MLCOST_DATABASE_URL": database_url,
         "SLACK_BOT_TOKEN": "xoxb-test",
         "SLACK_SIGNING_SECRET": "secret",
-        "SLACK_API_URL": fake_slack.url,
+        "SLACK_API_URL": fake.url,
         "MLCOST_LEADER_CHECK_SECONDS": "0.2",
     }
+
+
+def startup_lines(process: ServeProcess) -> list[re.Match[str]]:
+    return [m for m in map(STARTUP.search, process.log().splitlines()) if m]
+
+
+def test_sigterm_stops_serve_and_everything_it_started(
+    fake_slack: FakeSlack, migrated_database_url: str, tmp_path: Path
+) -> None:
+    named_bot(fake_slack)
+    settings = settings_for(fake_slack, migrated_database_url)
     first = ServeProcess.start("first", tmp_path, settings)
     try:
         first.wait_ready()
         wait_until(first.is_leader, 20, "the only replica to lead")
-        # a container stop or systemd sends SIGTERM: the scheduler and chart workers stop, the
-        # lead is released, and the exit code says all went well
-        assert first.terminate() == 0, first.log()[-3000:]
-        assert "Traceback" not in first.log()
+        pid = first.process.pid
+        # the render workers start with serve (not with the first chart), beside the tracker
+        wait_until(lambda: len(live(pid)) >= 3, 20, "serve, its resource tracker and a worker")
+        [line] = startup_lines(first)
+        assert line["where"] == f"events on {first.url}slack/events (health on /healthz)"
+        assert line["who"] == "@mlcost (UBOT) in Acme (T1)"
+        assert line["mode"].startswith("leader")
+        assert fake_slack.methods().count("auth.test") == 1
+
+        # a second replica serves Slack and stands by while the first leads
         second = ServeProcess.start("second", tmp_path, settings)
         try:
-            wait_until(second.is_leader, 30, "a new process to take the lead")
+            second.wait_ready()
+            wait_until(lambda: startup_lines(second), 20, "the second replica's startup line")
+            assert startup_lines(second)[0]["mode"].startswith("standby")
+
+            # a container stop or systemd sends SIGTERM: the scheduler, the listener, the
+            # chart workers and the resource tracker stop, the lead is released, exit code 0
+            assert first.terminate() == 0, first.log()[-3000:]
+            assert process_group(pid) == {}, "left behind: " + str(process_group(pid))
+            log = first.log()
+            assert "Traceback" not in log
+            assert "leaked semaphore" not in log
+            assert "`token` will be unused" not in log  # Bolt's warning at every start
+            wait_until(second.is_leader, 30, "the second process to take the lead")
         finally:
             second.cleanup()
     finally:
         first.cleanup()
+
+
+def test_a_killed_serve_leaves_no_worker_behind(
+    fake_slack: FakeSlack, migrated_database_url: str, tmp_path: Path
+) -> None:
+    serve = ServeProcess.start("killed", tmp_path, settings_for(fake_slack, migrated_database_url))
+    try:
+        serve.wait_ready()
+        pid = serve.process.pid
+        wait_until(lambda: len(live(pid)) >= 3, 20, "serve, its resource tracker and a worker")
+        serve.kill()  # SIGKILL: no cleanup runs in serve itself
+        # the workers notice they are orphans and exit; the tracker follows them
+        wait_until(lambda: not live(pid), 20, "the workers and the tracker to exit")
+    finally:
+        serve.cleanup()
+
+
+def test_sigterm_during_startup_still_exits_cleanly(
+    fake_slack: FakeSlack, migrated_database_url: str, tmp_path: Path
+) -> None:
+    # Slack takes its time over auth.test: SIGTERM arrives while serve is checking the token
+    fake_slack.delays["auth.test"] = 2.0
+    serve = ServeProcess.start("early", tmp_path, settings_for(fake_slack, migrated_database_url))
+    try:
+        fake_slack.wait_for("auth.test", timeout=20)
+        assert serve.terminate() == 0, serve.log()[-3000:]
+        assert process_group(serve.process.pid) == {}
+        assert "Traceback" not in serve.log()
+        assert not startup_lines(serve)
+    finally:
+        serve.cleanup()
+
+
+def test_ctrl_c_in_a_terminal_stops_serve_without_worker_tracebacks(
+    fake_slack: FakeSlack, migrated_database_url: str, tmp_path: Path
+) -> None:
+    serve = ServeProcess.start("ctrl-c", tmp_path, settings_for(fake_slack, migrated_database_url))
+    try:
+        serve.wait_ready()
+        pid = serve.process.pid
+        wait_until(lambda: len(live(pid)) >= 3, 20, "serve, its resource tracker and a worker")
+        # a terminal sends SIGINT to the whole foreground group, the workers included: they
+        # leave stopping to serve rather than die with a KeyboardInterrupt traceback each
+        os.killpg(pid, signal.SIGINT)
+        assert serve.process.wait(timeout=20) == 0, serve.log()[-3000:]
+        assert process_group(pid) == {}
+        assert "Traceback" not in serve.log() and "KeyboardInterrupt" not in serve.log()
+    finally:
+        serve.cleanup()

@@ -172,6 +172,13 @@ def test_keep_and_not_waste_are_lifted_when_the_cost_grows_by_more_than_half(
     grown = scan(session, T0 + 31 * DAY, finding("i-kept", "1000"), finding("i-fine", "1500.01"))
     assert grown.reraised == [f"{ACCOUNT}/{REGION}/gpu_instance/i-fine"]
     assert fine.decision == "none" and fine.post_count == 2
+    lifted = session.scalars(
+        select(AuditLog).where(AuditLog.action == "waste_resource_reraise")
+    ).all()
+    assert [(a.actor, a.detail["before"]["decision"]) for a in lifted] == [
+        ("mlcost", "keep"),
+        ("mlcost", "not_waste"),
+    ]
     text = str(outbox(session)[f"waste-resource:{fine.id}:2"].payload["blocks"])
     assert "grew from $1,000.00 when it was marked Not waste to $1,500.01" in text
 
@@ -293,3 +300,15 @@ def test_stop_it_claims_the_action_once_and_audits_before_and_after(registry: Se
     assert audit.detail["before"]["decision"] == "none"
     assert audit.detail["after"]["decision"] == "stop"
     assert audit.detail["after"]["action_result"] == "acting"
+
+
+def test_a_claim_left_by_a_dead_process_expires_after_an_hour(registry: Session) -> None:
+    session = registry
+    scan(session, T0, finding("i-stop", "900", model="recsys"))
+    row = row_of(session, "i-stop")
+    assert approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=T0).acts
+    later = T0 + dt.timedelta(minutes=59)
+    assert not approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=later).acts
+    expired = T0 + dt.timedelta(minutes=61)
+    again = approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=expired)
+    assert again.acts and again.number == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import boto3
@@ -91,3 +92,37 @@ def test_the_daily_scan_is_scheduled_only_when_regions_are_set() -> None:
     specs = {s.id: s for s in job_specs(Settings(MLCOST_SCAN_REGIONS=["us-east-1"]))}
     assert "resource-scan" in specs
     assert str(specs["resource-scan"].trigger).startswith("cron[hour='7', minute='30'")
+
+
+def test_the_daily_job_scans_records_and_posts(database_url: str, fake_slack: FakeSlack) -> None:
+    from pydantic import SecretStr
+
+    from bot.bootstrap import AppServices
+    from bot.slack.client import make_web_client
+    from bot.waste.jobs import run_resource_scan_job
+
+    engine = make_engine(database_url)
+    upgrade(engine)
+    factory = make_session_factory(engine)
+    with session_scope(factory) as session:
+        load_registry(session)
+    settings = Settings(
+        MLCOST_SCAN_REGIONS=[REGION],
+        SLACK_BOT_TOKEN=SecretStr("xoxb-test"),
+        SLACK_API_URL=fake_slack.url,
+    )
+    services = AppServices(
+        settings=settings, session_factory=factory, client=make_web_client(settings)
+    )
+    with mock_aws():
+        boto3.client("ec2", region_name=REGION).create_volume(
+            Size=100, VolumeType="gp3", AvailabilityZone=f"{REGION}a"
+        )
+        first = run_resource_scan_job(services)
+        second = run_resource_scan_job(services)
+    engine.dispose()
+    assert first is not None and len(first.lifecycle.new) == 1
+    assert first.delivery is not None and len(first.delivery.delivered) == 1
+    assert second is not None and second.lifecycle.posts == []
+    assert len(fake_slack.calls_to("chat.postMessage")) == 1
+    assert run_resource_scan_job(dataclasses.replace(services, settings=Settings())) is None

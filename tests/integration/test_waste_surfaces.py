@@ -123,11 +123,12 @@ def test_report_waste_prints_both_kinds_as_text_and_json(
     assert main([*db, "report", "waste", "--as-of", "2026-11-30"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
+    # one precision for the list's amounts: $95.50 is under $100, so cents throughout
     assert lines[0] == (
-        "      $700/mo  GPU instance i-legacybox (resource scan: 123456789012 us-east-1, unowned)"
+        "   $700.00/mo  GPU instance i-legacybox (resource scan: 123456789012 us-east-1, unowned)"
     )
     assert "fix: stop it (saves $700/month); price: price table (test, 2025-06)" in lines[2]
-    assert lines[6] == "      $300/mo  Orphaned (tagged for an unregistered model): legacy-ranker"
+    assert lines[6] == "   $300.00/mo  Orphaned (tagged for an unregistered model): legacy-ranker"
     assert "Idle endpoint" not in out  # listed once, as alpha-prod
     # the day's end is the report's moment: Keep is in force, vol-gone saved 6.75 days' worth
     assert "not counted: EBS volume vol-beta $80.00/month, kept until 2026-12-07" in lines
@@ -135,7 +136,7 @@ def test_report_waste_prints_both_kinds_as_text_and_json(
         "EBS volume vol-gone closed on 2026-11-30 (no longer found): saved $13.50 so far" in lines
     )
     assert "Closed findings saved $13.50 so far (1 closed)" in lines
-    assert lines[-1] == "total: about $1,516/month"
+    assert lines[-1] == "total: about $1,515.50/month"
     # outside text is printed as it is, and nothing of ours is Slack markup
     assert f"S3 prefix {HOSTILE} (resource scan" in out
     assert "*" not in out and "&lt;" not in out and ":wastebasket:" not in out
@@ -233,7 +234,7 @@ def test_an_approved_stop_it_is_said_next_to_the_finding_until_the_scan_closes_i
     session.flush()
     view = overview(session)
     text = render_waste_text(view).splitlines()
-    assert text[3] == "              Stop it approved: recorded only (actions are disabled)"
+    assert text[3] == "               Stop it approved: recorded only (actions are disabled)"
     _, blocks = overview_blocks(view)
     assert "· Stop it approved: recorded only (actions are disabled)" in json.dumps(
         blocks, ensure_ascii=False

@@ -132,6 +132,8 @@ class AthenaSource:
             grouped = GroupedCharges(
                 default_currency=self.default_currency, currency_field="line_item_currency_code"
             )
+            if progress is not None:
+                progress.set_total(None, "pages")
             for page in self.client.get_paginator("get_query_results").paginate(
                 QueryExecutionId=query_id
             ):
@@ -143,8 +145,8 @@ class AthenaSource:
                     header, rows = [str(h) for h in rows[0]], rows[1:]
                 if rows and header:
                     grouped.add(_to_table(header, rows))
-                    if progress:
-                        progress(len(rows))
+                if progress is not None:
+                    progress.advance(1, rows=len(rows))
         except IngestError:
             raise
         except Exception as exc:

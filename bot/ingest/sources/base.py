@@ -40,7 +40,17 @@ TAGS_JSON = "tags_json"
 DEFAULT_CURRENCY = "USD"
 _CURRENCY_RE = re.compile(r"^[A-Z]{3}$")
 
-Progress = Callable[[int], None]
+
+class Progress(Protocol):
+    """Where a source reports how far its read got (the CLI draws a bar; None reports nothing).
+
+    `set_total` says how many units of work there are (files; None when unknown, e.g. pages of
+    an API answer) and what they are called; `advance` counts units done and rows read.
+    """
+
+    def set_total(self, total: int | None, unit: str | None = None) -> None: ...
+
+    def advance(self, done: int = 0, rows: int = 0) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,8 @@ class CostExplorerSource:
         grouped = GroupedCharges(
             default_currency=self.default_currency, currency_field="the cost metrics' Unit"
         )
+        if progress is not None:
+            progress.set_total(None, "pages")
         while True:
             params: dict[str, Any] = {
                 "TimePeriod": {"Start": self.start.isoformat(), "End": self.end.isoformat()},
@@ -105,8 +107,8 @@ class CostExplorerSource:
             requests += 0 if isinstance(self.client, SavedResponses) else 1
             table = response_to_table(page, self.billing_account)
             grouped.add(table)
-            if progress:
-                progress(table.num_rows)
+            if progress is not None:
+                progress.advance(1, rows=table.num_rows)
             token = page.get("NextPageToken")
             if not token:
                 break

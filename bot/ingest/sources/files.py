@@ -278,20 +278,25 @@ class FileSource:
             default_currency=self.default_currency, currency_field=self.currency_field
         )
         empty: list[str] = []
-        for location in expand_locations(self.locations, self._s3):
+        locations = expand_locations(self.locations, self._s3)
+        if progress is not None:
+            progress.set_total(len(locations), "files")
+        for location in locations:
             with local_copy(location, self._s3) as path:
                 read = 0
                 try:
                     for rows, charges in self.file_charges(path, tag_keys):
                         grouped.add(charges, rows=rows if self.grouped_batches else None)
                         read += rows
-                        if progress:
-                            progress(rows)
+                        if progress is not None:
+                            progress.advance(rows=rows)
                 except IngestError as exc:
                     message = str(exc).removeprefix(path.name + ": ")
                     raise IngestError(f"{location}: {message}") from None
                 if not read:
                     empty.append(location)
+            if progress is not None:
+                progress.advance(1)
         data = source_data(grouped)
         data.notes.extend(
             f"{where} has a header but no rows; nothing was read from it" for where in empty

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from bot.money import format_money
+from bot.money import column_places, format_money, format_money_places
 from bot.slack.blocks.waste_resource import KIND_WORDS, owner_words, stop_result_words
 from bot.slack.guard import MAX_CONTEXT_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
-from bot.slack.mrkdwn import code, escape, fit_lines, quoted, user
+from bot.slack.mrkdwn import code, escape, fit_lines, plain, quoted, user
 from bot.waste.checks import WasteFinding
 from bot.waste.findings import Entry, ResourceEntry, WasteOverview
 
@@ -42,8 +42,8 @@ def label_of(entry: Entry) -> str:
 
 
 def unmarked(text: str) -> str:
-    """Return ledger wording without its backtick name marks (terminal and JSON text)."""
-    return text.replace("`", "")
+    """Return ledger wording as terminal and JSON text (no backtick name marks or markup)."""
+    return plain(text)
 
 
 def total_of(entries: Sequence[Entry]) -> Decimal:
@@ -182,7 +182,7 @@ def overview_blocks(overview: WasteOverview) -> tuple[str, list[dict[str, Any]]]
     )
 
 
-def _entry_json(entry: Entry) -> dict[str, Any]:
+def _entry_json(entry: Entry, currency: str) -> dict[str, Any]:
     if isinstance(entry, ResourceEntry):
         return {
             "source": "resource_scan",
@@ -196,6 +196,7 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
             "region": entry.region,
             "monthly_cost": str(entry.monthly_cost),
             "monthly_saving": str(entry.monthly_saving),
+            "currency": entry.currency,
             "evidence": entry.evidence,
             "fix": entry.fix,
             "price_source": entry.price_source,
@@ -213,6 +214,7 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
         "model": entry.model,
         "resource_id": entry.resource_id,
         "monthly_cost": str(entry.monthly_cost),
+        "currency": currency,
         "evidence": unmarked(entry.evidence),
         "fix": unmarked(entry.fix),
     }
@@ -227,40 +229,55 @@ def render_waste_json(overview: WasteOverview, as_of: dt.date) -> str:
             "as_of": as_of.isoformat(),
             "currency": overview.currency,
             "monthly_total": str(total_of(ranked)),
-            "findings": [_entry_json(f) for f in ranked],
-            "silenced": [_entry_json(e) for e in overview.silenced],
-            "recently_closed": [_entry_json(e) for e in overview.recently_closed],
+            "findings": [_entry_json(f, overview.currency) for f in ranked],
+            "silenced": [_entry_json(e, overview.currency) for e in overview.silenced],
+            "recently_closed": [
+                _entry_json(e, overview.currency) for e in overview.recently_closed
+            ],
             "closed_count": len(overview.closed),
             "saved_so_far_total": str(overview.saved_total),
-            "listed_under_their_resources": [_entry_json(f) for f in overview.merged],
+            "listed_under_their_resources": [
+                _entry_json(f, overview.currency) for f in overview.merged
+            ],
         },
         indent=2,
     )
 
 
 def render_waste_text(overview: WasteOverview) -> str:
-    """Plain text for the command line (no Slack markup)."""
+    """Plain text for the command line (no Slack markup); the list's amounts share one
+    precision."""
     currency = overview.currency
     ranked = overview.ranked
-    lines = [] if ranked else ["No waste found."]
+    if not ranked:
+        lines = ["No waste found."]
+        places, width = 2, 10
+    else:
+        total = total_of(ranked)
+        places = column_places([*(f.monthly_cost for f in ranked), total])
+        width = max(
+            10, *(len(format_money_places(f.monthly_cost, currency, places)) for f in ranked)
+        )
+        lines = []
+    indent = " " * (width + len("/mo  "))
     for f in ranked:
-        money = f"{format_money(f.monthly_cost, currency):>10}/mo  "
+        money = f"{format_money_places(f.monthly_cost, currency, places):>{width}}/mo  "
         if isinstance(f, ResourceEntry):
             lines.append(
                 f"{money}{label_of(f)} {f.resource_id} (resource scan: {f.account} {f.region}, "
                 f"{owner_words(_owner(f))})"
             )
-            lines.append(f"{'':14}{f.evidence}")
+            lines.append(f"{indent}{f.evidence}")
             lines.append(
-                f"{'':14}fix: {f.fix} (saves {format_money(f.monthly_saving, currency)}/month); "
+                f"{indent}fix: {f.fix} (saves {format_money(f.monthly_saving, currency)}/month); "
                 f"price: {f.price_source}"
             )
             if stop := _stop_words(f):
-                lines.append(f"{'':14}{stop}")
+                lines.append(f"{indent}{stop}")
             continue
         lines.append(f"{money}{label_of(f)}: {unmarked(f.subject)}")
-        lines.append(f"{'':14}{unmarked(f.evidence)}")
-        lines.append(f"{'':14}fix: {unmarked(f.fix)}")
+        lines.append(f"{indent}{unmarked(f.evidence)}")
+        lines.append(f"{indent}fix: {unmarked(f.fix)}")
     for e in overview.silenced:
         lines.append(
             f"not counted: {label_of(e)} {e.resource_id} "
@@ -271,7 +288,8 @@ def render_waste_text(overview: WasteOverview) -> str:
     if overview.closed:
         lines.append(_saved_words(overview.saved_total, len(overview.closed), currency))
     if ranked:
-        lines.append(f"total: about {format_money(total_of(ranked), currency)}/month")
+        shown = format_money_places(total_of(ranked), currency, places)
+        lines.append(f"total: about {shown}/month")
     return "\n".join(lines) + "\n"
 
 

@@ -133,7 +133,7 @@ def build_waste_resource_message(
     if not (state.action_result or "").startswith("done"):
         blocks.append(resource_buttons(state.finding_id))
     status = decision_words(state, currency) or "awaiting a decision"
-    text = f"{escape(title)} ({status})"
+    text = f"{escape(title)} ({escape(status)})"
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 

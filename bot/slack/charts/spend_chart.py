@@ -50,6 +50,7 @@ class SpendChart:
 
 
 _pool: ProcessPoolExecutor | None = None
+_tracker_started = False  # whether starting the pool started multiprocessing's resource tracker
 
 
 def start_render_processes(processes: int = 1) -> None:
@@ -57,23 +58,85 @@ def start_render_processes(processes: int = 1) -> None:
 
     Rendering is pure CPU in Python; in the server's own process it would compete for the GIL
     with the threads answering other users' acks. The workers are spawned (not forked from a
-    threaded server) and warm matplotlib as they start.
+    threaded server) now rather than on the first chart, and warm matplotlib as they start.
+    They ignore SIGINT and SIGTERM (the server stops them, see stop_render_processes) and exit
+    on their own if the server dies without stopping them.
     """
-    global _pool
-    if _pool is None:
+    import os
+    import signal
+    from multiprocessing import resource_tracker
+
+    global _pool, _tracker_started
+    if _pool is not None:
+        return
+    # the pool starts multiprocessing's resource tracker unless something else did
+    _tracker_started = getattr(resource_tracker._resource_tracker, "_fd", 0) is None
+    # Workers are born ignoring SIGINT and SIGTERM (an ignored signal stays ignored through
+    # exec; a signal mask does not: spawn resets it), so a Ctrl-C while one imports cannot kill
+    # it with a traceback. Meanwhile this thread blocks them, and the handlers are back before
+    # they are unblocked: a signal in between waits rather than being lost (serve starts the
+    # workers before any other thread exists, which could otherwise receive and drop it).
+    stopping = {signal.SIGINT, signal.SIGTERM}
+    in_main_thread = threading.current_thread() is threading.main_thread()  # signal.signal's rule
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    handlers = {s: signal.signal(s, signal.SIG_IGN) for s in stopping if in_main_thread}
+    try:
         _pool = ProcessPoolExecutor(
             max_workers=processes,
-            initializer=warm_up,
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
             mp_context=multiprocessing.get_context("spawn"),
         )
+        for _ in range(processes):  # the pool spawns a worker per task it cannot hand out
+            _pool.submit(os.getpid)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def stop_render_processes() -> None:
-    """Go back to rendering in this process and stop the workers."""
+    """Go back to rendering in this process; stop the workers and multiprocessing's tracker.
+
+    The workers finish the chart in hand and exit; their queues' semaphores are released here,
+    so the resource tracker has nothing left to warn about when it is stopped and reaped.
+    """
+    import gc
+    from multiprocessing import resource_tracker
+
     global _pool
     pool, _pool = _pool, None
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+    if pool is None:
+        return
+    pool.shutdown(wait=True, cancel_futures=True)
+    del pool
+    gc.collect()  # the pool's queues hold its semaphores, some of them in reference cycles
+    # private, in 3.11 to 3.13; there is no public way to stop the tracker
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if _tracker_started and stop is not None:
+        stop()
+
+
+def _start_worker(server_pid: int) -> None:
+    """Ignore Ctrl-C and SIGTERM (the server stops its workers); exit when the server is gone."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Thread(
+        target=_exit_when_orphaned, args=(server_pid,), name="watch-server", daemon=True
+    ).start()
+    warm_up()
+
+
+def _exit_when_orphaned(server_pid: int, every: float = 1.0) -> None:
+    """Exit this worker once its server process has died (a SIGKILL leaves no one to stop it)."""
+    import os
+    import time
+
+    while os.getppid() == server_pid:
+        time.sleep(every)
+    os._exit(0)
 
 
 def render_spend_chart(chart: SpendChart) -> bytes:

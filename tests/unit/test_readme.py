@@ -1,0 +1,70 @@
+"""The README stays the product's front page: short, every command listed, every link real."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from bot.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _leaf_commands(parser: argparse.ArgumentParser, prefix: str = "mlcost") -> list[str]:
+    """Every runnable command line, e.g. 'mlcost ingest value' (argparse has no public walk)."""
+    found: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.extend(_leaf_commands(sub, f"{prefix} {name}") or [f"{prefix} {name}"])
+    return found
+
+
+def _commands_table() -> str:
+    section = README.split("## Commands", 1)[1]
+    return section.split("\n## ", 1)[0]
+
+
+def test_every_command_is_in_the_readme_table() -> None:
+    table = _commands_table()
+    rows = [line for line in table.splitlines() if line.startswith("| `mlcost")]
+    listed = {re.match(r"\| `(mlcost(?: [a-z][a-z-]*)*)", row).group(1) for row in rows}  # type: ignore[union-attr]
+    missing = [cmd for cmd in _leaf_commands(build_parser()) if cmd not in listed]
+    assert not missing, f"commands missing from the README's Commands table: {missing}"
+
+
+def test_the_readme_is_a_front_page_not_a_manual() -> None:
+    assert len(README.splitlines()) < 250
+
+
+def test_every_local_link_and_picture_in_the_readme_and_docs_exists() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
+
+
+def test_the_readme_picture_is_a_real_png() -> None:
+    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", README)
+    assert pictures, "the README shows a chart"
+    for picture in pictures:
+        head = (ROOT / picture).read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    for command in re.findall(
+        r"^(?:MLCOST_TEST_DATABASE_URL=\S+ )?\.venv/bin/pytest$", quick_start, re.M
+    ):
+        assert command in ci, command
+    assert ".venv/bin/pip install -e '.[dev]'" in quick_start
+    assert "pip install mlcost" not in README  # not published: install from the repository
