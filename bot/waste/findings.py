@@ -129,12 +129,6 @@ def _scope(session: Session, name: str) -> tuple[set[str], str | None]:
     raise NotFoundError(f"No team or model named `{name[:60]}`.{hint}")
 
 
-def findings_for(session: Session, findings: list[WasteFinding], name: str) -> list[WasteFinding]:
-    """Keep the findings of one team's models, or of one model; an unknown name is NotFound."""
-    keep, _ = _scope(session, name)
-    return [f for f in findings if f.model in keep]
-
-
 # ---- resource findings next to the ledger's ----------------------------------------------------
 
 CENT = Decimal("0.01")

@@ -21,7 +21,7 @@ from bot.slack.blocks.home import build_home_view
 from bot.slack.blocks.waste import overview_blocks, render_waste_text
 from bot.spend.home import home_dashboard
 from bot.waste.findings import ResourceEntry, WasteOverview, overview_for, waste_overview
-from bot.waste.lifecycle import approve_stop
+from bot.waste.lifecycle import approve_stop, record_silence
 from tests.support.waste_surfaces import (
     AS_OF,
     HOSTILE,
@@ -190,6 +190,21 @@ def test_the_weekly_digest_lists_open_resource_findings_in_their_posts_channels(
     # the digest's moment is the end of as_of (Dec 1 00:00): 6.75 days since vol-gone was seen
     assert "Closed findings saved $13.50 so far (1 closed)" in platform
     assert "vol-beta" not in json.dumps([p.blocks for p in report.planned], ensure_ascii=False)
+
+    # Not waste on the box: gone from the digest, and its ledger share is not counted again
+    box = next(e for e in overview(session).resources if e.resource_id == "i-legacybox")
+    record_silence(
+        session=session,
+        finding_id=box.finding_id,
+        user_id="U0ADMIN01",
+        decision="not_waste",
+        now=NOW,
+    )
+    again = plan_alerts(session=session, settings=SETTINGS, as_of=AS_OF, now=NOW, checks=("waste",))
+    finops = json.dumps(
+        {p.channel: p.blocks for p in again.planned}["C0FINOPS"], ensure_ascii=False
+    )
+    assert "i-legacybox" not in finops and "$300/month" in finops
 
 
 def test_app_home_lists_the_users_models_open_resource_findings(session: Session) -> None:
