@@ -1,6 +1,6 @@
 """`mlcost demo` run twice in one folder, as a user would: the same output, and real charts.
 
-The demo runs twice here (about 12 s in all), once for the whole module; the tests below only
+The demo runs twice here (about 7 s in all), once for the whole module; the tests below only
 read what it printed and wrote.
 """
 
