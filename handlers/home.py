@@ -26,6 +26,7 @@ def publish_home(event: dict[str, Any], client: WebClient, context: BoltContext)
             user_id=user_id,
             today=services.clock().date(),
             currency=services.settings.currency,
+            now=services.clock(),
         )
     )
     client.views_publish(user_id=user_id, view=checked_view(build_home_view(board, board.currency)))

@@ -33,7 +33,10 @@ def register(commands: Any) -> None:
         help="billed (invoice) or effective (amortised) cost",
     )
     spend.set_defaults(handler=run_spend)
-    waste = sub.add_parser("waste", help="idle, orphaned and stale spend with the fix")
+    waste = sub.add_parser(
+        "waste",
+        help="idle, orphaned and stale spend with the fix, and the resource scans' open findings",
+    )
     waste.add_argument("--as-of", type=day_argument, help="day to look back from")
     waste.add_argument(
         "--cloudwatch",
@@ -83,20 +86,23 @@ def no_spend_note(period: Period, coverage: tuple[dt.date, dt.date] | None) -> s
 
 
 def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Print waste findings."""
+    """Print waste findings: the ledger's and the resource scans', ranked by monthly cost."""
     from bot.slack.blocks.waste import render_waste_json, render_waste_text
-    from bot.waste.findings import find_configured_waste
+    from bot.waste.findings import waste_overview
 
     cloudwatch = ctx.services.aws("cloudwatch") if args.cloudwatch else None
-    as_of = args.as_of or ctx.services.clock().date()
+    now = ctx.services.clock()
+    as_of = args.as_of or now.date()
+    if args.as_of:  # resource findings as they stand at the end of that day (Keep, saved so far)
+        now = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
     with ctx.session() as session:
-        findings = find_configured_waste(
-            session=session, settings=ctx.settings, as_of=as_of, cloudwatch=cloudwatch
+        overview = waste_overview(
+            session=session, settings=ctx.settings, as_of=as_of, now=now, cloudwatch=cloudwatch
         )
     if args.format == "json":
-        print(render_waste_json(findings, as_of, ctx.settings.currency))
+        print(render_waste_json(overview, as_of))
     else:
-        print(render_waste_text(findings, ctx.settings.currency), end="")
+        print(render_waste_text(overview), end="")
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from bot.bootstrap import AppServices
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
+from bot.demo.resource_scan import show_resource_scan
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress
 from bot.ingest.sources.exports import RecentExportSource, recent_periods
@@ -24,10 +25,9 @@ from bot.notify.plan import plan_alerts
 from bot.periods import month_period
 from bot.registry.spec import load_registry_file
 from bot.registry.sync import import_registry
-from bot.slack.blocks.waste import render_waste_text
 from bot.slack.mrkdwn import plain
 from bot.spend.reports import spend_report
-from bot.waste.findings import find_configured_waste
+from bot.waste.findings import find_configured_waste, waste_overview
 
 DATA = Path(__file__).resolve().parent / "data"
 DEMO_MONTH = "2026-11"
@@ -62,6 +62,7 @@ def run_demo(services: AppServices, folder: Path, progress: Progress | None = No
         lambda: show_alerts(services),
         lambda: run_unit_economics_demo(services, charts),
         lambda: show_waste(services, charts),
+        lambda: show_resource_scan(services, section, WASTE_AS_OF),
         lambda: show_export_poll(services, folder),
         lambda: show_trust(services),
         charts.print_list,
@@ -155,7 +156,7 @@ HOSTILE_TAG = "legacy <!channel> <https://evil.example|click here>"
 
 def show_trust(services: AppServices) -> None:
     """Show what outside text becomes in Slack, and what a registry import would change."""
-    section("13. Trust: outside text is escaped; a registry import shows its diff first")
+    section("14. Trust: outside text is escaped; a registry import shows its diff first")
     from bot.registry.plan import plan_import
     from bot.registry.spec import parse_registry
     from bot.slack.blocks.alerts import build_unallocated_alert
@@ -213,7 +214,7 @@ def write_export_folders(root: Path) -> list[Path]:
 def show_export_poll(services: AppServices, folder: Path) -> None:
     """Poll an export the way the scheduler does: only the last two billing periods."""
     today = dt.date(2026, 12, 1)
-    section(f"12. The scheduled poll of an export, on {today} (a folder laid out like S3)")
+    section(f"13. The scheduled poll of an export, on {today} (a folder laid out like S3)")
     root = folder / "focus-export"
     files = write_export_folders(root)
     print(
@@ -291,16 +292,20 @@ def run_unit_economics_demo(services: AppServices, charts: DemoCharts) -> int:
 
 def show_waste(services: AppServices, charts: DemoCharts) -> None:
     """Print the waste findings as `mlcost report waste` does, and chart them."""
-    from bot.slack.blocks.waste import KIND_LABELS
+    from bot.slack.blocks.waste import KIND_LABELS, render_waste_text
     from bot.slack.charts.waste import WasteBar, render_waste_chart
 
     section(f"11. Waste as of {WASTE_AS_OF}: money that burns silently")
     currency = services.settings.currency
+    now = dt.datetime.combine(WASTE_AS_OF + dt.timedelta(days=1), dt.time(6), dt.UTC)
     with services.unit_of_work() as session:
         findings = find_configured_waste(
             session=session, settings=services.settings, as_of=WASTE_AS_OF
         )
-    print(render_waste_text(findings, currency), end="")
+        overview = waste_overview(
+            session=session, settings=services.settings, as_of=WASTE_AS_OF, now=now
+        )
+    print(render_waste_text(overview), end="")
     bars = [
         WasteBar(KIND_LABELS.get(f.kind, f.kind), plain(f.subject), f.monthly_cost)
         for f in findings

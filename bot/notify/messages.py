@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from bot.anomalies.detect import Anomaly
     from bot.budgets.plan import BudgetAlert
     from bot.waste.checks import WasteFinding
+    from bot.waste.findings import ResourceEntry
 
 # a review's decisions and how they are labelled
 DECISIONS = {
@@ -68,12 +69,19 @@ class UnallocatedAlertMessage:
 
 @dataclass(frozen=True)
 class WasteDigestMessage:
-    """One channel's weekly waste findings and who owns them."""
+    """One channel's weekly waste findings and who owns them.
+
+    `resources`: the channel's open resource findings (each already posted there); `saved_total`
+    what its `closed_count` closed resource findings saved so far.
+    """
 
     findings: list[WasteFinding]
     week_label: str
     owners: list[str]
     currency: str = "USD"
+    resources: list[ResourceEntry] = field(default_factory=list)
+    saved_total: Decimal | None = None
+    closed_count: int = 0
 
 
 @dataclass(frozen=True)

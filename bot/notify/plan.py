@@ -34,7 +34,7 @@ from bot.notify.outbox import PlannedPost, planned_post
 from bot.notify.routing import Router
 from bot.spend.reports import check_currency_setting, cost_column
 from bot.waste.checks import WasteFinding
-from bot.waste.findings import find_configured_waste
+from bot.waste.findings import ResourceEntry, waste_overview
 
 log = logging.getLogger(__name__)
 
@@ -241,18 +241,31 @@ def plan_waste_posts(
 ) -> tuple[list[PlannedPost], list[str]]:
     """Return the weekly waste digests for the last complete week: one per channel.
 
-    A finding goes where its model's alerts go; one with no model (spend tagged for an
-    unregistered model) goes to the FinOps channel.
+    A ledger finding goes where its model's alerts go; one with no model (spend tagged for an
+    unregistered model) goes to the FinOps channel. An open resource finding not marked Keep or
+    Not waste is listed (one line) in the channel its own post went to: its model's, else its
+    team's, else FinOps; a channel's closed resource findings add what they saved so far.
     """
     week = covered_week(session, as_of)
     if week is None:
         return [], []  # the ledger does not cover the whole week
     monday, sunday = week
-    findings = find_configured_waste(session=session, settings=settings, as_of=sunday, strict=False)
+    # resource findings as they stand at the end of as_of (Keep in force, saved so far)
+    now = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
+    overview = waste_overview(
+        session=session, settings=settings, as_of=sunday, now=now, strict=False
+    )
+    findings = overview.findings
     by_channel: dict[str, list[WasteFinding]] = {}
+    resources: dict[str, list[ResourceEntry]] = {}
+    saved: dict[str, list[ResourceEntry]] = {}
     owners: dict[str, set[str]] = {}
     unroutable: list[str] = []
-    router.preload([f.model for f in findings if f.model], [])
+    entries = [*overview.resources, *overview.closed]
+    router.preload(
+        [m for m in [*(f.model for f in findings), *(e.model for e in entries)] if m],
+        [e.team for e in entries if e.team and not e.model],
+    )
     for finding in findings:
         channel, finding_owners = (
             router.route(finding.model, None) if finding.model else (router.finops_channel, [])
@@ -262,10 +275,30 @@ def plan_waste_posts(
             continue
         by_channel.setdefault(channel, []).append(finding)
         owners.setdefault(channel, set()).update(finding_owners)
+    for entry in overview.resources:
+        channel, entry_owners = router.route(entry.model, entry.team)
+        if channel is None:
+            unroutable.append(f"waste:{monday.isoformat()}:resource:{entry.finding_id}")
+            continue
+        resources.setdefault(channel, []).append(entry)
+        owners.setdefault(channel, set()).update(entry_owners)
+    for entry in overview.closed:
+        channel, _ = router.route(entry.model, entry.team)
+        if channel is not None:
+            saved.setdefault(channel, []).append(entry)
     label = week_label(monday, sunday)
     posts = []
-    for channel, found in sorted(by_channel.items()):
-        message = WasteDigestMessage(found, label, sorted(owners[channel]), settings.currency)
+    for channel in sorted({*by_channel, *resources}):
+        closed = saved.get(channel, [])
+        message = WasteDigestMessage(
+            by_channel.get(channel, []),
+            label,
+            sorted(owners[channel]),
+            settings.currency,
+            resources=resources.get(channel, []),
+            saved_total=sum((e.saved_so_far or Decimal(0) for e in closed), Decimal("0.00")),
+            closed_count=len(closed),
+        )
         posts.append(
             planned_post(f"waste:{monday.isoformat()}:{channel}", "waste", channel, message)
         )

@@ -48,7 +48,13 @@ def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
             )
         case WasteDigestMessage():
             return build_waste_digest(
-                message.findings, message.week_label, message.owners, message.currency
+                message.findings,
+                message.week_label,
+                message.owners,
+                message.currency,
+                message.resources,
+                message.saved_total,
+                message.closed_count,
             )
         case ReviewParentMessage():
             return build_review_parent_message(

@@ -1,9 +1,9 @@
-"""The App Home dashboard: the models a user owns, this month."""
+"""The App Home dashboard: the models a user owns, this month, and their open resource findings."""
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
@@ -14,6 +14,7 @@ from bot.registry.catalog import is_admin, model_owner_ids
 from bot.spend.daily import ReportingWindow, reporting_window
 from bot.spend.reports import display_currency
 from bot.spend.team_report import ModelLine, daily_by_model, model_budgets, model_line
+from bot.waste.findings import ResourceEntry, resource_entries
 
 
 @dataclass
@@ -23,6 +24,8 @@ class HomeDashboard:
     models: list[ModelLine]
     admin: bool
     currency: str = "USD"
+    # the user's models' open resource findings (Keep / Not waste ones apart), costliest first
+    waste: list[ResourceEntry] = field(default_factory=list)
 
 
 def owned_models(session: Session, user_id: str) -> list[str]:
@@ -36,9 +39,15 @@ def owned_models(session: Session, user_id: str) -> list[str]:
 
 
 def home_dashboard(
-    *, session: Session, user_id: str, today: dt.date, currency: str = "USD"
+    *,
+    session: Session,
+    user_id: str,
+    today: dt.date,
+    currency: str = "USD",
+    now: dt.datetime | None = None,
 ) -> HomeDashboard:
-    """Summarise each model the user owns: month to date, budget used, forecast.
+    """Summarise each model the user owns: month to date, budget used, forecast; and the open
+    resource findings on those models with their monthly cost.
 
     In one currency (`currency` is the organisation's): spend billed in several is refused.
     """
@@ -58,4 +67,8 @@ def home_dashboard(
         budgets = model_budgets(session, currency)
         lines = [model_line(n, series.get(n, {}), span, budgets.get(n)) for n in names]
         lines.sort(key=lambda line: (-line.month_to_date, line.name))
-    return HomeDashboard(user_id, span, lines, is_admin(session, user_id), currency)
+    waste: list[ResourceEntry] = []
+    if names:
+        when = now or dt.datetime.combine(today, dt.time(), dt.UTC)
+        waste = resource_entries(session=session, now=when, currency=currency, models=names)
+    return HomeDashboard(user_id, span, lines, is_admin(session, user_id), currency, waste)

@@ -41,6 +41,7 @@ class WasteFinding:
     fix: str
     model: str | None = None
     resource_id: str | None = None
+    tag_value: str | None = None  # orphaned: the model tag value nobody registered
 
 
 def run_rate(week_cost: Decimal) -> Decimal:
@@ -81,6 +82,7 @@ def orphaned(
             run_rate(Decimal(cost or 0)),
             f"{resources} resource(s) tagged model={tag_value}, which is not a registered model",
             f"register `{tag_value}` with an owner, or delete its resources",
+            tag_value=tag_value,
         )
 
 

@@ -4,21 +4,28 @@ and on-demand training that Spot would run for much less.
 Each finding carries a monthly run-rate (the last week's cost scaled to 30 days), the evidence,
 and the fix. Findings come from the ledger and value metrics; idle GPU instances can also be
 confirmed from CloudWatch CPU utilisation when a client is given.
+
+`waste_overview` adds the resource findings of the account scans (the resource_findings table,
+bot/waste/lifecycle.py) to the ledger's, ranked together by monthly cost, with what closed
+findings saved so far. A resource is listed once: see `merge_ledger_findings`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.schema import MLModel, Team
+from bot.db.schema import DailySpend, MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
 from bot.waste.checks import (
     RUN_RATE_DAYS,
@@ -28,6 +35,7 @@ from bot.waste.checks import (
     killed_still_spending,
     orphaned,
     serving_without_autoscaling,
+    spend_in,
     spot_candidates,
     stale_checkpoints,
 )
@@ -104,17 +112,301 @@ def find_configured_waste(
     )
 
 
-def findings_for(session: Session, findings: list[WasteFinding], name: str) -> list[WasteFinding]:
-    """Keep the findings of one team's models, or of one model; an unknown name is NotFound."""
+def _scope(session: Session, name: str) -> tuple[set[str], str | None]:
+    """Return the models a team or model name covers, and the team's name (None for a model).
+
+    An unknown name is NotFound, with the closest names as a hint.
+    """
     wanted = name.strip().lower()
     teams = dict(session.execute(select(Team.name, Team.id)).all())
     models = dict(session.execute(select(MLModel.name, MLModel.team_id)).all())
     if wanted in teams:
-        keep = {m for m, team_id in models.items() if team_id == teams[wanted]}
-    elif wanted in models:
-        keep = {wanted}
+        return {m for m, team_id in models.items() if team_id == teams[wanted]}, wanted
+    if wanted in models:
+        return {wanted}, None
+    close = difflib.get_close_matches(wanted, [*teams, *models], n=3, cutoff=0.5)
+    hint = (" Did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close else ""
+    raise NotFoundError(f"No team or model named `{name[:60]}`.{hint}")
+
+
+# ---- resource findings next to the ledger's ----------------------------------------------------
+
+CENT = Decimal("0.01")
+CLOSED_RECENT_DAYS = 30  # closed findings listed one by one for this long; the total counts all
+OPEN, CLOSED = "open", "closed"
+SILENCING = ("keep", "not_waste")
+
+
+@dataclass(frozen=True)
+class ResourceEntry:
+    """A resource finding (one row of resource_findings) as the waste lists show it.
+
+    `silenced`: an owner pressed Keep for 7 days (still in force) or Not waste, so it is listed
+    apart and not counted in the waste total. Closed entries carry `saved_so_far`.
+    """
+
+    finding_id: int
+    kind: str
+    resource_id: str
+    account: str
+    region: str
+    model: str | None
+    team: str | None
+    monthly_cost: Decimal
+    monthly_saving: Decimal
+    evidence: str
+    fix: str
+    price_source: str
+    currency: str
+    status: str = OPEN
+    decision: str = "none"
+    silenced: bool = False
+    keep_until: dt.datetime | None = None
+    closed_at: dt.datetime | None = None
+    saved_so_far: Decimal | None = None
+    action_result: str | None = None  # what an approved Stop it did (lifecycle's words)
+    target: tuple[tuple[str, str], ...] = ()
+    members: tuple[str, ...] = ()
+
+
+def resource_entry(row: ResourceFindingRecord, now: dt.datetime) -> ResourceEntry:
+    """Return a resource_findings row as an entry (saved so far worked out as of `now`)."""
+    from bot.waste.lifecycle import saved_so_far
+
+    details = row.details or {}
+    fix = details.get("recommendation") or {}
+    keep_in_force = row.decision == "keep" and (row.keep_until is None or row.keep_until > now)
+    return ResourceEntry(
+        finding_id=row.id,
+        kind=row.kind,
+        resource_id=row.resource_id,
+        account=row.account,
+        region=row.region,
+        model=row.model,
+        team=row.team,
+        monthly_cost=row.monthly_cost.quantize(CENT),
+        monthly_saving=Decimal(str(fix.get("monthly_saving", row.monthly_cost))).quantize(CENT),
+        evidence=str(details.get("evidence", "")),
+        fix=str(fix.get("text", "")),
+        price_source=str(details.get("price_source", "")),
+        currency=row.currency,
+        status=row.status,
+        decision=row.decision,
+        silenced=keep_in_force or row.decision == "not_waste",
+        keep_until=row.keep_until,
+        closed_at=row.closed_at,
+        saved_so_far=saved_so_far(row, now),
+        action_result=row.action_result,
+        target=tuple(sorted((str(k), str(v)) for k, v in (row.target or {}).items())),
+        members=tuple(str(m) for m in details.get("members") or ()),
+    )
+
+
+def resource_entries(
+    *,
+    session: Session,
+    now: dt.datetime,
+    currency: str,
+    status: str = OPEN,
+    models: Iterable[str] | None = None,
+) -> list[ResourceEntry]:
+    """Return the resource findings of a status in one currency, costliest first."""
+    query = select(ResourceFindingRecord).where(
+        ResourceFindingRecord.status == status, ResourceFindingRecord.currency == currency
+    )
+    if models is not None:
+        query = query.where(ResourceFindingRecord.model.in_(list(models)))
+    rows = session.scalars(query.order_by(ResourceFindingRecord.id))
+    entries = [resource_entry(row, now) for row in rows]
+    return sorted(entries, key=lambda e: (-e.monthly_cost, e.resource_id))
+
+
+def covered_ids(entry: ResourceEntry) -> set[str]:
+    """Return the ledger resource ids (lower-cased) whose spend a resource finding stands for.
+
+    The same ids the scan priced it from (bot/waste/scan): an instance or volume id, a fleet's
+    instances, `endpoint/NAME`, `notebook-instance/NAME`, `training-job/NAME`. An S3 prefix stands
+    for none: the ledger bills the bucket, which holds more than the prefix.
+    """
+    rid = entry.resource_id.lower()
+    prefixes = {
+        "sagemaker_endpoint": "endpoint/",
+        "sagemaker_notebook": "notebook-instance/",
+        "sagemaker_training_job": "training-job/",
+    }
+    if entry.kind in prefixes:
+        return {prefixes[entry.kind] + rid}
+    if entry.kind == "gpu_fleet":
+        ids = dict(entry.target).get("instance_ids", "")
+        return {i.strip().lower() for i in ids.split(",") if i.strip()} | {
+            m.lower() for m in entry.members
+        }
+    if entry.kind == "s3_prefix":
+        return set()
+    return {rid}
+
+
+def _ledger_resources(
+    session: Session, finding: WasteFinding, week: tuple[dt.date, dt.date], currency: str
+) -> dict[str | None, Decimal] | None:
+    """Return the week's cost of each ledger resource a finding is made of (None: not a sum of
+    resources, such as a Spot saving or serving that does not scale)."""
+    if finding.kind in ("stale_checkpoints", "idle_gpu"):
+        return {finding.resource_id: Decimal(1)} if finding.resource_id else None
+    if finding.kind == "orphaned" and finding.tag_value is not None:
+        where = [DailySpend.model.is_(None), DailySpend.model_tag_value == finding.tag_value]
+    elif finding.kind == "idle_endpoint" and finding.model:
+        where = [DailySpend.model == finding.model, DailySpend.stage == "serving"]
+    elif finding.kind == "killed_still_spending" and finding.model:
+        where = [DailySpend.model == finding.model]
     else:
-        close = difflib.get_close_matches(wanted, [*teams, *models], n=3, cutoff=0.5)
-        hint = (" Did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close else ""
-        raise NotFoundError(f"No team or model named `{name[:60]}`.{hint}")
-    return [f for f in findings if f.model in keep]
+        return None
+    rows = session.execute(
+        select(DailySpend.resource_id, func.sum(DailySpend.billed_cost))
+        .where(*spend_in(week, currency), *where)
+        .group_by(DailySpend.resource_id)
+    )
+    return {rid: Decimal(cost or 0) for rid, cost in rows}
+
+
+def merge_ledger_findings(
+    *,
+    session: Session,
+    findings: Sequence[WasteFinding],
+    resources: Sequence[ResourceEntry],
+    as_of: dt.date,
+    currency: str,
+    min_monthly: Decimal = MIN_MONTHLY,
+) -> tuple[list[WasteFinding], list[WasteFinding]]:
+    """Return (the ledger findings still listed, those now listed under their resource).
+
+    A resource is listed once. Every open resource finding (silenced ones too: their decision
+    stands for the resource) covers the ledger resource ids the scan priced it from
+    (`covered_ids`). A ledger finding made of ledger resources (orphaned tag, idle endpoint,
+    killed model, stale checkpoint, idle GPU) loses the covered resources' share of its week's
+    cost; when nothing is left (or less than `min_monthly`), it is listed only as the resource
+    findings. Spot candidates and serving that does not scale are savings on how a model runs,
+    not resources to remove, and always stay. Matching is by resource id, lower-cased, ARNs
+    also by their `type/name` part and a trailing instance, volume or snapshot id.
+    """
+    from bot.waste.scan.ledger import ledger_keys
+
+    covered = set().union(*(covered_ids(e) for e in resources)) if resources else set()
+    if not covered:
+        return list(findings), []
+    week = (as_of - dt.timedelta(days=RUN_RATE_DAYS - 1), as_of + dt.timedelta(days=1))
+    kept: list[WasteFinding] = []
+    merged: list[WasteFinding] = []
+    for finding in findings:
+        parts = _ledger_resources(session, finding, week, currency)
+        hit = {
+            rid
+            for rid in (parts or {})
+            if rid is not None and any(k in covered for k in ledger_keys(rid))
+        }
+        if not parts or not hit:
+            kept.append(finding)
+            continue
+        total = sum(parts.values(), Decimal(0))
+        share = sum((parts[r] for r in hit), Decimal(0)) / total if total else Decimal(1)
+        left = (finding.monthly_cost * (1 - share)).quantize(Decimal("0.01"))
+        if len(hit) == len(parts) or left < min_monthly:
+            merged.append(finding)
+            continue
+        note = f" ({len(hit)} of its {len(parts)} resources are listed as resource findings)"
+        kept.append(
+            dataclasses.replace(finding, monthly_cost=left, evidence=finding.evidence + note)
+        )
+    kept.sort(key=lambda f: f.monthly_cost, reverse=True)
+    return kept, merged
+
+
+Entry = WasteFinding | ResourceEntry
+
+
+@dataclass(frozen=True)
+class WasteOverview:
+    """Everything the waste surfaces show: ledger and resource findings, and what was saved.
+
+    `findings` are the ledger's (less what resource findings already list), `resources` the open
+    resource findings counted as waste, `silenced` the open ones marked Keep or Not waste,
+    `closed` every closed resource finding with what it saved so far.
+    """
+
+    findings: list[WasteFinding]
+    resources: list[ResourceEntry]
+    silenced: list[ResourceEntry]
+    closed: list[ResourceEntry]
+    merged: list[WasteFinding]
+    currency: str
+    now: dt.datetime
+
+    @property
+    def ranked(self) -> list[Entry]:
+        """Ledger and resource findings together, largest monthly cost first."""
+        both: list[Entry] = [*self.resources, *self.findings]
+        return sorted(both, key=lambda f: f.monthly_cost, reverse=True)
+
+    @property
+    def monthly_total(self) -> Decimal:
+        return sum((f.monthly_cost for f in self.ranked), Decimal(0))
+
+    @property
+    def recently_closed(self) -> list[ResourceEntry]:
+        """The findings closed in the last CLOSED_RECENT_DAYS days, latest first."""
+        since = self.now - dt.timedelta(days=CLOSED_RECENT_DAYS)
+        recent = [e for e in self.closed if e.closed_at is not None and e.closed_at >= since]
+        return sorted(recent, key=lambda e: (e.closed_at, e.resource_id), reverse=True)
+
+    @property
+    def saved_total(self) -> Decimal:
+        """What every closed finding saved so far."""
+        return sum((e.saved_so_far or Decimal(0) for e in self.closed), Decimal("0.00"))
+
+
+def waste_overview(
+    *,
+    session: Session,
+    settings: Settings,
+    as_of: dt.date,
+    now: dt.datetime,
+    cloudwatch: Any | None = None,
+    strict: bool = True,
+) -> WasteOverview:
+    """Return the ledger's findings as of a day with the resource findings, ranked together."""
+    ledger = find_configured_waste(
+        session=session, settings=settings, as_of=as_of, cloudwatch=cloudwatch, strict=strict
+    )
+    currency = settings.currency
+    open_ = resource_entries(session=session, now=now, currency=currency)
+    findings, merged = merge_ledger_findings(
+        session=session, findings=ledger, resources=open_, as_of=as_of, currency=currency
+    )
+    return WasteOverview(
+        findings=findings,
+        resources=[e for e in open_ if not e.silenced],
+        silenced=[e for e in open_ if e.silenced],
+        closed=resource_entries(session=session, now=now, currency=currency, status=CLOSED),
+        merged=merged,
+        currency=currency,
+        now=now,
+    )
+
+
+def overview_for(session: Session, overview: WasteOverview, name: str) -> WasteOverview:
+    """Keep one team's or one model's findings; unowned ones only show in the whole view."""
+    keep, team = _scope(session, name)
+
+    def ours(entry: ResourceEntry) -> bool:
+        return entry.model in keep or (
+            team is not None and entry.model is None and (entry.team or "").lower() == team
+        )
+
+    return dataclasses.replace(
+        overview,
+        findings=[f for f in overview.findings if f.model in keep],
+        resources=[e for e in overview.resources if ours(e)],
+        silenced=[e for e in overview.silenced if ours(e)],
+        closed=[e for e in overview.closed if ours(e)],
+        merged=[f for f in overview.merged if f.model in keep],
+    )

@@ -1,12 +1,13 @@
 """`mlcost demo` run twice in one folder, as a user would: the same output, and real charts.
 
-The demo runs twice here (about 4.5 s in all), once for the whole module; the tests below only
+The demo runs twice here (about 7 s in all), once for the whole module; the tests below only
 read what it printed and wrote.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import io
 import re
 from dataclasses import dataclass
@@ -108,9 +109,74 @@ def test_a_rerun_replaces_ingested_data_and_never_doubles_it(two_runs: TwoRuns) 
 
 
 def test_terminal_lines_of_the_demo_carry_no_slack_markup(two_runs: TwoRuns) -> None:
-    """Only the trust section shows mrkdwn, on purpose; and the waste report (another command's)."""
-    before_waste = two_runs.first.split("== 11. Waste")[0]
-    assert "`" not in before_waste and ":warning:" not in before_waste
+    """Only the trust section shows mrkdwn, on purpose."""
+    before_trust = two_runs.first.split("== 14. Trust")[0]
+    assert "`" not in before_trust and ":warning:" not in before_trust
+    assert "&lt;" not in before_trust and "*" not in before_trust
+
+
+def test_the_demo_scans_a_simulated_account_and_closes_a_finding(two_runs: TwoRuns) -> None:
+    """Section 12: moto's account, found and priced, recorded, then a volume gone and saved."""
+    scan = two_runs.first.split("== 12. Resource scan")[1].split("\n== ")[0]
+    lines = scan.splitlines()
+    assert "Resource scan of account 345678901234 in us-east-1" in lines
+    assert [line.split()[4] for line in lines if " us-east-1  " in line] == [
+        "i-devbox9f3a",
+        "churn-predictor-prod",
+        "vol-0c3a9e71d5b2f4a68",
+    ]
+    # the untagged box the ledger only called unallocated: idle by its GPU metric, ledger-priced
+    assert "    why: g5.12xlarge running idle: busiest GPU averaged 0.4 % over 7 days" in lines
+    assert (
+        "    signal: GPU utilisation (CloudWatch agent nvidia_smi_utilization_gpu); price: ledger"
+    ) in lines
+    assert " $3,228.44     $3,228.44  us-east-1  gpu_instance" in scan
+    assert "C0FINOPS: i-devbox9f3a, vol-0c3a9e71d5b2f4a68; C0RISK: churn-predictor-prod" in scan
+    assert (
+        "  Closed: vol-0c3a9e71d5b2f4a68 is no longer found by the scan (last seen 2026-12-01 "
+        "06:00 UTC). Saved so far: $28.00 ($120.00/month over 7.0 days since it was last seen; "
+        "this grows as long as it stays gone)."
+    ) in lines
+    # the report lists the ledger's idle churn-predictor endpoint once: as the scan's finding
+    assert "listed once under their resource: Idle endpoint: churn-predictor" in scan
+    report = scan.split("listed once under their resource")[1]
+    assert "Idle endpoint" not in report.split("\n", 1)[1]
+    assert "Closed findings saved $28.00 so far (1 closed)" in lines
+    assert lines[-1].startswith("total: about $")
+
+
+def test_without_moto_the_scan_step_says_so_in_one_line_and_the_demo_goes_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from bot.demo.resource_scan import SKIPPED, show_resource_scan
+
+    monkeypatch.setitem(sys.modules, "moto", None)  # `from moto import ...` raises ImportError
+    titles: list[str] = []
+    show_resource_scan(None, titles.append, dt.date(2026, 11, 30))  # type: ignore[arg-type]
+    assert capsys.readouterr().out == SKIPPED + "\n"
+    assert SKIPPED == "skipped: the simulated AWS account needs moto (pip install -e '.[dev]')"
+    assert len(titles) == 1
+
+
+def test_the_scan_step_runs_with_fake_credentials_and_restores_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from bot.demo.resource_scan import fake_aws_env
+
+    monkeypatch.setenv("AWS_PROFILE", "production")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAREAL")
+    monkeypatch.delenv("MOTO_ACCOUNT_ID", raising=False)
+    with fake_aws_env():
+        assert "AWS_PROFILE" not in os.environ
+        assert os.environ["AWS_ACCESS_KEY_ID"] == "testing"
+        assert os.environ["MOTO_ACCOUNT_ID"] == "345678901234"
+    assert os.environ["AWS_PROFILE"] == "production"
+    assert os.environ["AWS_ACCESS_KEY_ID"] == "AKIAREAL"
+    assert "MOTO_ACCOUNT_ID" not in os.environ
 
 
 def test_the_readme_shows_what_the_demo_writes_and_posts(two_runs: TwoRuns) -> None:

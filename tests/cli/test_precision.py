@@ -17,6 +17,7 @@ from bot.db.engine import session_scope
 from bot.money import column_places
 from bot.slack.blocks.waste import render_waste_json, render_waste_text
 from bot.waste.checks import WasteFinding
+from bot.waste.findings import WasteOverview
 from tests.support.alert_walk import add_spend, seed_walk, spend_row
 from tests.support.database import migrated
 
@@ -170,11 +171,17 @@ def finding(cost: str, subject: str) -> WasteFinding:
     return WasteFinding("orphaned", subject, Decimal(cost), "evidence", "fix it")
 
 
+def overview(currency: str, *found: WasteFinding) -> WasteOverview:
+    """Ledger findings only, as report waste shows them."""
+    now = dt.datetime(2026, 11, 5, tzinfo=dt.UTC)
+    return WasteOverview(list(found), [], [], [], [], currency, now)
+
+
 def test_waste_text_amounts_share_one_precision() -> None:
-    text = render_waste_text([finding("1234.56", "big"), finding("45.10", "small")], "EUR")
+    text = render_waste_text(overview("EUR", finding("1234.56", "big"), finding("45.10", "small")))
     assert precisions(text.splitlines()) == {2}
     assert "€1,234.56/mo" in text and "€45.10/mo" in text and "about €1,279.66/month" in text
-    whole = render_waste_text([finding("1234.56", "big"), finding("450.10", "mid")], "USD")
+    whole = render_waste_text(overview("USD", finding("1234.56", "big"), finding("450.10", "mid")))
     assert precisions(whole.splitlines()) == {0}
     # each finding's evidence starts under its label
     first, evidence = whole.splitlines()[:2]
@@ -182,7 +189,7 @@ def test_waste_text_amounts_share_one_precision() -> None:
 
 
 def test_waste_json_amounts_are_exact_strings_with_their_currency() -> None:
-    data = json.loads(render_waste_json([finding("45.10", "small")], NOV_4, "EUR"))
+    data = json.loads(render_waste_json(overview("EUR", finding("45.10", "small")), NOV_4))
     assert data["currency"] == "EUR" and data["monthly_total"] == "45.10"
     assert data["findings"][0]["currency"] == "EUR"
 

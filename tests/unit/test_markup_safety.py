@@ -54,6 +54,7 @@ from bot.spend.reports import SpendLine, SpendReport, SpendTotals
 from bot.spend.team_report import ModelLine, TeamReport, TopModels
 from bot.spend.unallocated import UnallocatedReport
 from bot.waste.checks import WasteFinding
+from bot.waste.findings import ResourceEntry
 
 NOV = month_period("2026-11")
 AS_OF = dt.date(2026, 11, 19)
@@ -215,6 +216,38 @@ def waste_finding(draw: Any) -> WasteFinding:
     )
 
 
+def resource_entry(draw: Any) -> ResourceEntry:
+    """A resource finding as the waste lists show it: every outside field hostile."""
+    closed = draw(st.booleans())
+    return ResourceEntry(
+        finding_id=draw(st.integers(1, 10**9)),
+        kind=draw(st.sampled_from([*waste_resource_blocks.KIND_WORDS, "odd"])),
+        resource_id=draw(hostile(1024)),
+        account=draw(hostile(40)),
+        region=draw(hostile(40)),
+        model=draw(st.one_of(st.none(), hostile())),
+        team=draw(st.one_of(st.none(), hostile())),
+        monthly_cost=draw(money),
+        monthly_saving=draw(money),
+        evidence=draw(hostile(3000)),
+        fix=draw(hostile(3000)),
+        price_source=draw(hostile(400)),
+        currency="USD",
+        status="closed" if closed else "open",
+        decision=draw(st.sampled_from(["none", "keep", "not_waste", "stop"])),
+        silenced=draw(st.booleans()),
+        keep_until=draw(st.one_of(st.none(), st.just(WHEN))),
+        closed_at=WHEN if closed else None,
+        saved_so_far=draw(money) if closed else None,
+        action_result=draw(st.one_of(st.none(), hostile(200))),
+    )
+
+
+def resource_entries(draw: Any) -> list[ResourceEntry]:
+    """None, a couple, or sixty resource findings (two drawn, repeated)."""
+    return [resource_entry(draw) for _ in range(2)] * draw(st.sampled_from([0, 1, 30]))
+
+
 # Each case draws the builder's input and returns what it built: (text, blocks) or a view.
 Built = tuple[str, list[dict[str, Any]]] | dict[str, Any]
 
@@ -293,7 +326,14 @@ def case_budget_set(draw: Any) -> Built:
 
 def case_home_view(draw: Any) -> Built:
     lines = [model_line(draw) for _ in range(3)] * (draw(count) // 3 + 1)
-    board = HomeDashboard(draw(st.sampled_from(VALID_USERS)), span(), lines, draw(st.booleans()))
+    board = HomeDashboard(
+        draw(st.sampled_from(VALID_USERS)),
+        span(),
+        lines,
+        draw(st.booleans()),
+        "USD",
+        resource_entries(draw),
+    )
     return home_blocks.build_home_view(board, "USD")
 
 
@@ -359,12 +399,28 @@ def case_top(draw: Any) -> Built:
 
 def case_waste_blocks(draw: Any) -> Built:
     findings = [waste_finding(draw) for _ in range(2)] * (draw(st.sampled_from([0, 1, 250])))
-    return waste_blocks.build_waste_blocks(findings, "USD")
+    closed = resource_entries(draw)
+    return waste_blocks.build_waste_blocks(
+        [*findings, *resource_entries(draw)],
+        "USD",
+        silenced=resource_entries(draw),
+        closed=closed,
+        saved_total=draw(money),
+        closed_count=len(closed),
+    )
 
 
 def case_waste_digest(draw: Any) -> Built:
     findings = [waste_finding(draw) for _ in range(2)] * (draw(st.sampled_from([0, 1, 250])))
-    return waste_blocks.build_waste_digest(findings, "the week of Nov 9–Nov 15", draw(users), "USD")
+    return waste_blocks.build_waste_digest(
+        findings,
+        "the week of Nov 9–Nov 15",
+        draw(users),
+        "USD",
+        resource_entries(draw),
+        draw(money),
+        draw(st.sampled_from([0, 1, 250])),
+    )
 
 
 def resource_details(draw: Any) -> dict[str, Any]:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from bot.money import CostBasis, format_money, format_percent
 from bot.slack.blocks.common import basis_words, context, divider, header, month_words, section
+from bot.slack.blocks.waste_resource import KIND_WORDS
 from bot.slack.guard import clip
-from bot.slack.mrkdwn import escape
+from bot.slack.mrkdwn import code, escape, fit_lines
 from bot.spend.home import HomeDashboard
 
 MAX_MODELS = 40  # a Home view holds 100 blocks; two per model plus the frame
+MAX_WASTE_LINES = 15
 
 
 def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
@@ -50,6 +53,7 @@ def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
                 "`/mlcost owner set &lt;model&gt; @you`."
             )
         )
+    blocks += waste_blocks(board, currency)
     blocks += [
         divider(),
         context(
@@ -58,3 +62,30 @@ def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
         ),
     ]
     return {"type": "home", "blocks": blocks}
+
+
+def waste_blocks(board: HomeDashboard, currency: str) -> list[dict[str, Any]]:
+    """The open resource findings on the user's models: one line each, with the monthly cost."""
+    counted = [e for e in board.waste if not e.silenced]
+    if not board.waste:
+        return []
+    total = sum((e.monthly_cost for e in counted), Decimal(0))
+    lines = [
+        f"• {escape(KIND_WORDS.get(e.kind, e.kind))} {code(clip(e.resource_id, 120))} "
+        f"({escape(clip(e.model or '', 80))}) — *{format_money(e.monthly_cost, currency)}*/month"
+        + (" · kept or marked not waste" if e.silenced else "")
+        for e in board.waste[:MAX_WASTE_LINES]
+    ]
+    more = len(board.waste) - MAX_WASTE_LINES
+    body = fit_lines(lines, 2600) + (f"\n…and {more} more" if more > 0 else "")
+    return [
+        divider(),
+        section(
+            f"*Waste on your models:* {len(counted)} open resource finding(s), "
+            f"*{format_money(total, currency)}*/month"
+        ),
+        section(body),
+        context(
+            "Each was posted to its model's channel with *Stop it* · `/mlcost waste` lists all"
+        ),
+    ]
