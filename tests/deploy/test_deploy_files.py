@@ -567,9 +567,7 @@ def aws_calls_in_code() -> set[str]:
 
     # bot/demo/ builds its simulated account under moto (never real AWS): no permission needed
     demo = ROOT / "bot" / "demo"
-    source = "\n".join(
-        p.read_text() for p in (ROOT / "bot").rglob("*.py") if demo not in p.parents
-    )
+    source = "\n".join(p.read_text() for p in (ROOT / "bot").rglob("*.py") if demo not in p.parents)
     services = set(re.findall(r"\baws(?:_client)?\(\s*\"([a-z0-9-]+)\"", source))
     assert {"ce", "s3", "athena", "cloudwatch", "sagemaker"} <= services
     # A client is a lower-case name (`client`, `self.client`, `cloudwatch`): not `re` or a
