@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     scan_snapshot_days: int = Field(default=90, ge=1, validation_alias="MLCOST_SCAN_SNAPSHOT_DAYS")
     scan_s3_patterns: list[str] = Field(default=[], validation_alias="MLCOST_SCAN_S3_PATTERNS")
     scan_s3_stale_days: int = Field(default=30, ge=1, validation_alias="MLCOST_SCAN_S3_STALE_DAYS")
+    # bucket -> S3 Inventory destination (s3://dest/prefix/bucket/config-id/): sized from it
+    scan_s3_inventory: dict[str, str] = Field(
+        default={}, validation_alias="MLCOST_SCAN_S3_INVENTORY"
+    )
     scan_gpu_idle_pct: Decimal = Field(
         default=Decimal(5), ge=0, le=100, validation_alias="MLCOST_SCAN_GPU_IDLE_PCT"
     )

@@ -51,10 +51,11 @@ def region_list(text: str) -> list[str]:
 
 
 def run_scan(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Scan every region, print the findings ranked by monthly cost."""
+    """Scan every region, print the findings ranked by monthly cost, then the scan's notes."""
     from bot.waste.jobs import scan_regions
     from bot.waste.pricing import load_price_table
     from bot.waste.scan.s3 import parse_pattern
+    from bot.waste.scan.s3_inventory import parse_destination
 
     settings = ctx.settings
     regions = args.regions or settings.scan_regions
@@ -62,6 +63,8 @@ def run_scan(args: argparse.Namespace, ctx: CliContext) -> int:
         raise UsageError("no regions to scan: set MLCOST_SCAN_REGIONS or pass --regions")
     for pattern in settings.scan_s3_patterns:  # refused before any AWS call
         parse_pattern(pattern)
+    for destination in settings.scan_s3_inventory.values():
+        parse_destination(destination)
     load_price_table(settings.price_table_file)
     report = scan_regions(ctx.services, regions)
     print(render_json(report) if args.format == "json" else render_table(report))
@@ -86,6 +89,9 @@ def render_json(report: ScanReport) -> str:
             "findings": [f.to_dict() for f in report.findings],
             "failures": [
                 {"region": f.region, "kind": f.kind, "message": f.message} for f in report.failures
+            ],
+            "notes": [
+                {"region": n.region, "kind": n.kind, "message": n.message} for n in report.notes
             ],
         },
         indent=2,
@@ -130,4 +136,6 @@ def render_table(report: ScanReport) -> str:
         )
     for failure in report.failures:
         lines.append(f"not scanned: {failure}")
+    for note in report.notes:  # caveats, not errors: they leave the exit code alone
+        lines.append(f"note: {note}")
     return "\n".join(lines)

@@ -154,12 +154,17 @@ def test_nodes_without_container_insights_are_said_and_never_guessed(
     world: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     aws, now, ids = world
+    ctx = context(now)
     with caplog.at_level(logging.WARNING, logger="bot.waste.scan.eks"):
-        findings = scan_gpu_node_groups(aws, REGION, context(now))
+        findings = scan_gpu_node_groups(aws, REGION, ctx)
     assert "ml/gpu-dark" not in [f.resource_id for f in findings]
     [message] = [r.getMessage() for r in caplog.records]
     assert message.startswith("scan: EKS node group ml/gpu-dark in us-east-1 not judged")
     assert "node_gpu_reserved_capacity" in message and ids["dark"][0] in message
+    [note] = ctx.notes  # and a scan note, which `mlcost waste scan` prints
+    assert note.startswith(
+        f"EKS node group ml/gpu-dark in us-east-1: not judged, node(s) {ids['dark'][0]}"
+    )
 
 
 def test_a_ledger_run_rate_prices_the_nodes(world: Any) -> None:
@@ -176,6 +181,9 @@ def test_the_scan_reports_node_groups_once_not_their_nodes_again(world: Any) -> 
     aws, now, _ = world
     report = scan_account(aws, [REGION], context(now))
     assert report.failures == ()
+    assert [(n.kind, n.message.split(":")[0]) for n in report.notes] == [
+        ("EKS GPU node groups", "EKS node group ml/gpu-dark in us-east-1")
+    ]
     # the EC2 GPU scanner leaves node-group nodes alone: no untagged-fleet finding for them
     assert [f.resource_id for f in report.findings] == ["ml/gpu-idle"]
     assert aws.calls["eks:DescribeNodegroup"] == 6

@@ -132,7 +132,8 @@ def test_idle_gpu_apps_are_found_and_priced_busy_cpu_new_and_protected_are_not(
             "list_domains", {"Domains": [{"DomainId": EMPTY_DOMAIN}]}, {"NextToken": "domains-2"}
         )
         stub.add_response("list_apps", {"Apps": []}, {"DomainIdEquals": EMPTY_DOMAIN})
-        findings = scan_studio_apps(lambda *_: sagemaker, REGION, context())
+        ctx = context()
+        findings = scan_studio_apps(lambda *_: sagemaker, REGION, ctx)
         stub.assert_no_pending_responses()
 
     found = {f.resource_id: f for f in findings}
@@ -160,6 +161,12 @@ def test_idle_gpu_apps_are_found_and_priced_busy_cpu_new_and_protected_are_not(
     assert kernel.signal.startswith("time in service since CreationTime")
     assert "in service for 20 days" in kernel.evidence
     assert dict(kernel.resource.target)["user_profile_name"] == "carol"
+    # the apps whose activity the health checks hid, reported or not (new-code is too young)
+    assert ctx.notes == [
+        f"SageMaker Studio in {REGION}: user activity unknown for 2 app(s) "
+        f"({DOMAIN}/carol/old-kg, {DOMAIN}/dan-space/new-code): LastUserActivityTimestamp moves "
+        "with SageMaker's health checks, so they were judged by time in service"
+    ]
 
 
 def test_a_ledger_run_rate_prices_the_app(sagemaker: Any) -> None:

@@ -28,6 +28,8 @@ class ScanPolicy:
     snapshot_days: int = 90
     s3_patterns: tuple[str, ...] = ()
     s3_stale_days: int = 30
+    # bucket -> its S3 Inventory's destination, s3://dest-bucket/dest-prefix/source-bucket/config-id/
+    s3_inventory: tuple[tuple[str, str], ...] = ()
     training_overrun_factor: Decimal = Decimal(3)
     training_min_completed: int = 3
     model_tag_keys: tuple[str, ...] = ("ml:model", "model")
@@ -62,13 +64,23 @@ class LedgerView:
 
 @dataclass(frozen=True)
 class ScanContext:
-    """Everything a scanner needs besides its clients."""
+    """Everything a scanner needs besides its clients, and where it leaves its notes.
+
+    `notes` collects what a scanner says that is neither a finding nor a failure (a resource it
+    could not judge, a signal it had to fall back to); `scan_account` gives each scanner run its
+    own list and files the notes under the scanner's kind and region.
+    """
 
     account: str
     now: dt.datetime
     policy: ScanPolicy
     ledger: LedgerView
     prices: PriceTable
+    notes: list[str] = field(default_factory=list, compare=False, repr=False)
+
+    def note(self, message: str) -> None:
+        """Say something about this scan that is neither a finding nor a failure."""
+        self.notes.append(message)
 
     def owner(self, tags: tuple[tuple[str, str], ...]) -> tuple[str | None, str | None, str | None]:
         """Return (model tag value, registered model, team) from a resource's tags."""
@@ -111,6 +123,7 @@ def policy_from_settings(settings: Settings) -> ScanPolicy:
         snapshot_days=settings.scan_snapshot_days,
         s3_patterns=tuple(settings.scan_s3_patterns),
         s3_stale_days=settings.scan_s3_stale_days,
+        s3_inventory=tuple(sorted(settings.scan_s3_inventory.items())),
         model_tag_keys=tuple(settings.model_tag_keys),
         team_tag_keys=tuple(settings.team_tag_keys),
     )

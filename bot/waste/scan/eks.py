@@ -9,9 +9,9 @@ GPUs requested by pods, node_gpu_request / node_gpu_limit) and `node_gpu_usage_t
 used by running pods). Their maximum over the window is zero on every node: no GPU pod ran,
 and the group is reported with the nodes' cost as the saving of scaling it to zero.
 
-A node with no such series leaves the group unjudged (logged, never guessed). When OpenCost data
-is ingested, pod GPU requests will come from it instead (issue 14); this scanner reads only
-CloudWatch.
+A node with no such series leaves the group unjudged (a scan note and a log line, never
+guessed). When OpenCost data is ingested, pod GPU requests will come from it instead (issue 14);
+this scanner reads only CloudWatch.
 """
 
 from __future__ import annotations
@@ -140,6 +140,12 @@ def _judge(
         if not [v for q in series.get(iid, []) if (v := values.get(q)) is not None]
     )
     if unread:
+        ctx.note(
+            f"{label}: not judged, node(s) "
+            f"{', '.join(unread)} have no Container Insights GPU metrics "
+            f"({' and '.join(GPU_POD_METRICS)}) over the last {days} days; enable Container "
+            "Insights with enhanced observability"
+        )
         log.warning(
             "scan: %s not judged: no Container Insights GPU metrics (%s, namespace %s) over the "
             "last %d days for node(s) %s; enable Container Insights with enhanced observability",

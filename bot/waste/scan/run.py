@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -51,14 +52,27 @@ class ScanFailure:
 
 
 @dataclass(frozen=True)
+class ScanNote:
+    """What a scanner said that is neither a finding nor a failure (e.g. what it left unjudged)."""
+
+    region: str
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message  # scanners write it whole: it names the resource and its region
+
+
+@dataclass(frozen=True)
 class ScanReport:
-    """Findings ranked by monthly cost, largest first, and the scanners that failed."""
+    """Findings ranked by monthly cost, largest first, the scanners that failed, and notes."""
 
     account: str
     regions: tuple[str, ...]
     findings: tuple[ResourceFinding, ...]
     failures: tuple[ScanFailure, ...]
     currency: str
+    notes: tuple[ScanNote, ...] = ()
 
     @property
     def total_monthly_cost(self) -> Decimal:
@@ -80,11 +94,16 @@ def scan_account(
     ctx: ScanContext,
     scanners: dict[str, Scanner] | None = None,
 ) -> ScanReport:
-    """Run every scanner in every region (S3 once: patterns name their buckets)."""
+    """Run every scanner in every region (S3 once: patterns name their buckets).
+
+    Each scanner run gets its own copy of `ctx` whose notes become the report's, filed under
+    the scanner's kind and region (a scanner that then failed keeps the notes it left).
+    """
     from botocore.exceptions import BotoCoreError, ClientError
 
     findings: list[ResourceFinding] = []
     failures: list[ScanFailure] = []
+    notes: list[ScanNote] = []
     jobs: list[tuple[str, str, Scanner]] = [
         (region, kind, scanner)
         for region in regions
@@ -93,8 +112,9 @@ def scan_account(
     if ctx.policy.s3_patterns and regions and scanners is None:
         jobs.append((regions[0], S3_SCANNER, scan_s3_prefixes))
     for region, kind, scanner in jobs:
+        said: list[str] = []
         try:
-            found = scanner(aws, region, ctx)
+            found = scanner(aws, region, dataclasses.replace(ctx, notes=said))
         except ClientError as exc:
             error = exc.response.get("Error", {})
             message = f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": ")
@@ -105,6 +125,8 @@ def scan_account(
             failures.append(ScanFailure(region, kind, str(exc)))
             log.warning("scan: %s in %s failed: %s", kind, region, exc)
             continue
+        finally:
+            notes.extend(ScanNote(region, kind, message) for message in said)
         findings.extend(found)
     ranked = sorted(findings, key=lambda f: (-f.monthly_cost, f.key))
     return ScanReport(
@@ -113,4 +135,5 @@ def scan_account(
         findings=tuple(ranked),
         failures=tuple(failures),
         currency=ctx.ledger.currency,
+        notes=tuple(notes),
     )

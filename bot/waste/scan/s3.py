@@ -3,7 +3,9 @@
 Patterns (MLCOST_SCAN_S3_PATTERNS) look like `s3://bucket/checkpoints/*`: the bucket is literal,
 the key part a glob. Each match is grouped at the depth of the pattern (`checkpoints/run-17/`
 for `checkpoints/*`); a group is stale when its newest object is older than
-MLCOST_SCAN_S3_STALE_DAYS. Sizes and storage classes come from the listing (ListObjectsV2).
+MLCOST_SCAN_S3_STALE_DAYS. Sizes and storage classes come from the bucket's latest S3 Inventory
+when MLCOST_SCAN_S3_INVENTORY names its destination and it is usable (s3_inventory.py), else from
+the listing (ListObjectsV2), with a scan note saying why the inventory was not used.
 A bucket tagged `mlcost:protect` is skipped; so is a group an enabled lifecycle rule with an
 expiration or transition covers (its prefix filter is a prefix of the group's).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -32,6 +35,9 @@ from bot.waste.scan.model import (
     is_protected,
     tag_tuple,
 )
+from bot.waste.scan.s3_inventory import InventoryUnusable, inventory_objects, latest_manifest
+
+log = logging.getLogger(__name__)
 
 COLDER_CLASS = "GLACIER_IR"  # Glacier Instant Retrieval: still read in milliseconds
 WILDCARDS = "*?["
@@ -56,53 +62,98 @@ def parse_pattern(pattern: str) -> tuple[str, str]:
     return bucket, glob or "*"
 
 
+class Grouper:
+    """Objects of one pattern grouped at its depth (`checkpoints/run-17/` for `checkpoints/*`)."""
+
+    def __init__(self, glob: str) -> None:
+        self.glob = glob
+        self.literal = glob
+        for i, ch in enumerate(glob):
+            if ch in WILDCARDS:
+                self.literal = glob[:i]
+                break
+        self.depth = glob.count("/") + 1
+        self.groups: dict[str, Group] = {}
+
+    def add(self, key: str, size: int, storage_class: str, modified: dt.datetime) -> None:
+        """Count one object in its group if the pattern matches it."""
+        if not key.startswith(self.literal):
+            return
+        parts = key.split("/")
+        head = "/".join(parts[: self.depth])
+        if not fnmatch.fnmatchcase(head, self.glob):
+            return
+        prefix = head + "/" if len(parts) > self.depth else head
+        group = self.groups.setdefault(prefix, Group())
+        group.bytes_by_class[storage_class] = group.bytes_by_class.get(storage_class, 0) + size
+        group.objects += 1
+        group.newest = modified if group.newest is None else max(group.newest, modified)
+
+
 def scan_s3_prefixes(
     aws: Callable[..., Any], region: str, ctx: ScanContext
 ) -> list[ResourceFinding]:
     """Return stale, uncovered prefix groups of every configured pattern."""
     s3 = aws("s3", region)
-    findings: list[ResourceFinding] = []
+    by_bucket: dict[str, list[str]] = {}
     for pattern in ctx.policy.s3_patterns:
-        bucket, glob = parse_pattern(pattern)
+        by_bucket.setdefault(parse_pattern(pattern)[0], []).append(pattern)
+    inventories = dict(ctx.policy.s3_inventory)
+    findings: list[ResourceFinding] = []
+    for bucket, patterns in by_bucket.items():
         tags = _bucket_tags(s3, bucket)
         if is_protected(tags):
             continue
         rules = _lifecycle_prefixes(s3, bucket)
         location = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
-        for prefix, group in sorted(_groups(s3, bucket, glob).items()):
-            if group.newest is None or group.newest > ctx.now - dt.timedelta(
-                days=ctx.policy.s3_stale_days
-            ):
-                continue
-            if any(prefix.startswith(rule) for rule in rules):
-                continue
-            findings.append(_finding(bucket, prefix, group, tags, location, pattern, ctx))
+        groupers, signal = _group_bucket(s3, bucket, patterns, inventories.get(bucket), ctx)
+        for pattern, grouper in zip(patterns, groupers, strict=True):
+            for prefix, group in sorted(grouper.groups.items()):
+                if group.newest is None or group.newest > ctx.now - dt.timedelta(
+                    days=ctx.policy.s3_stale_days
+                ):
+                    continue
+                if any(prefix.startswith(rule) for rule in rules):
+                    continue
+                findings.append(
+                    _finding(bucket, prefix, group, tags, location, pattern, signal, ctx)
+                )
     return findings
 
 
-def _groups(s3: Any, bucket: str, glob: str) -> dict[str, Group]:
-    literal = glob
-    for i, ch in enumerate(glob):
-        if ch in WILDCARDS:
-            literal = glob[:i]
-            break
-    depth = glob.count("/") + 1
-    groups: dict[str, Group] = {}
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=literal):
+def _group_bucket(
+    s3: Any, bucket: str, patterns: list[str], inventory: str | None, ctx: ScanContext
+) -> tuple[list[Grouper], str]:
+    """Group the bucket's objects per pattern from its inventory when usable, else a listing."""
+    globs = [parse_pattern(p)[1] for p in patterns]
+    if inventory is not None:
+        groupers = [Grouper(g) for g in globs]
+        try:
+            manifest = latest_manifest(s3, bucket, inventory, ctx.now)
+            for obj in inventory_objects(s3, manifest):
+                for grouper in groupers:
+                    grouper.add(obj.key, obj.size, obj.storage_class, obj.last_modified)
+        except InventoryUnusable as why:
+            ctx.note(f"S3 s3://{bucket}/: sized from listings, not S3 Inventory: {why}")
+            log.warning("scan: s3://%s/ sized from listings: %s", bucket, why)
+        else:
+            log.info("scan: s3://%s/ sized from S3 Inventory %s", bucket, manifest.stamp)
+            return groupers, (
+                f"last modified times and sizes from S3 Inventory ({manifest.file_format}, "
+                f"delivered {manifest.stamp})"
+            )
+    groupers = [_listed(s3, bucket, g) for g in globs]
+    return groupers, "last modified times and sizes from ListObjectsV2"
+
+
+def _listed(s3: Any, bucket: str, glob: str) -> Grouper:
+    grouper = Grouper(glob)
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=grouper.literal)
+    for page in pages:
         for obj in page.get("Contents", []):
-            key = obj["Key"]
-            parts = key.split("/")
-            head = "/".join(parts[:depth])
-            if not fnmatch.fnmatchcase(head, glob):
-                continue
-            prefix = head + "/" if len(parts) > depth else head
-            group = groups.setdefault(prefix, Group())
             cls = obj.get("StorageClass") or "STANDARD"
-            group.bytes_by_class[cls] = group.bytes_by_class.get(cls, 0) + int(obj.get("Size", 0))
-            group.objects += 1
-            modified = obj["LastModified"]
-            group.newest = modified if group.newest is None else max(group.newest, modified)
-    return groups
+            grouper.add(obj["Key"], int(obj.get("Size", 0)), cls, obj["LastModified"])
+    return grouper
 
 
 def _bucket_tags(s3: Any, bucket: str) -> tuple[tuple[str, str], ...]:
@@ -146,6 +197,7 @@ def _finding(
     tags: tuple[tuple[str, str], ...],
     region: str,
     pattern: str,
+    signal: str,
     ctx: ScanContext,
 ) -> ResourceFinding:
     cost, sources, colder_cost = Decimal(0), set(), Decimal(0)
@@ -179,7 +231,7 @@ def _finding(
         reason=Reason.STALE_OBJECTS,
         evidence=f"{uri} ({group.objects} objects) matches {pattern}; newest written {age} days "
         "ago, and no lifecycle rule covers it",
-        signal="last modified times and sizes from ListObjectsV2",
+        signal=signal,
         monthly_cost=cost,
         price_source=" + ".join(sorted(sources)) or "unpriced",
         recommendation=Recommendation(

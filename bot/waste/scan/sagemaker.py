@@ -199,6 +199,7 @@ def scan_studio_apps(
     """Return Studio apps on GPU instances in service with no user activity over the window."""
     sm = aws("sagemaker", region)
     findings = []
+    unknown: list[str] = []  # apps whose user activity SageMaker's health checks hide
     for page in sm.get_paginator("list_domains").paginate():
         for domain in page.get("Domains", []):
             apps = sm.get_paginator("list_apps").paginate(DomainIdEquals=domain["DomainId"])
@@ -210,14 +211,28 @@ def scan_studio_apps(
                     or not GPU_TYPE.match(itype.removeprefix("ml."))
                 ):
                     continue
-                finding = _idle_studio_app(sm, app, itype, region, ctx)
+                finding = _idle_studio_app(sm, app, itype, region, ctx, unknown)
                 if finding is not None:
                     findings.append(finding)
+    if unknown:
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        shown = ", ".join(unknown[:5]) + more
+        ctx.note(
+            f"SageMaker Studio in {region}: user activity unknown for {len(unknown)} app(s) "
+            f"({shown}): "
+            "LastUserActivityTimestamp moves with SageMaker's health checks, so they were "
+            "judged by time in service"
+        )
     return findings
 
 
 def _idle_studio_app(
-    sm: Any, app: dict[str, Any], itype: str, region: str, ctx: ScanContext
+    sm: Any,
+    app: dict[str, Any],
+    itype: str,
+    region: str,
+    ctx: ScanContext,
+    unknown: list[str],
 ) -> ResourceFinding | None:
     # an app belongs to a space (JupyterLab, Code Editor) or to a user profile (Classic)
     in_space = bool(app.get("SpaceName"))
@@ -241,6 +256,7 @@ def _idle_studio_app(
         signal = "LastUserActivityTimestamp (SageMaker DescribeApp)"
     else:
         if created is None or created > cutoff:
+            unknown.append(f"{app['DomainId']}/{holder}/{app['AppName']}")
             return None
         evidence = f"in service for {(ctx.now - created).days} days (since {created:%Y-%m-%d})"
         signal = (
@@ -251,6 +267,8 @@ def _idle_studio_app(
     tags = tag_tuple(sm.list_tags(ResourceArn=arn).get("Tags")) if arn else ()
     if is_protected(tags):
         return None
+    if signal.startswith("time in service"):
+        unknown.append(f"{app['DomainId']}/{holder}/{app['AppName']}")
     where = f"{app['DomainId']}/{holder}"
     name = f"{where}/{app['AppType']}/{app['AppName']}"
     price = hourly_price(ctx, [arn] if arn else [], "sagemaker", itype)
