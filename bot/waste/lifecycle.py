@@ -611,6 +611,7 @@ class StopApproval:
     region: str
     target: dict[str, Any]
     previous_result: str | None = None
+    user_id: str | None = None  # who approved it
 
 
 def approve_stop(
@@ -662,8 +663,56 @@ def approve_stop(
         )
     _audit(session, row, user_id, "waste_resource_stop", before, now)
     return StopApproval(
-        row.id, True, row.action_count, row.kind, row.action, row.region, dict(row.target)
+        row.id,
+        True,
+        row.action_count,
+        row.kind,
+        row.action,
+        row.region,
+        dict(row.target),
+        user_id=user_id,
     )
+
+
+def claim_stale_stops(*, session: Session, now: dt.datetime) -> list[StopApproval]:
+    """Re-claim Stop it actions left `acting` longer than ACTING_LEASE (their process died).
+
+    Each re-claim is one conditional UPDATE on the claim's time, so of two processes retrying
+    the same claim only one acts. The approval keeps its number: the thread reply's outbox key is
+    the same, so a reply the dead process queued is not posted twice.
+    """
+    table = ResourceFindingRecord
+    stale = session.scalars(
+        select(table).where(table.action_result == ACTING, table.action_at < now - ACTING_LEASE)
+    ).all()
+    claimed: list[StopApproval] = []
+    for row in stale:
+        before = _snapshot(row)
+        result = session.execute(
+            update(table)
+            .where(
+                table.id == row.id, table.action_result == ACTING, table.action_at == row.action_at
+            )
+            .values(action_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount != 1:  # type: ignore[attr-defined]
+            continue
+        session.refresh(row)
+        _audit(session, row, "mlcost", "waste_resource_stop_retry", before, now)
+        claimed.append(
+            StopApproval(
+                row.id,
+                True,
+                row.action_count,
+                row.kind,
+                row.action,
+                row.region,
+                dict(row.target),
+                user_id=row.decided_by,
+            )
+        )
+    return claimed
 
 
 def record_action_result(

@@ -95,6 +95,9 @@ def test_the_daily_scan_is_scheduled_only_when_regions_are_set() -> None:
     specs = {s.id: s for s in job_specs(Settings(MLCOST_SCAN_REGIONS=["us-east-1"]))}
     assert "resource-scan" in specs
     assert str(specs["resource-scan"].trigger).startswith("cron[hour='7', minute='30'")
+    assert str(specs["resource-stop-retry"].trigger) == "interval[0:15:00]"
+    enabled = {s.id for s in job_specs(Settings(MLCOST_ACTIONS_ENABLED=True))}
+    assert "resource-stop-retry" in enabled and "resource-scan" not in enabled
 
 
 def test_the_daily_job_scans_records_and_posts(database_url: str, fake_slack: FakeSlack) -> None:
