@@ -8,6 +8,7 @@ build the same object with fakes in place of the edges.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from bot.db.engine import session_scope
 if TYPE_CHECKING:
     from bot.notify.outbox import FindPosted
     from bot.slack.notifier import Notifier
+    from bot.waste.stopping import BackgroundActions
 
 
 def system_clock() -> dt.datetime:
@@ -59,6 +61,11 @@ class AppServices:
     notifier: Notifier = field(default=None)  # type: ignore[assignment]
     find_posted: FindPosted = field(default=None)  # type: ignore[assignment]
     aws: AwsClientFactory = field(default=aws_client)
+    # approved Stop it actions run here, off Slack's listener threads (created on first use)
+    background: BackgroundActions | None = None
+    _background_lock: threading.Lock = field(
+        default_factory=threading.Lock, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         from bot.notify.outbox import HistoryLookup
@@ -68,6 +75,21 @@ class AppServices:
             self.notifier = SlackNotifier(self.client)
         if self.find_posted is None:
             self.find_posted = HistoryLookup(self.client)
+
+    def stop_actions(self) -> BackgroundActions:
+        """Return the pool that runs approved Stop it actions, creating it on first use."""
+        from bot.waste.stopping import BackgroundActions
+
+        with self._background_lock:
+            if self.background is None:
+                self.background = BackgroundActions()
+            return self.background
+
+    def shutdown_background(self) -> None:
+        """Stop the Stop it pool, if one was started (serve's cleanups call this)."""
+        with self._background_lock:
+            if self.background is not None:
+                self.background.shutdown()
 
     @contextmanager
     def unit_of_work(self) -> Iterator[Session]:

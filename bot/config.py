@@ -132,6 +132,15 @@ class Settings(BaseSettings):
     # either way); the daily resource scan posts findings at this hour (MLCOST_TIMEZONE).
     actions_enabled: bool = Field(default=False, validation_alias="MLCOST_ACTIONS_ENABLED")
     scan_hour: int = Field(default=7, ge=0, le=23, validation_alias="MLCOST_SCAN_HOUR")
+    # Posting policy of resource findings: below this monthly cost a finding is recorded (and
+    # listed by reports) but never posted; at most this many findings are posted one by one per
+    # channel per UTC day, the rest of that channel's in one summary post.
+    scan_min_monthly: Decimal = Field(
+        default=Decimal(50), ge=0, validation_alias="MLCOST_SCAN_MIN_MONTHLY"
+    )
+    scan_max_posts_per_channel: int = Field(
+        default=10, ge=1, le=100, validation_alias="MLCOST_SCAN_MAX_POSTS_PER_CHANNEL"
+    )
 
     @field_validator("currency")
     @classmethod

@@ -11,24 +11,22 @@ from sqlalchemy.orm import Session
 
 from bot.bootstrap import AppServices
 from bot.db.schema import ResourceFindingRecord
-from bot.notify.delivery import deliver_pending
 from bot.slack.blocks.waste_resource import KEEP_ACTION, NOT_WASTE_ACTION, STOP_ACTION
 from bot.slack.error_boundary import guarded
 from bot.slack.middleware import services_of, unit_of_work_of
 from bot.slack.notifier import SLACK_FAILURES
 from bot.slack.render import render
-from bot.waste.actions import ActionResult, Outcome, perform_stop
 from bot.waste.lifecycle import (
     KEEP,
     NOT_WASTE,
-    REPLY_KIND,
     StopApproval,
     approve_stop,
+    load_finding,
     message_of,
     owners_of,
-    record_action_result,
     record_silence,
 )
+from bot.waste.stopping import run_stop, update_post
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +47,7 @@ def _rendered(session: Session, row: ResourceFindingRecord) -> Rendered:
 
 def _update_post(services: AppServices, channel: str, ts: str, rendered: Rendered) -> None:
     """Show the decision on the post; the decision is kept even if Slack refuses the update."""
-    if not (channel and ts):
-        return
-    try:
-        services.notifier.update(channel, ts, rendered[0], rendered[1])
-    except SLACK_FAILURES as exc:
-        log.warning("resource finding post %s/%s not updated: %s", channel, ts, exc)
+    update_post(services, (channel, ts), rendered)
 
 
 def _tell(client: WebClient, channel: str, user: str, text: str) -> None:
@@ -90,17 +83,21 @@ def silence_resource(
 def stop_resource(
     ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient, context: BoltContext
 ) -> None:
-    """Stop it: record the approval, act once if enabled and unprotected, report in the thread."""
+    """Stop it: record the approval and claim the action, show it, and act in the background."""
     ack()
     services = services_of(context)
     channel, ts, user = _where(body)
-    unit_of_work = unit_of_work_of(context)
-    approval = unit_of_work(
-        lambda session: approve_stop(
+
+    def claim(session: Session) -> tuple[StopApproval, Rendered | None]:
+        approval = approve_stop(
             session=session, finding_id=int(action["value"]), user_id=user, now=services.clock()
         )
-    )
-    if not approval.acts:
+        if not approval.acts:
+            return approval, None
+        return approval, _rendered(session, load_finding(session, approval.finding_id))
+
+    approval, rendered = unit_of_work_of(context)(claim)
+    if rendered is None:
         _tell(
             client,
             channel,
@@ -109,39 +106,12 @@ def stop_resource(
             f"({approval.previous_result or 'in progress'}); nothing more was done.",
         )
         return
-    result = _perform(services, approval)
-
-    def record(session: Session) -> Rendered:
-        row = record_action_result(
-            session=session, approval=approval, user_id=user, result=result, now=services.clock()
-        )
-        return _rendered(session, row)
-
-    rendered = unit_of_work(record)
-    deliver_pending(
-        session_factory=services.session_factory,
-        notifier=services.notifier,
-        clock=services.clock,
-        find_posted=services.find_posted,
-        kinds=(REPLY_KIND,),
-    )
+    # "acting now" first: the background's update with the result must come after it
     _update_post(services, channel, ts, rendered)
-
-
-def _perform(services: AppServices, approval: StopApproval) -> ActionResult:
-    """Run the action; an unexpected error is a failed result (the claim must be released)."""
-    try:
-        return perform_stop(
-            services.aws,
-            action=approval.action,
-            region=approval.region,
-            target=approval.target,
-            enabled=services.settings.actions_enabled,
-        )
-    except Exception as exc:
-        log.exception("Stop it for resource finding %s failed", approval.finding_id)
-        return ActionResult(
-            Outcome.FAILED, f"failed: {type(exc).__name__}", error_code=type(exc).__name__
+    if not services.stop_actions().submit(run_stop, services, approval, (channel, ts)):
+        log.warning(
+            "Stop it for resource finding %s approved while stopping: it runs after the lease",
+            approval.finding_id,
         )
 
 

@@ -117,6 +117,7 @@ def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> No
     engine = make_engine(settings.database_url)
     cleanups.callback(engine.dispose)
     services = build_services(settings, make_session_factory(engine))
+    cleanups.callback(services.shutdown_background)  # approved Stop it actions run there
     identity = identify_bot(services.client)
     _check_database(engine)
     app = build_app(services, identity=identity)

@@ -22,6 +22,21 @@ def post_and_print(ctx: CliContext, report: ScanReport, *, to_stderr: bool = Fal
         f"waste), {len(life.unchanged)} already posted; {len(life.posts)} post(s) queued",
         file=out,
     )
+    if life.below_floor:
+        floor = format_money_places(ctx.settings.scan_min_monthly, report.currency, 2)
+        print(
+            f"not posted: {len(life.below_floor)} finding(s) under {floor} a month "
+            "(MLCOST_SCAN_MIN_MONTHLY); reports list them",
+            file=out,
+        )
+    if life.summarised:
+        cap = ctx.settings.scan_max_posts_per_channel
+        print(
+            f"summarised: {len(life.summarised)} finding(s) over the cap of {cap} posts per "
+            "channel a day (MLCOST_SCAN_MAX_POSTS_PER_CHANNEL): one summary post per channel, "
+            "posted one by one on later days",
+            file=out,
+        )
     for key, saved in life.closed:
         money = format_money_places(saved, report.currency, 2)
         print(f"closed: {key} no longer found; saved so far {money}", file=out)

@@ -173,6 +173,27 @@ class WasteResourceReplyMessage:
     user_id: str | None = None
 
 
+@dataclass(frozen=True)
+class WasteResourceSummaryLine:
+    """One finding named in a summary post: its kind, resource, monthly cost and why."""
+
+    kind: str
+    resource_id: str
+    monthly_cost: Decimal
+    reason: str
+
+
+@dataclass(frozen=True)
+class WasteResourceSummaryMessage:
+    """The findings of one channel a scan did not post one by one (over the day's cap)."""
+
+    count: int
+    total_monthly: Decimal
+    top: list[WasteResourceSummaryLine]
+    cap: int
+    currency: str = "USD"
+
+
 Message = (
     BudgetAlertMessage
     | AnomalyAlertMessage
@@ -184,4 +205,5 @@ Message = (
     | SignoffDigestMessage
     | WasteResourceMessage
     | WasteResourceReplyMessage
+    | WasteResourceSummaryMessage
 )

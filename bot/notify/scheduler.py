@@ -150,12 +150,20 @@ def review_job_specs(settings: Settings) -> list[JobSpec]:
 
 
 def resource_scan_job_specs(settings: Settings) -> list[JobSpec]:
-    """Return the daily resource scan (posting new and worse findings) when regions are set."""
-    if not settings.scan_regions:
-        return []
+    """Return the daily resource scan when regions are set, and the retry of Stop it actions a
+    dead process left claimed when findings are scanned or actions enabled."""
     from bot.waste.jobs import run_resource_scan_job
+    from bot.waste.stopping import STOP_RETRY_MINUTES, resume_stale_stops
 
-    return [daily_job("resource-scan", run_resource_scan_job, settings, settings.scan_hour, 30)]
+    jobs = []
+    if settings.scan_regions:
+        jobs.append(
+            daily_job("resource-scan", run_resource_scan_job, settings, settings.scan_hour, 30)
+        )
+    if settings.scan_regions or settings.actions_enabled:
+        retry = IntervalTrigger(minutes=STOP_RETRY_MINUTES)
+        jobs.append(JobSpec("resource-stop-retry", resume_stale_stops, retry))
+    return jobs
 
 
 JOB_PROVIDERS: list[Callable[[Settings], list[JobSpec]]] = [

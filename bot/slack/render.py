@@ -16,6 +16,7 @@ from bot.notify.messages import (
     WasteDigestMessage,
     WasteResourceMessage,
     WasteResourceReplyMessage,
+    WasteResourceSummaryMessage,
 )
 from bot.slack.blocks.alerts import (
     build_anomaly_alert,
@@ -32,6 +33,7 @@ from bot.slack.blocks.waste import build_waste_digest
 from bot.slack.blocks.waste_resource import (
     build_waste_resource_message,
     build_waste_resource_reply,
+    build_waste_resource_summary,
 )
 
 
@@ -81,6 +83,10 @@ def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
         case WasteResourceReplyMessage():
             return build_waste_resource_reply(
                 message.resource_id, message.event, message.text, message.user_id
+            )
+        case WasteResourceSummaryMessage():
+            return build_waste_resource_summary(
+                message.count, message.total_monthly, message.top, message.cap, message.currency
             )
         case _:
             assert_never(message)

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 from bot.bootstrap import AppServices
 from bot.notify.delivery import DeliveryReport, deliver_pending
-from bot.waste.lifecycle import POST_KIND, REPLY_KIND, LifecycleReport, record_report
+from bot.waste.lifecycle import (
+    POST_KIND,
+    REPLY_KIND,
+    SUMMARY_KIND,
+    LifecycleReport,
+    PostingPolicy,
+    record_report,
+)
 from bot.waste.scan.run import ScanReport
 
 log = logging.getLogger(__name__)
@@ -28,12 +35,22 @@ def s3_was_scanned(services: AppServices) -> bool:
     return bool(services.settings.scan_s3_patterns)
 
 
+def posting_policy(services: AppServices) -> PostingPolicy:
+    """Return the posting floor and per-channel cap the settings name."""
+    settings = services.settings
+    return PostingPolicy(settings.scan_min_monthly, settings.scan_max_posts_per_channel)
+
+
 def post_scan(services: AppServices, report: ScanReport, *, deliver: bool = True) -> PostedScan:
     """Record the scan's findings (one transaction), then deliver the posts that are due."""
     now = services.clock()
     with services.unit_of_work() as session:
         lifecycle = record_report(
-            session=session, report=report, now=now, s3_scanned=s3_was_scanned(services)
+            session=session,
+            report=report,
+            now=now,
+            s3_scanned=s3_was_scanned(services),
+            policy=posting_policy(services),
         )
     delivery = None
     if deliver:
@@ -42,7 +59,7 @@ def post_scan(services: AppServices, report: ScanReport, *, deliver: bool = True
             notifier=services.notifier,
             clock=services.clock,
             find_posted=services.find_posted,
-            kinds=(POST_KIND, REPLY_KIND),
+            kinds=(POST_KIND, REPLY_KIND, SUMMARY_KIND),
         )
     return PostedScan(lifecycle, delivery)
 

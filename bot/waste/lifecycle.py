@@ -2,6 +2,12 @@
 
 Rules (every amount is a monthly cost from the scan):
 - a new finding is posted once, to its model's channel (else its team's, else FinOps);
+- a finding under the posting floor (PostingPolicy.min_monthly, MLCOST_SCAN_MIN_MONTHLY) is
+  recorded (reports list it) but not posted; it is posted as new once its cost reaches the floor;
+- at most PostingPolicy.max_posts_per_channel findings are posted one by one per channel per UTC
+  day (new, worse and re-raised alike, the largest first); the rest of that channel's due
+  findings go into one summary post per account, channel and day, and stay due: later scans post
+  them one by one as the cap leaves room (so every finding gets its buttons);
 - an open finding is posted again only when its cost exceeds the last posted cost by more than
   half (REPOST_GROWTH);
 - "Keep for 7 days" silences it until `keep_until`, then it is posted again if still found;
@@ -26,7 +32,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from bot.db.schema import AuditLog, MLModel, ResourceFindingRecord, Team
@@ -36,6 +42,8 @@ from bot.notify.messages import (
     ResourceDecisionState,
     WasteResourceMessage,
     WasteResourceReplyMessage,
+    WasteResourceSummaryLine,
+    WasteResourceSummaryMessage,
 )
 from bot.notify.outbox import PlannedPost, enqueue_many, planned_post
 from bot.notify.routing import Router
@@ -53,6 +61,8 @@ REPOST_GROWTH = Decimal("1.5")  # posted again when the cost is more than 150 % 
 KEEP_DAYS = 7
 POST_KIND = "waste-resource"
 REPLY_KIND = "waste-resource-reply"
+SUMMARY_KIND = "waste-resource-summary"
+SUMMARY_LINES = 5  # findings named in a summary post
 OPEN, CLOSED = "open", "closed"
 NONE, KEEP, NOT_WASTE, STOP = "none", "keep", "not_waste", "stop"
 ACTING = "acting"
@@ -74,6 +84,17 @@ SCANNER_KINDS: dict[str, tuple[ResourceKind, ...]] = {
 Scope = tuple[str, str]  # (region, kind)
 
 
+@dataclass(frozen=True)
+class PostingPolicy:
+    """How much a scan may post: the monthly cost floor and the per-channel daily cap."""
+
+    min_monthly: Decimal = Decimal(50)  # as the ledger's waste MIN_MONTHLY (bot/waste/findings.py)
+    max_posts_per_channel: int = 10
+
+
+DEFAULT_POLICY = PostingPolicy()
+
+
 @dataclass
 class LifecycleReport:
     """What one recorded scan changed: keys posted (new, worse, re-raised), closed, silenced."""
@@ -84,6 +105,8 @@ class LifecycleReport:
     silenced: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     unrouted: list[str] = field(default_factory=list)  # due, but no channel to post to
+    below_floor: list[str] = field(default_factory=list)  # recorded, under the posting floor
+    summarised: list[str] = field(default_factory=list)  # due, over the cap: in a summary post
     closed: list[tuple[str, Decimal]] = field(default_factory=list)
     posts: list[str] = field(default_factory=list)  # outbox keys queued
 
@@ -153,7 +176,12 @@ def complete_scopes(report: ScanReport, s3_scanned: bool) -> set[Scope]:
 
 
 def record_report(
-    *, session: Session, report: ScanReport, now: dt.datetime, s3_scanned: bool
+    *,
+    session: Session,
+    report: ScanReport,
+    now: dt.datetime,
+    s3_scanned: bool,
+    policy: PostingPolicy = DEFAULT_POLICY,
 ) -> LifecycleReport:
     """Record a whole scan report (see record_scan)."""
     return record_scan(
@@ -162,6 +190,7 @@ def record_report(
         now,
         account=report.account,
         complete=complete_scopes(report, s3_scanned),
+        policy=policy,
     )
 
 
@@ -172,11 +201,13 @@ def record_scan(
     *,
     account: str,
     complete: Iterable[Scope] = (),
+    policy: PostingPolicy = DEFAULT_POLICY,
 ) -> LifecycleReport:
     """Upsert the findings of one account's scan, queue the posts that are due, close the gone.
 
     `complete` names the (region, kind) pairs whose scanner finished: only there does a missing
-    finding close (a failed scanner says nothing about what it would have found).
+    finding close (a failed scanner says nothing about what it would have found). `policy` says
+    what is too small to post and how many posts a channel takes a day.
     """
     report = LifecycleReport()
     rows = {
@@ -200,23 +231,40 @@ def record_scan(
     session.flush()  # new rows get their ids: the posts' keys name them
     router = Router(session)
     router.preload({r.model for r in found.values() if r.model}, set())
-    posts: list[PlannedPost] = []
+    due: dict[str, list[tuple[str, ResourceFindingRecord, Due]]] = {}
     for key, row in found.items():
-        before = _snapshot(row)
+        if row.monthly_cost < policy.min_monthly:
+            report.below_floor.append(key)
+            continue
         why = _due(row, now)
         if why is None:
             silenced = row.decision in (KEEP, NOT_WASTE)
             (report.silenced if silenced else report.unchanged).append(key)
             continue
-        kind, why_again = why
-        if row.decision != before["decision"]:  # Keep expired, or the cost outgrew a decision
-            _audit(session, row, "mlcost", "waste_resource_reraise", before, now, why=why_again)
-        post = _post(row, router, why_again)
-        if post is None:
+        channel = router.route(row.model, row.team)[0]
+        if channel is None:
+            row.channel = None
+            log.warning("resource finding %s: no channel (set finops_channel)", key)
             report.unrouted.append(key)
             continue
-        posts.append(post)
-        {"new": report.new, "worse": report.worse, "reraised": report.reraised}[kind].append(key)
+        due.setdefault(channel, []).append((key, row, why))
+    posts: list[PlannedPost] = []
+    room = _room_today(session, set(due), now, policy.max_posts_per_channel)
+    for channel, entries in sorted(due.items()):
+        entries.sort(key=lambda e: (-e[1].monthly_cost, e[0]))
+        for key, row, (kind, why_again, clears) in entries[: room[channel]]:
+            if clears:  # Keep expired, or the cost outgrew a decision
+                before = _snapshot(row)
+                _clear_decision(row)
+                _audit(session, row, "mlcost", "waste_resource_reraise", before, now, why=why_again)
+            posts.append(_post(row, router, channel, why_again))
+            {"new": report.new, "worse": report.worse, "reraised": report.reraised}[kind].append(
+                key
+            )
+        over = [row for _, row, _ in entries[room[channel] :]]
+        if over:
+            report.summarised.extend(key for key, _, _ in entries[room[channel] :])
+            posts.append(_summary(account, channel, over, now, policy.max_posts_per_channel))
     scopes = set(complete)
     for key, row in rows.items():
         if row.status != OPEN or key in found or (row.region, row.kind) not in scopes:
@@ -227,6 +275,50 @@ def record_scan(
             posts.append(reply)
     report.posts = sorted(enqueue_many(session, posts))
     return report
+
+
+def _day(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    start = dt.datetime.combine(now.astimezone(dt.UTC).date(), dt.time(), tzinfo=dt.UTC)
+    return start, start + dt.timedelta(days=1)
+
+
+def _room_today(session: Session, channels: set[str], now: dt.datetime, cap: int) -> dict[str, int]:
+    """Return how many more findings each channel may take one by one today (UTC day)."""
+    if not channels:
+        return {}
+    start, end = _day(now)
+    table = ResourceFindingRecord
+    used = dict(
+        session.execute(
+            select(table.channel, func.count())
+            .where(
+                table.channel.in_(channels),
+                table.last_posted_at >= start,
+                table.last_posted_at < end,
+            )
+            .group_by(table.channel)
+        ).all()
+    )
+    return {c: max(0, cap - int(used.get(c, 0))) for c in channels}
+
+
+def _summary(
+    account: str, channel: str, over: list[ResourceFindingRecord], now: dt.datetime, cap: int
+) -> PlannedPost:
+    """Plan the day's one summary post of a channel's findings over the cap (largest first)."""
+    currency = over[0].currency
+    message = WasteResourceSummaryMessage(
+        count=len(over),
+        total_monthly=sum((r.monthly_cost for r in over), Decimal(0)),
+        top=[
+            WasteResourceSummaryLine(r.kind, r.resource_id, r.monthly_cost, r.reason)
+            for r in over[:SUMMARY_LINES]
+        ],
+        cap=cap,
+        currency=currency,
+    )
+    day = now.astimezone(dt.UTC).strftime("%Y%m%d")
+    return planned_post(f"{SUMMARY_KIND}:{account}:{channel}:{day}", SUMMARY_KIND, channel, message)
 
 
 def _new_row(finding: ResourceFinding, now: dt.datetime) -> ResourceFindingRecord:
@@ -281,8 +373,11 @@ def _grew(cost: Decimal, base: Decimal | None) -> bool:
     return base is not None and cost > base * REPOST_GROWTH
 
 
-def _due(row: ResourceFindingRecord, now: dt.datetime) -> tuple[str, str | None] | None:
-    """Say whether the finding is posted now: ('new'|'worse'|'reraised', why) or None."""
+Due = tuple[str, str | None, bool]  # ('new'|'worse'|'reraised', why again, clears the decision)
+
+
+def _due(row: ResourceFindingRecord, now: dt.datetime) -> Due | None:
+    """Say whether the finding is due for a post, why, and whether posting lifts its decision."""
     cur = row.currency
     cost = row.monthly_cost
     if row.decision in (KEEP, NOT_WASTE):
@@ -294,18 +389,20 @@ def _due(row: ResourceFindingRecord, now: dt.datetime) -> tuple[str, str | None]
                 f"its monthly cost grew from {money(base, cur)} when it was marked "
                 f"{words} to {money(cost, cur)}"
             )
-            _clear_decision(row)
-            return "reraised", why
+            return "reraised", why, True
         if row.decision == NOT_WASTE or (row.keep_until and now < row.keep_until):
             return None
         until = row.keep_until.strftime("%Y-%m-%d") if row.keep_until else "?"
-        _clear_decision(row)
-        return "reraised", f"it was kept until {until} and is still found"
+        return "reraised", f"it was kept until {until} and is still found", True
     if row.last_posted_monthly_cost is None:
-        return ("new", None) if row.post_count == 0 else ("reraised", "it was found again")
+        return (
+            ("new", None, False)
+            if row.post_count == 0
+            else ("reraised", "it was found again", False)
+        )
     if _grew(cost, row.last_posted_monthly_cost):
         before = money(row.last_posted_monthly_cost, cur)
-        return "worse", f"its monthly cost grew from {before} to {money(cost, cur)}"
+        return "worse", f"its monthly cost grew from {before} to {money(cost, cur)}", False
     return None
 
 
@@ -354,13 +451,12 @@ def message_of(
     )
 
 
-def _post(row: ResourceFindingRecord, router: Router, why_again: str | None) -> PlannedPost | None:
-    """Route the finding and plan its next post; None when there is no channel to post to."""
-    channel, owners = router.route(row.model, row.team)
+def _post(
+    row: ResourceFindingRecord, router: Router, channel: str, why_again: str | None
+) -> PlannedPost:
+    """Plan the finding's next post, to the channel it was routed to."""
+    owners = router.route(row.model, row.team)[1]
     row.channel = channel
-    if channel is None:
-        log.warning("resource finding %s: no channel (set finops_channel)", record_key(row))
-        return None
     previous = row.last_posted_monthly_cost
     row.post_count += 1
     row.last_posted_monthly_cost = row.monthly_cost
@@ -515,6 +611,7 @@ class StopApproval:
     region: str
     target: dict[str, Any]
     previous_result: str | None = None
+    user_id: str | None = None  # who approved it
 
 
 def approve_stop(
@@ -566,8 +663,56 @@ def approve_stop(
         )
     _audit(session, row, user_id, "waste_resource_stop", before, now)
     return StopApproval(
-        row.id, True, row.action_count, row.kind, row.action, row.region, dict(row.target)
+        row.id,
+        True,
+        row.action_count,
+        row.kind,
+        row.action,
+        row.region,
+        dict(row.target),
+        user_id=user_id,
     )
+
+
+def claim_stale_stops(*, session: Session, now: dt.datetime) -> list[StopApproval]:
+    """Re-claim Stop it actions left `acting` longer than ACTING_LEASE (their process died).
+
+    Each re-claim is one conditional UPDATE on the claim's time, so of two processes retrying
+    the same claim only one acts. The approval keeps its number: the thread reply's outbox key is
+    the same, so a reply the dead process queued is not posted twice.
+    """
+    table = ResourceFindingRecord
+    stale = session.scalars(
+        select(table).where(table.action_result == ACTING, table.action_at < now - ACTING_LEASE)
+    ).all()
+    claimed: list[StopApproval] = []
+    for row in stale:
+        before = _snapshot(row)
+        result = session.execute(
+            update(table)
+            .where(
+                table.id == row.id, table.action_result == ACTING, table.action_at == row.action_at
+            )
+            .values(action_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount != 1:  # type: ignore[attr-defined]
+            continue
+        session.refresh(row)
+        _audit(session, row, "mlcost", "waste_resource_stop_retry", before, now)
+        claimed.append(
+            StopApproval(
+                row.id,
+                True,
+                row.action_count,
+                row.kind,
+                row.action,
+                row.region,
+                dict(row.target),
+                user_id=row.decided_by,
+            )
+        )
+    return claimed
 
 
 def record_action_result(

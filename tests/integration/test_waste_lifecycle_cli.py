@@ -38,6 +38,7 @@ def test_scan_post_posts_once_and_closes_what_is_gone(
     engine.dispose()
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
     monkeypatch.setenv("SLACK_API_URL", fake_slack.url)
+    monkeypatch.setenv("MLCOST_SCAN_MIN_MONTHLY", "0")  # these volumes cost $8 and $0.56 a month
     scan = ("--database-url", database_url, "waste", "scan", "--regions", REGION, "--post")
     with mock_aws():
         ec2 = boto3.client("ec2", region_name=REGION)
@@ -77,7 +78,9 @@ def test_scan_post_without_a_token_records_and_says_it_did_not_deliver(
 ) -> None:
     with mock_aws():
         boto3.client("ec2", region_name=REGION).create_volume(
-            Size=100, VolumeType="gp3", AvailabilityZone=f"{REGION}a"
+            Size=1000,
+            VolumeType="gp3",
+            AvailabilityZone=f"{REGION}a",  # $80 a month: posted
         )
         code, out, _ = run(
             capsys, "--database-url", database_url, "waste", "scan", "--regions", REGION, "--post"
@@ -92,6 +95,9 @@ def test_the_daily_scan_is_scheduled_only_when_regions_are_set() -> None:
     specs = {s.id: s for s in job_specs(Settings(MLCOST_SCAN_REGIONS=["us-east-1"]))}
     assert "resource-scan" in specs
     assert str(specs["resource-scan"].trigger).startswith("cron[hour='7', minute='30'")
+    assert str(specs["resource-stop-retry"].trigger) == "interval[0:15:00]"
+    enabled = {s.id for s in job_specs(Settings(MLCOST_ACTIONS_ENABLED=True))}
+    assert "resource-stop-retry" in enabled and "resource-scan" not in enabled
 
 
 def test_the_daily_job_scans_records_and_posts(database_url: str, fake_slack: FakeSlack) -> None:
@@ -116,7 +122,9 @@ def test_the_daily_job_scans_records_and_posts(database_url: str, fake_slack: Fa
     )
     with mock_aws():
         boto3.client("ec2", region_name=REGION).create_volume(
-            Size=100, VolumeType="gp3", AvailabilityZone=f"{REGION}a"
+            Size=1000,
+            VolumeType="gp3",
+            AvailabilityZone=f"{REGION}a",  # $80 a month: posted
         )
         first = run_resource_scan_job(services)
         second = run_resource_scan_job(services)

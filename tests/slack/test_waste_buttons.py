@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import threading
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -69,8 +70,11 @@ class World:
             if (m.get("metadata") or {}).get("event_payload", {}).get("key") == key
         )
 
-    def press(self, rid: str, action_id: str, user: str) -> dict[str, Any]:
-        """Press a button of the finding's post as the user; return the click's payload."""
+    def press(self, rid: str, action_id: str, user: str, *, wait: bool = True) -> dict[str, Any]:
+        """Press a button of the finding's post as the user; return the click's payload.
+
+        With `wait`, also wait for the Stop it it started in the background to finish.
+        """
         channel, message = self.message(rid)
         button = next(
             e
@@ -92,7 +96,13 @@ class World:
         )
         assert self.slack.action(payload).status == 200
         self.slack.settle()
+        if wait:
+            self.acted()
         return payload
+
+    def acted(self) -> None:
+        """Wait until every Stop it handed to the background has finished."""
+        assert self.slack.services.stop_actions().wait(10), "a Stop it is still running"
 
     def thread(self, rid: str) -> list[str]:
         channel, parent = self.message(rid)
@@ -225,6 +235,7 @@ def test_a_double_press_acts_once(world: World) -> None:
     # the same click again (Slack retrying it): the post no longer shows the button
     assert world.slack.action(click).status == 200
     world.slack.settle()
+    world.acted()
     assert world.aws.calls["ec2:StopInstances"] == 1
     assert len(world.thread(iid)) == 1 and world.row(iid).action_count == 1
     told = world.slack.fake.calls_to("chat.postEphemeral")[-1].params
@@ -252,6 +263,7 @@ def test_two_presses_at_once_act_once(world: World) -> None:
     for click in clicks:  # both acknowledged before either listener finishes
         assert world.slack.action(click).status == 200
     world.slack.settle()
+    world.acted()
     assert world.aws.calls["ec2:StopInstances"] == 1
     assert len(world.thread(iid)) == 1 and world.row(iid).action_count == 1
 
@@ -289,3 +301,81 @@ def test_an_unowned_finding_goes_to_finops_and_only_admins_decide(world: World) 
     assert world.row(iid).decision == "none"
     world.press(iid, KEEP, ADMIN)
     assert world.row(iid).decision == "keep"
+
+
+def test_stop_it_frees_the_listener_while_aws_acts(world: World) -> None:
+    iid = world.instance({"ml:model": "recsys"})
+    world.enable_actions()
+    world.post(idle(world, iid))
+    release, calling = threading.Event(), threading.Event()
+
+    def slow_stop(**_: Any) -> None:  # AWS taking its time (a snapshot waiter: up to 20 min)
+        calling.set()
+        release.wait(10)
+
+    world.aws("ec2", REGION).meta.events.register("before-call.ec2.StopInstances", slow_stop)
+    try:
+        world.press(iid, STOP, OWNER, wait=False)  # settles: the listener has returned
+        assert calling.wait(10)  # while the action is inside StopInstances
+        assert world.state(iid) == "running" and world.row(iid).action_result == "acting"
+        updated = world.slack.fake.calls_to("chat.update")[-1].params
+        assert "Stop it approved: acting now" in str(updated["blocks"])
+        assert world.thread(iid) == []
+    finally:
+        release.set()
+    world.acted()
+    assert world.state(iid) in ("stopping", "stopped")
+    (reply,) = world.thread(iid)
+    assert f"done: stopped {iid}" in reply
+    assert f"Stop it approved: done: stopped {iid}" in str(
+        world.slack.fake.calls_to("chat.update")[-1].params["blocks"]
+    )
+
+
+class DeadProcess:
+    """A background that dies before running what it was handed (a crash after the claim)."""
+
+    def submit(self, fn: Any, *args: Any) -> bool:
+        return True
+
+    def wait(self, timeout: float) -> bool:
+        return True
+
+
+def test_a_stop_claimed_by_a_process_that_died_is_retried_once_after_the_lease(
+    world: World,
+) -> None:
+    from bot.waste.stopping import resume_stale_stops
+
+    iid = world.instance({"ml:model": "recsys"})
+    world.enable_actions()
+    world.post(idle(world, iid))
+    services = world.slack.services
+    services.background = DeadProcess()  # type: ignore[assignment]
+    world.press(iid, STOP, OWNER)
+    assert world.row(iid).action_result == "acting" and world.aws.calls["ec2:StopInstances"] == 0
+    pressed = services.clock()
+
+    services.clock = lambda: pressed + dt.timedelta(minutes=59)  # still leased: maybe acting
+    assert resume_stale_stops(services) == []
+    assert world.aws.calls["ec2:StopInstances"] == 0
+
+    services.clock = lambda: pressed + dt.timedelta(minutes=61)
+    (retried,) = resume_stale_stops(services)
+    assert retried == world.row(iid).id
+    assert world.aws.calls["ec2:StopInstances"] == 1 and world.state(iid) in ("stopping", "stopped")
+    row = world.row(iid)
+    assert row.action_count == 1 and row.action_result is not None
+    assert row.action_result.startswith(f"done: stopped {iid}")
+    (reply,) = world.thread(iid)
+    assert f"Stop it by <@{OWNER}>" in str(world.slack.fake.calls_to("chat.postMessage")[-1].params)
+    assert f"done: stopped {iid}" in reply
+    assert f"Stop it approved: done: stopped {iid}" in str(
+        world.slack.fake.calls_to("chat.update")[-1].params["blocks"]
+    )
+    actions = [a.action for a in world.audit()]
+    assert actions == ["waste_resource_stop", "waste_resource_stop_retry", "waste_resource_action"]
+
+    services.clock = lambda: pressed + dt.timedelta(hours=3)  # done: never again
+    assert resume_stale_stops(services) == []
+    assert world.aws.calls["ec2:StopInstances"] == 1

@@ -475,6 +475,22 @@ def case_waste_resource_reply(draw: Any) -> Built:
     )
 
 
+def case_waste_resource_summary(draw: Any) -> Built:
+    from bot.notify.messages import WasteResourceSummaryLine
+
+    line = st.builds(
+        WasteResourceSummaryLine,
+        st.sampled_from([*waste_resource_blocks.KIND_WORDS, "odd"]),
+        hostile(1024),
+        money,
+        hostile(40),
+    )
+    top = draw(st.lists(line, max_size=5))
+    return waste_resource_blocks.build_waste_resource_summary(
+        len(top) + draw(count), draw(money), top, draw(st.integers(1, 100)), "USD"
+    )
+
+
 def case_economics(draw: Any) -> Built:
     snaps = [snapshot(draw)] * draw(count)
     title = f"{draw(hostile())}: unit economics, last 30 days vs the 30 before"
@@ -583,6 +599,7 @@ CASES: dict[str, Callable[[Any], Built]] = {
     "build_waste_digest": case_waste_digest,
     "build_waste_resource_message": case_waste_resource,
     "build_waste_resource_reply": case_waste_resource_reply,
+    "build_waste_resource_summary": case_waste_resource_summary,
     "build_economics_blocks": case_economics,
     "build_review_item_message": case_review_item,
     "build_review_parent_message": case_review_parent,

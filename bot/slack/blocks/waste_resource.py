@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money_places
-from bot.notify.messages import ResourceDecisionState
+from bot.notify.messages import ResourceDecisionState, WasteResourceSummaryLine
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_FIELD_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
 from bot.slack.mrkdwn import escape, user, users
@@ -225,3 +225,42 @@ def build_waste_resource_reply(
         {"type": "section", "text": {"type": "mrkdwn", "text": clip_mrkdwn(body, MAX_SECTION_TEXT)}}
     ]
     return clip_mrkdwn(fallback, MAX_FALLBACK_TEXT), blocks
+
+
+def build_waste_resource_summary(
+    count: int,
+    total_monthly: Decimal,
+    top: list[WasteResourceSummaryLine],
+    cap: int,
+    currency: str,
+) -> tuple[str, Blocks]:
+    """Findings not posted one by one in this channel: how many, worth what, the top few."""
+    total = format_money_places(total_monthly, currency, 2)
+    noun = "finding" if count == 1 else "findings"
+    title = f"Waste: {count} more resource {noun} worth {total} a month"
+    lines = [
+        f"• {escape(KIND_WORDS.get(line.kind, line.kind))} {escape(clip(line.resource_id, 200))}"
+        f" — {format_money_places(line.monthly_cost, currency, 2)}/month"
+        f" ({escape(line.reason.replace('_', ' '))})"
+        for line in top
+    ]
+    if count > len(top):
+        lines.append(f"• … and {count - len(top)} more")
+    body = (
+        f"*{escape(title)}*, beyond the {cap} posted here one by one today (largest first).\n"
+        + "\n".join(lines)
+    )
+    how = (
+        "`/mlcost waste` lists them all, ranked by money. The largest are posted here one by one "
+        f"on the next days (at most {cap} a day), each with *Stop it* / *Keep for 7 days* / "
+        "*Not waste*."
+    )
+    blocks: Blocks = [
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": clip_mrkdwn(body, MAX_SECTION_TEXT)},
+        },
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": how}]},
+    ]
+    text = f"{title}: see /mlcost waste"
+    return clip_mrkdwn(escape(text), MAX_FALLBACK_TEXT), blocks

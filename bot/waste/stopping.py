@@ -1,0 +1,167 @@
+"""Run an approved Stop it away from Slack's listener threads, and retry one a crash left behind.
+
+The button claims the action (lifecycle.approve_stop: one conditional UPDATE, so it is claimed
+once) and hands it to `BackgroundActions`, a small thread pool the composition root owns; the
+listener returns at once. The pool runs the AWS action (which may wait up to 20 minutes for a
+snapshot), records the result, delivers the reply to the finding's thread through the outbox and
+updates the post.
+
+A claim whose process died before recording a result stays `acting`; after ACTING_LEASE (1 hour,
+longer than any action takes) `resume_stale_stops` (the `resource-stop-retry` job) re-claims it
+with another conditional UPDATE and runs it: retried once, never by two processes at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from bot.db.schema import OutboxMessage
+from bot.notify.delivery import deliver_pending
+from bot.slack.notifier import SLACK_FAILURES
+from bot.slack.render import render
+from bot.waste.actions import ActionResult, Outcome, perform_stop
+from bot.waste.lifecycle import (
+    REPLY_KIND,
+    StopApproval,
+    claim_stale_stops,
+    message_of,
+    owners_of,
+    post_key,
+    record_action_result,
+)
+
+if TYPE_CHECKING:
+    from bot.bootstrap import AppServices
+
+log = logging.getLogger(__name__)
+
+STOP_RETRY_MINUTES = 15  # how often the resource-stop-retry job looks for expired claims
+STOP_WORKERS = 2  # Stop it is rare; more only queue AWS calls against the same account
+
+Where = tuple[str, str]  # (channel, ts) of the finding's post
+
+
+class BackgroundActions:
+    """A small thread pool for approved Stop it actions, able to wait until it is idle."""
+
+    def __init__(self, workers: int = STOP_WORKERS) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stop-it")
+        self._pending: set[Future[Any]] = set()
+        self._idle = threading.Condition()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """Run fn(*args) in the pool; False when the pool is shut down (the lease retries it)."""
+        try:
+            future = self._pool.submit(fn, *args)
+        except RuntimeError:  # shut down: serve is stopping
+            return False
+        with self._idle:
+            self._pending.add(future)
+        future.add_done_callback(self._finished)
+        return True
+
+    def _finished(self, future: Future[Any]) -> None:
+        with self._idle:
+            self._pending.discard(future)
+            self._idle.notify_all()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until nothing runs or is queued; say whether that happened within timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._pending, timeout)
+
+    def shutdown(self) -> None:
+        """Stop taking work and drop what has not started (its claim is retried after the lease).
+
+        A running action is not interrupted; the interpreter waits for it at exit, and if the
+        process is killed first the lease retries it.
+        """
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def run_stop(services: AppServices, approval: StopApproval, where: Where | None = None) -> None:
+    """Carry out a claimed Stop it: act, record the result, reply in the thread, update the post."""
+    result = _perform(services, approval)
+    user = approval.user_id or "mlcost"
+
+    def record(session: Any) -> tuple[Where | None, tuple[str, list[dict[str, Any]]]]:
+        row = record_action_result(
+            session=session, approval=approval, user_id=user, result=result, now=services.clock()
+        )
+        return where or _posted_at(session, row.id, row.post_count), render(
+            message_of(row, owners_of(session, row))
+        )
+
+    with services.unit_of_work() as session:
+        post, rendered = record(session)
+    deliver_pending(
+        session_factory=services.session_factory,
+        notifier=services.notifier,
+        clock=services.clock,
+        find_posted=services.find_posted,
+        kinds=(REPLY_KIND,),
+    )
+    if post is not None:
+        update_post(services, post, rendered)
+
+
+def update_post(
+    services: AppServices, where: Where, rendered: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """Show the decision on the post; the decision is kept even if Slack refuses the update."""
+    channel, ts = where
+    if not (channel and ts):
+        return
+    try:
+        services.notifier.update(channel, ts, rendered[0], rendered[1])
+    except SLACK_FAILURES as exc:
+        log.warning("resource finding post %s/%s not updated: %s", channel, ts, exc)
+
+
+def _posted_at(session: Any, finding_id: int, post_count: int) -> Where | None:
+    """Return where the finding's latest post went (None: not posted, or not delivered yet)."""
+    if post_count == 0:
+        return None
+    message = session.scalars(
+        select(OutboxMessage).where(OutboxMessage.dedupe_key == post_key(finding_id, post_count))
+    ).first()
+    if message is None or not message.slack_ts:
+        return None
+    return (message.slack_channel or message.channel, message.slack_ts)
+
+
+def _perform(services: AppServices, approval: StopApproval) -> ActionResult:
+    """Run the action; an unexpected error is a failed result (the claim must be released)."""
+    try:
+        return perform_stop(
+            services.aws,
+            action=approval.action,
+            region=approval.region,
+            target=approval.target,
+            enabled=services.settings.actions_enabled,
+        )
+    except Exception as exc:
+        log.exception("Stop it for resource finding %s failed", approval.finding_id)
+        return ActionResult(
+            Outcome.FAILED, f"failed: {type(exc).__name__}", error_code=type(exc).__name__
+        )
+
+
+def resume_stale_stops(services: AppServices) -> list[int]:
+    """Re-claim Stop it actions whose process died (lease expired), run them; return their ids."""
+    with services.unit_of_work() as session:
+        approvals = claim_stale_stops(session=session, now=services.clock())
+    for approval in approvals:
+        log.warning(
+            "Stop it for resource finding %s was claimed by a process that stopped before "
+            "finishing; acting now",
+            approval.finding_id,
+        )
+        run_stop(services, approval)
+    return [a.finding_id for a in approvals]
