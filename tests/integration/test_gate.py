@@ -185,8 +185,39 @@ def test_cli_exit_codes_and_json(
     assert main([*db, "gate", "nobudget", "--as-of", "2026-11-30", "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["pass"] is False and data["reasons"] == ["nobudget has no budget"]
-    assert {c["name"] for c in data["checks"]} == {"owner", "budget", "review", "unit cost"}
+    assert {c["name"] for c in data["checks"]} == {
+        "owner",
+        "budget",
+        "review",
+        "value",
+        "unit cost",
+    }
     assert main([*db, "gate", "stray", "--as-of", "2026-11-30"]) == 1
     assert "FAIL owner: stray has no owner" in capsys.readouterr().out
     assert main([*db, "gate", "goood"]) == 3  # could not evaluate
     assert "Did you mean `good`" in capsys.readouterr().err
+
+
+def test_the_seeds_cost_with_no_value_model_fails(session: Session) -> None:
+    """churn cost $10 a day since October and never recorded value: the review flags it."""
+    from tests.support.economics_seed import REGISTRY as SEED_REGISTRY
+    from tests.support.economics_seed import seed_review_month
+
+    load_registry(session, SEED_REGISTRY)
+    seed_review_month(session)
+    passed, reasons = gate(session, "churn")
+    assert not passed
+    assert reasons == [
+        "churn cost $300.00 in the last 30 days and recorded no value "
+        "(record it with mlcost ingest value)"
+    ]
+
+
+def test_a_model_spending_for_less_than_the_window_awaits_value(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    for back in range(10):  # new this month: training before its first release
+        add_spend(session, "good", "ranking", "training", AS_OF - dt.timedelta(days=back), "5")
+    result = evaluate_gate(session=session, model_name="good", as_of=AS_OF, settings=Settings())
+    assert result.passed
+    check = next(c for c in result.checks if c.name == "value")
+    assert check.detail == "no value recorded yet; spending since 2026-11-21 (under 30 days)"
