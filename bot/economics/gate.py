@@ -64,6 +64,49 @@ class GateResult:
         lines = [f"  {'ok  ' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in self.checks]
         return "\n".join([head, *lines])
 
+    def as_github_annotations(self) -> list[str]:
+        """Return one GitHub Actions `::error` workflow command per failed check."""
+        return [
+            f"::error title={ANNOTATION_TITLE}::"
+            + _workflow_data(f"{self.model}: {c.name}: {c.detail}")
+            for c in self.checks
+            if not c.passed
+        ]
+
+    def as_markdown(self) -> str:
+        """Return a Markdown summary for $GITHUB_STEP_SUMMARY: a verdict line and a table."""
+        verdict = "PASS" if self.passed else "FAIL"
+        lines = [
+            f"### mlcost gate {verdict}: {_markdown_cell(self.model)} (as of {self.as_of})",
+            "",
+            "| Check | Result | Detail |",
+            "| --- | --- | --- |",
+        ]
+        lines += [
+            f"| {_markdown_cell(c.name)} | {'pass' if c.passed else '**FAIL**'} "
+            f"| {_markdown_cell(c.detail)} |"
+            for c in self.checks
+        ]
+        return "\n".join(lines) + "\n"
+
+
+ANNOTATION_TITLE = "mlcost gate"
+
+
+def _workflow_data(text: str) -> str:
+    """Escape a workflow command's message the way the Actions toolkit does."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _markdown_cell(text: str) -> str:
+    """Keep text inside one Markdown table cell, with no HTML or emphasis of its own."""
+    text = " ".join(text.split())
+    for char, escaped in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
+        text = text.replace(char, escaped)
+    for char in ("\\", "|", "*", "_", "`", "[", "]"):
+        text = text.replace(char, "\\" + char)
+    return text
+
 
 def evaluate_gate(
     *, session: Session, model_name: str, as_of: dt.date, settings: Settings
