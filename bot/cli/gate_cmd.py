@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from bot.cli.arguments import day_argument
 
 if TYPE_CHECKING:
     from bot.cli.context import CliContext
+    from bot.economics.gate import GateResult
 
-EXIT_CODES = """exit codes:
+EXIT_CODES = """output formats:
+  text    a verdict line, then one line per check (the default)
+  json    the result as JSON
+  github  the text, one `::error title=mlcost gate::...` annotation per failed check, and a
+          Markdown summary appended to the file $GITHUB_STEP_SUMMARY names (when set);
+          the default when GITHUB_ACTIONS=true
+
+exit codes:
   0  pass: the model may ship
   1  fail: the model may not ship (the reasons are printed)
   2  bad command line (usage error)
   3  could not evaluate: database unusable or unreachable, unknown model, bad setting,
      or an unexpected error (one line on stderr with a reference; -v logs the traceback)"""
+
+POST_KIND = "gate"
 
 
 def register(commands: Any) -> None:
@@ -29,9 +41,27 @@ def register(commands: Any) -> None:
     )
     gate.add_argument("model")
     gate.add_argument("--as-of", type=day_argument, help="last day of data (default: today)")
-    gate.add_argument("--format", choices=["text", "json"], default="text")
+    gate.add_argument(
+        "--format",
+        choices=["text", "json", "github"],
+        default=None,
+        help="text, json or github (default: github when GITHUB_ACTIONS=true, else text)",
+    )
+    gate.add_argument(
+        "--post",
+        action="store_true",
+        help="post the result to the model's channel (once per model, day and result; "
+        "delivered now when SLACK_BOT_TOKEN is set)",
+    )
     # 1 is reserved for "the model failed": every error, expected or not, is 3.
     gate.set_defaults(handler=run, known_error_exit=3, unexpected_error_exit=3)
+
+
+def output_format(requested: str | None) -> str:
+    """Return the format to print: the one asked for, else github inside GitHub Actions."""
+    if requested is not None:
+        return requested
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -43,8 +73,80 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         result = evaluate_gate(
             session=session, model_name=args.model, as_of=as_of, settings=ctx.settings
         )
-    if args.format == "json":
+    fmt = output_format(args.format)
+    if fmt == "json":
         print(json.dumps(result.as_json(), indent=2))
     else:
         print(result.as_text())
+    if fmt == "github":
+        for line in result.as_github_annotations():
+            print(line)
+        write_step_summary(result)
+    if args.post:
+        post_result(ctx, result, out=sys.stderr if fmt == "json" else sys.stdout)
     return 0 if result.passed else 1
+
+
+def write_step_summary(result: GateResult) -> None:
+    """Append the Markdown summary to $GITHUB_STEP_SUMMARY when it names a file."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as summary:
+            summary.write(result.as_markdown() + "\n")
+    except OSError as exc:  # the verdict still stands; its exit code is what CI reads
+        print(
+            f"mlcost gate: cannot write $GITHUB_STEP_SUMMARY ({path}): {exc.strerror}",
+            file=sys.stderr,
+        )
+
+
+def post_result(ctx: CliContext, result: GateResult, *, out: Any) -> None:
+    """Record the result in the outbox for the model's channel; deliver it when a token is set."""
+    from bot.notify.delivery import deliver_pending
+    from bot.notify.messages import GateResultMessage
+    from bot.notify.outbox import enqueue_message
+    from bot.registry.catalog import find_model
+
+    verdict = "pass" if result.passed else "fail"
+    key = f"gate/{result.model}/{result.as_of}/{verdict}"
+    with ctx.services.unit_of_work() as session:
+        channel = find_model(session, result.model).effective_channel
+        if channel is None:
+            print(
+                f"not posted: {result.model} has no channel (set channel on the model or its "
+                "team in the registry)",
+                file=out,
+            )
+            return
+        new = enqueue_message(
+            session=session,
+            dedupe_key=key,
+            kind=POST_KIND,
+            channel=channel,
+            message=GateResultMessage(result),
+        )
+    if new:
+        print(f"queued the {verdict} result for {channel} ({key})", file=out)
+    else:
+        print(f"already queued: {key} (one post per model, day and result)", file=out)
+    if ctx.settings.slack_bot_token is None:
+        print(
+            "not delivered: SLACK_BOT_TOKEN is not set (`mlcost serve` delivers the queue)",
+            file=out,
+        )
+        return
+    services = ctx.services
+    delivery = deliver_pending(
+        session_factory=services.session_factory,
+        notifier=services.notifier,
+        clock=services.clock,
+        find_posted=services.find_posted,
+        kinds=(POST_KIND,),
+    )
+    print(
+        f"delivered {len(delivery.delivered)}, found already posted {len(delivery.recovered)}, "
+        f"to retry {len(delivery.failed)}, undeliverable {len(delivery.dead)}",
+        file=out,
+    )

@@ -134,6 +134,8 @@ class MLModel(Base):
     description: Mapped[str | None] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(20), default="active")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # the registry's `gate:` policy (bot.registry.spec.GatePolicySpec as JSON); None: no policy
+    gate_policy: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
 
     team: Mapped[Team] = relationship(back_populates="models")
     owners: Mapped[list[Owner]] = relationship(

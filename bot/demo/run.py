@@ -237,7 +237,7 @@ def show_export_poll(services: AppServices, folder: Path) -> None:
     )
 
 
-GATE_MODELS = ("search-ranker", "recsys", "embeddings")
+GATE_MODELS = ("search-ranker", "recsys", "embeddings", "churn-predictor")
 REVIEW_TEAM = "ranking"
 WASTE_AS_OF = dt.date(2026, 11, 30)
 

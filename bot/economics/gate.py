@@ -13,11 +13,13 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.schema import AlertSilence, Budget, DailySpend
-from bot.economics.unit_costs import economics_for
+from bot.economics.unit_costs import ModelEconomics, economics_for
 from bot.economics.verdicts import unit_cost_gate_failure
 from bot.money import column_places, format_money_places
 from bot.periods import Period, month_of
 from bot.registry.catalog import find_model, model_owner_ids
+from bot.registry.spec import GatePolicySpec
+from bot.registry.sync import load_gate_policy
 from bot.review.summary import latest_decision
 
 WINDOW_DAYS = 30
@@ -62,6 +64,49 @@ class GateResult:
         lines = [f"  {'ok  ' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in self.checks]
         return "\n".join([head, *lines])
 
+    def as_github_annotations(self) -> list[str]:
+        """Return one GitHub Actions `::error` workflow command per failed check."""
+        return [
+            f"::error title={ANNOTATION_TITLE}::"
+            + _workflow_data(f"{self.model}: {c.name}: {c.detail}")
+            for c in self.checks
+            if not c.passed
+        ]
+
+    def as_markdown(self) -> str:
+        """Return a Markdown summary for $GITHUB_STEP_SUMMARY: a verdict line and a table."""
+        verdict = "PASS" if self.passed else "FAIL"
+        lines = [
+            f"### mlcost gate {verdict}: {_markdown_cell(self.model)} (as of {self.as_of})",
+            "",
+            "| Check | Result | Detail |",
+            "| --- | --- | --- |",
+        ]
+        lines += [
+            f"| {_markdown_cell(c.name)} | {'pass' if c.passed else '**FAIL**'} "
+            f"| {_markdown_cell(c.detail)} |"
+            for c in self.checks
+        ]
+        return "\n".join(lines) + "\n"
+
+
+ANNOTATION_TITLE = "mlcost gate"
+
+
+def _workflow_data(text: str) -> str:
+    """Escape a workflow command's message the way the Actions toolkit does."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _markdown_cell(text: str) -> str:
+    """Keep text inside one Markdown table cell, with no HTML or emphasis of its own."""
+    text = " ".join(text.split())
+    for char, escaped in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
+        text = text.replace(char, escaped)
+    for char in ("\\", "|", "*", "_", "`", "[", "]"):
+        text = text.replace(char, "\\" + char)
+    return text
+
 
 def evaluate_gate(
     *, session: Session, model_name: str, as_of: dt.date, settings: Settings
@@ -86,8 +131,66 @@ def evaluate_gate(
         )
         result.checks.append(_over_budget_check(session, budgets, as_of))
     result.checks.append(_decision_check(session, model.name))
-    result.checks.append(_unit_cost_check(session, model.name, as_of, settings))
+    policy = load_gate_policy(model)
+    current, previous = _windows(as_of)
+    economics = economics_for(
+        session=session,
+        period=current,
+        previous=previous,
+        models=[model.name],
+        full_period=False,
+        default_currency=settings.currency,
+    ).get(model.name)
+    result.checks.append(_value_check(session, model.name, economics, current))
+    max_rise = (
+        policy.max_unit_cost_rise_pct
+        if policy is not None and policy.max_unit_cost_rise_pct is not None
+        else None
+    )
+    result.checks.append(_unit_cost_check(economics, settings, max_rise))
+    if policy is not None:
+        result.checks.extend(_policy_checks(session, model.name, policy, current, settings))
     return result
+
+
+def _windows(as_of: dt.date) -> tuple[Period, Period]:
+    """Return the last WINDOW_DAYS days up to as_of, and the WINDOW_DAYS before them."""
+    end = as_of + dt.timedelta(days=1)
+    current = Period(end - dt.timedelta(days=WINDOW_DAYS), end, f"{WINDOW_DAYS}d")
+    previous = Period(current.start - dt.timedelta(days=WINDOW_DAYS), current.start, "before")
+    return current, previous
+
+
+def _value_check(
+    session: Session, model: str, economics: ModelEconomics | None, current: Period
+) -> GateCheck:
+    """Fail a model that cost money over the whole window and recorded no value in it."""
+    if economics is None or economics.current.cost <= 0:
+        return GateCheck("value", True, f"no cost in the last {WINDOW_DAYS} days")
+    usage = economics.current
+    if usage.units > 0:
+        return GateCheck(
+            "value",
+            True,
+            f"{usage.units.normalize():,f} {economics.metric or 'units'} "
+            f"in the last {WINDOW_DAYS} days",
+        )
+    first = session.scalar(select(func.min(DailySpend.day)).where(DailySpend.model == model))
+    had_value = economics.previous.units > 0
+    if not had_value and first is not None and first > current.start:
+        return GateCheck(
+            "value",
+            True,
+            f"no value recorded yet; spending since {first} (under {WINDOW_DAYS} days)",
+        )
+    cost = format_money_places(usage.cost, economics.currency, 2)
+    since = " where it had value before" if had_value else ""
+    return GateCheck(
+        "value",
+        False,
+        f"{model} cost {cost} in the last {WINDOW_DAYS} days and recorded no value{since} "
+        "(record it with mlcost ingest value)",
+    )
 
 
 def _over_budget_check(session: Session, budgets: Sequence[Budget], as_of: dt.date) -> GateCheck:
@@ -143,29 +246,26 @@ def _decision_check(session: Session, model: str) -> GateCheck:
     return GateCheck("review", True, f"last decision: {item.decision} ({item.review.month})")
 
 
-def _unit_cost_check(session: Session, model: str, as_of: dt.date, settings: Settings) -> GateCheck:
-    end = as_of + dt.timedelta(days=1)
-    current = Period(end - dt.timedelta(days=WINDOW_DAYS), end, f"{WINDOW_DAYS}d")
-    previous = Period(current.start - dt.timedelta(days=WINDOW_DAYS), current.start, "before")
-    economics = economics_for(
-        session=session,
-        period=current,
-        previous=previous,
-        models=[model],
-        full_period=False,
-        default_currency=settings.currency,
-    ).get(model)
+def _unit_cost_check(
+    economics: ModelEconomics | None, settings: Settings, policy_max: Decimal | None
+) -> GateCheck:
+    max_rise = settings.gate_max_unit_cost_rise_pct if policy_max is None else policy_max
+    whose = "" if policy_max is None else " (the model's gate policy)"
     if economics is None:
         return GateCheck("unit cost", True, "no cost or value in the last 60 days")
+    if economics.current.cost > 0 and economics.current.units <= 0:
+        return GateCheck("unit cost", True, "n/a: no value in the window (see the value check)")
     failure = unit_cost_gate_failure(
         economics.current.usage(),
         economics.previous.usage(),
-        max_rise_pct=settings.gate_max_unit_cost_rise_pct,
+        max_rise_pct=max_rise,
         value_flat_pct=settings.verdict_value_flat_pct,
     )
     if failure:
         return GateCheck(
-            "unit cost", False, f"last {WINDOW_DAYS} days vs the {WINDOW_DAYS} before: {failure}"
+            "unit cost",
+            False,
+            f"last {WINDOW_DAYS} days vs the {WINDOW_DAYS} before: {failure}{whose}",
         )
     change = economics.unit_cost_change_pct
     shown = "n/a" if change is None else f"{change.quantize(Decimal(1))} %"
@@ -173,5 +273,101 @@ def _unit_cost_check(session: Session, model: str, as_of: dt.date, settings: Set
         "unit cost",
         True,
         f"unit cost change {shown} over the last {WINDOW_DAYS} days "
-        f"(limit {settings.gate_max_unit_cost_rise_pct} % unless value rises)",
+        f"(limit {max_rise} %{whose} unless value rises)",
+    )
+
+
+def instance_family(instance_type: str) -> str:
+    """Return an instance type's family: g5 (ml.g5.xlarge), a2 (a2-highgpu-1g), nc (Azure NC)."""
+    name = instance_type.strip().lower().removeprefix("ml.")
+    if name.startswith("standard_"):  # Azure: Standard_NC24ads_A100_v4 -> nc
+        series = name.removeprefix("standard_")
+        letters = len(series) - len(series.lstrip("abcdefghijklmnopqrstuvwxyz"))
+        return series[:letters] or series
+    if "." in name:  # AWS: p4d.24xlarge -> p4d
+        return name.split(".", 1)[0]
+    return name.split("-", 1)[0]  # GCP: a2-highgpu-1g -> a2
+
+
+def _policy_checks(
+    session: Session, model: str, policy: GatePolicySpec, current: Period, settings: Settings
+) -> list[GateCheck]:
+    """Run the registry's per-model limits: spend over the window, instance families."""
+    checks = []
+    if policy.max_monthly is not None:
+        checks.append(_max_monthly_check(session, model, policy.max_monthly, current, settings))
+    if policy.allowed_instance_families is not None:
+        checks.append(_families_check(session, model, policy.allowed_instance_families, current))
+    return checks
+
+
+def _max_monthly_check(
+    session: Session, model: str, limit: Decimal, current: Period, settings: Settings
+) -> GateCheck:
+    rows = session.execute(
+        select(DailySpend.currency, func.sum(DailySpend.billed_cost))
+        .where(
+            DailySpend.model == model,
+            DailySpend.day >= current.start,
+            DailySpend.day < current.end,
+        )
+        .group_by(DailySpend.currency)
+    ).all()
+    spent = {code: Decimal(total or 0) for code, total in rows}
+    other = sorted(code for code in spent if code != settings.currency)
+    if other:
+        return GateCheck(
+            "max monthly",
+            False,
+            f"spend in the last {WINDOW_DAYS} days is billed in {', '.join(other)}; "
+            f"max_monthly is in {settings.currency} and amounts in different currencies "
+            "are never compared",
+        )
+    total = spent.get(settings.currency, Decimal(0))
+    shown = format_money_places(total, settings.currency, 2)
+    cap = format_money_places(limit, settings.currency, 2)
+    if total > limit:
+        return GateCheck(
+            "max monthly",
+            False,
+            f"{model} cost {shown} in the last {WINDOW_DAYS} days, over its gate policy's "
+            f"max_monthly of {cap}",
+        )
+    return GateCheck(
+        "max monthly", True, f"{shown} in the last {WINDOW_DAYS} days (max_monthly {cap})"
+    )
+
+
+def _families_check(session: Session, model: str, allowed: list[str], current: Period) -> GateCheck:
+    rows = session.execute(
+        select(DailySpend.instance_type, DailySpend.currency, func.sum(DailySpend.billed_cost))
+        .where(
+            DailySpend.model == model,
+            DailySpend.day >= current.start,
+            DailySpend.day < current.end,
+            DailySpend.instance_type.is_not(None),
+            DailySpend.instance_type != "",
+        )
+        .group_by(DailySpend.instance_type, DailySpend.currency)
+    ).all()
+    outside: dict[tuple[str, str], Decimal] = {}
+    types: dict[str, set[str]] = {}
+    for instance_type, currency, total in rows:
+        family = instance_family(str(instance_type))
+        if family in allowed:
+            continue
+        key = (family, str(currency))
+        outside[key] = outside.get(key, Decimal(0)) + Decimal(total or 0)
+        types.setdefault(family, set()).add(str(instance_type))
+    listed = ", ".join(allowed)
+    if not outside:
+        return GateCheck("instance families", True, f"only {listed} in the last {WINDOW_DAYS} days")
+    parts = [
+        f"{format_money_places(cost, currency, 2)} on {family} ({', '.join(sorted(types[family]))})"
+        for (family, currency), cost in sorted(outside.items())
+    ]
+    return GateCheck(
+        "instance families",
+        False,
+        f"spent {'; '.join(parts)} in the last {WINDOW_DAYS} days; its gate policy allows {listed}",
     )

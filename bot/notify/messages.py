@@ -18,6 +18,7 @@ from bot.money import CostBasis
 if TYPE_CHECKING:
     from bot.anomalies.detect import Anomaly
     from bot.budgets.plan import BudgetAlert
+    from bot.economics.gate import GateResult
     from bot.waste.checks import WasteFinding
     from bot.waste.findings import ResourceEntry
 
@@ -194,6 +195,13 @@ class WasteResourceSummaryMessage:
     currency: str = "USD"
 
 
+@dataclass(frozen=True)
+class GateResultMessage:
+    """The release gate's result for one model (`mlcost gate MODEL --post`), for its channel."""
+
+    result: GateResult
+
+
 Message = (
     BudgetAlertMessage
     | AnomalyAlertMessage
@@ -206,4 +214,5 @@ Message = (
     | WasteResourceMessage
     | WasteResourceReplyMessage
     | WasteResourceSummaryMessage
+    | GateResultMessage
 )

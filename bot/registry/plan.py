@@ -175,6 +175,7 @@ def _model_fields(model: Any) -> dict[str, Any]:
         "owners": sorted(set(model.owners)),
         "description": model.description,
         "match": model.match.model_dump(exclude_defaults=True),
+        "gate": None if model.gate is None else model.gate.model_dump(exclude_none=True),
     }
 
 

@@ -62,6 +62,35 @@ class MatchSpec(_Spec):
     accounts: list[str] = Field(default_factory=list)
 
 
+FAMILY_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+class GatePolicySpec(_Spec):
+    """A model's own release-gate limits; each is optional."""
+
+    # the most the model may cost over the last 30 days, in the organisation's MLCOST_CURRENCY
+    max_monthly: Decimal | None = Field(default=None, ge=0, max_digits=20, decimal_places=4)
+    # replaces MLCOST_GATE_MAX_UNIT_COST_RISE_PCT for this model
+    max_unit_cost_rise_pct: Decimal | None = Field(default=None, ge=0, le=10000, decimal_places=2)
+    # instance families the model may spend on: g5, p4d, trn1 (AWS), a2 (GCP), nc (Azure)
+    allowed_instance_families: list[str] | None = None
+
+    @field_validator("allowed_instance_families")
+    @classmethod
+    def _families(cls, families: list[str] | None) -> list[str] | None:
+        if families is None:
+            return None
+        if not families:
+            raise ValueError("list at least one instance family, or leave the field out")
+        for family in families:
+            if not FAMILY_RE.match(family.lower()):
+                raise ValueError(
+                    f"{family!r} is not an instance family (like g5, p4d, trn1, a2 or nc); "
+                    "give the family, not a size"
+                )
+        return sorted({f.lower() for f in families})
+
+
 class ModelSpec(_Spec):
     name: str
     team: str
@@ -69,6 +98,7 @@ class ModelSpec(_Spec):
     channel: str | None = None
     description: str | None = None
     match: MatchSpec = Field(default_factory=MatchSpec)
+    gate: GatePolicySpec | None = None
 
     _name = field_validator("name")(_check_name)
     _channel = field_validator("channel")(_check_channel)
@@ -346,10 +376,25 @@ def registry_to_yaml(spec: RegistrySpec) -> str:
         budget["monthly"] = int(amount) if amount == amount.to_integral() else float(amount)
     for model in data["models"]:
         model["match"] = {k: v for k, v in model["match"].items() if v}
-        for key in ("channel", "description"):
+        for key in ("channel", "description", "gate"):
             if model[key] is None:
                 del model[key]
+        if "gate" in model:
+            model["gate"] = _gate_yaml(model["gate"])
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def _gate_yaml(gate: dict[str, Any]) -> dict[str, Any]:
+    """Drop unset limits; write amounts and percentages as plain numbers."""
+    out: dict[str, Any] = {}
+    for key, value in gate.items():
+        if value is None:
+            continue
+        if key in ("max_monthly", "max_unit_cost_rise_pct"):
+            amount = Decimal(value)
+            value = int(amount) if amount == amount.to_integral() else float(amount)
+        out[key] = value
+    return out
 
 
 def load_registry_file(path: Path) -> RegistrySpec:

@@ -15,6 +15,7 @@ from bot.ingest.attribution import normalize_tag_key as _norm
 from bot.registry.spec import (
     AttributionSpec,
     BudgetSpec,
+    GatePolicySpec,
     MatchSpec,
     ModelSpec,
     RegistrySpec,
@@ -97,6 +98,7 @@ def _sync_models(
     _remove_unwanted(session, models, {m.name for m in spec.models}, changes)
     for model_spec in spec.models:
         match = model_spec.match.model_dump(exclude_defaults=True)
+        gate = gate_policy_json(model_spec.gate)
         team = teams[model_spec.team]
         model = models.get(model_spec.name)
         if model is None:
@@ -106,19 +108,41 @@ def _sync_models(
                 channel=model_spec.channel,
                 match=match,
                 description=model_spec.description,
+                gate_policy=gate,
             )
             session.add(model)
             changes["created"] += 1
         else:
-            fields = (model.team_id, model.channel, model.match, model.description)
-            if fields != (team.id, model_spec.channel, match, model_spec.description):
+            fields = (
+                model.team_id,
+                model.channel,
+                model.match,
+                model.description,
+                model.gate_policy,
+            )
+            if fields != (team.id, model_spec.channel, match, model_spec.description, gate):
                 model.team = team
                 model.channel = model_spec.channel
                 model.match = match
                 model.description = model_spec.description
+                model.gate_policy = gate
                 changes["updated"] += 1
         _sync_owners(model.owners, model_spec.owners, changes)
     session.flush()
+
+
+def gate_policy_json(gate: GatePolicySpec | None) -> dict[str, Any] | None:
+    """Return a model's gate policy as stored: set limits only, amounts as exact strings."""
+    if gate is None:
+        return None
+    return gate.model_dump(mode="json", exclude_none=True)
+
+
+def load_gate_policy(model: MLModel) -> GatePolicySpec | None:
+    """Return a stored model's gate policy, or None when it has none."""
+    if model.gate_policy is None:
+        return None
+    return GatePolicySpec.model_validate(model.gate_policy)
 
 
 def _sync_budgets(
@@ -215,6 +239,7 @@ def export_registry(*, session: Session) -> RegistrySpec:
                 owners=sorted(o.user_id for o in m.owners),
                 description=m.description,
                 match=MatchSpec.model_validate(m.match or {}),
+                gate=load_gate_policy(m),
             )
             for m in models
         ],

@@ -7,6 +7,7 @@ from typing import Any, assert_never
 from bot.notify.messages import (
     AnomalyAlertMessage,
     BudgetAlertMessage,
+    GateResultMessage,
     Message,
     ReviewItemMessage,
     ReviewParentMessage,
@@ -23,6 +24,7 @@ from bot.slack.blocks.alerts import (
     build_budget_alert,
     build_unallocated_alert,
 )
+from bot.slack.blocks.gate import build_gate_blocks
 from bot.slack.blocks.review import (
     build_reminder_message,
     build_review_item_message,
@@ -58,6 +60,8 @@ def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
                 message.saved_total,
                 message.closed_count,
             )
+        case GateResultMessage():
+            return build_gate_blocks(message.result)
         case ReviewParentMessage():
             return build_review_parent_message(
                 message.month, message.team, message.items, message.currency

@@ -10,7 +10,7 @@ from bot.slack.command_router import Invocation, Reply, subcommand
 
 @subcommand("gate", usage="gate <model>", example="/mlcost gate recsys")
 def handle_gate(inv: Invocation) -> Reply:
-    """Run the release gate: owner, budget, decisions, unit cost."""
+    """Run the release gate: owner, budget, decisions, value, unit cost, the model's policy."""
     if len(inv.args) != 1:
         raise UsageError("usage: `/mlcost gate <model>`")
     result = evaluate_gate(

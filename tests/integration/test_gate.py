@@ -12,9 +12,10 @@ from sqlalchemy.orm import Session
 from bot.cli import main
 from bot.config import Settings
 from bot.db.schema import AlertSilence, Review, ReviewItem
-from bot.economics.gate import evaluate_gate
+from bot.economics.gate import evaluate_gate, instance_family
 from tests.support.cli import import_registry_file
 from tests.support.economics_seed import add_spend, add_value
+from tests.support.ledger import ingestion_run, spend_record
 from tests.support.sample_registry import load_registry
 
 AS_OF = dt.date(2026, 11, 30)
@@ -185,8 +186,139 @@ def test_cli_exit_codes_and_json(
     assert main([*db, "gate", "nobudget", "--as-of", "2026-11-30", "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["pass"] is False and data["reasons"] == ["nobudget has no budget"]
-    assert {c["name"] for c in data["checks"]} == {"owner", "budget", "review", "unit cost"}
+    assert {c["name"] for c in data["checks"]} == {
+        "owner",
+        "budget",
+        "review",
+        "value",
+        "unit cost",
+    }
     assert main([*db, "gate", "stray", "--as-of", "2026-11-30"]) == 1
     assert "FAIL owner: stray has no owner" in capsys.readouterr().out
     assert main([*db, "gate", "goood"]) == 3  # could not evaluate
     assert "Did you mean `good`" in capsys.readouterr().err
+
+
+def test_the_seeds_cost_with_no_value_model_fails(session: Session) -> None:
+    """churn cost $10 a day since October and never recorded value: the review flags it."""
+    from tests.support.economics_seed import REGISTRY as SEED_REGISTRY
+    from tests.support.economics_seed import seed_review_month
+
+    load_registry(session, SEED_REGISTRY)
+    seed_review_month(session)
+    passed, reasons = gate(session, "churn")
+    assert not passed
+    assert reasons == [
+        "churn cost $300.00 in the last 30 days and recorded no value "
+        "(record it with mlcost ingest value)"
+    ]
+
+
+def test_a_model_spending_for_less_than_the_window_awaits_value(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    for back in range(10):  # new this month: training before its first release
+        add_spend(session, "good", "ranking", "training", AS_OF - dt.timedelta(days=back), "5")
+    result = evaluate_gate(session=session, model_name="good", as_of=AS_OF, settings=Settings())
+    assert result.passed
+    check = next(c for c in result.checks if c.name == "value")
+    assert check.detail == "no value recorded yet; spending since 2026-11-21 (under 30 days)"
+
+
+POLICY_REGISTRY = REGISTRY.replace(
+    "  - {name: good, team: ranking, owners: [U0AAA111]}\n",
+    "  - name: good\n"
+    "    team: ranking\n"
+    "    owners: [U0AAA111]\n"
+    "    gate: {max_monthly: 400, max_unit_cost_rise_pct: 19, "
+    "allowed_instance_families: [g5, ml-custom]}\n",
+)
+
+
+def add_instance_spend(session: Session, model: str, instance_type: str, cost: str) -> None:
+    run = ingestion_run(session, location="synthetic", status="ok")
+    session.add(
+        spend_record(
+            run,
+            AS_OF,
+            cost,
+            model=model,
+            team="ranking",
+            stage="training",
+            instance_type=instance_type,
+        )
+    )
+    session.flush()
+
+
+def test_a_gate_policy_passes_within_its_limits(session: Session) -> None:
+    load_registry(session, POLICY_REGISTRY)
+    steady(session, "good")  # $10 a day: $300 in the last 30 days, unit cost flat
+    add_instance_spend(session, "good", "ml.g5.2xlarge", "50")
+    add_instance_spend(session, "good", "", "1")  # no instance type: not judged
+    result = evaluate_gate(session=session, model_name="good", as_of=AS_OF, settings=Settings())
+    details = {c.name: (c.passed, c.detail) for c in result.checks}
+    assert result.passed
+    assert details["max monthly"] == (
+        True,
+        "$351.00 in the last 30 days (max_monthly $400.00)",
+    )
+    assert details["instance families"] == (True, "only g5, ml-custom in the last 30 days")
+    assert details["unit cost"][1].endswith(
+        "(limit 19 % (the model's gate policy) unless value rises)"
+    )
+
+
+def test_a_gate_policy_fails_over_max_monthly_and_outside_its_families(session: Session) -> None:
+    load_registry(session, POLICY_REGISTRY)
+    steady(session, "good")
+    add_instance_spend(session, "good", "p4d.24xlarge", "80")
+    add_instance_spend(session, "good", "ml.p4d.24xlarge", "20.50")
+    add_instance_spend(session, "good", "Standard_NC24ads_A100_v4", "5")
+    passed, reasons = gate(session, "good")
+    assert not passed
+    assert reasons == [
+        # $300 steady plus $105.50 on GPUs; the unit cost rose too (value flat): +35 % > 19 %
+        "last 30 days vs the 30 before: unit cost rose +35 % (limit +19 %) while value changed "
+        "0 % (the model's gate policy)",
+        "good cost $405.50 in the last 30 days, over its gate policy's max_monthly of $400.00",
+        "spent $5.00 on nc (Standard_NC24ads_A100_v4); $100.50 on p4d (ml.p4d.24xlarge, "
+        "p4d.24xlarge) in the last 30 days; its gate policy allows g5, ml-custom",
+    ]
+
+
+def test_the_policys_unit_cost_limit_replaces_the_setting(session: Session) -> None:
+    load_registry(
+        session, POLICY_REGISTRY.replace("max_unit_cost_rise_pct: 19", "max_unit_cost_rise_pct: 30")
+    )
+    steady(session, "good", daily_cost="10", recent_cost="12.50")  # +25 %: over the default 20 %
+    assert gate(session, "good") == (True, [])
+    assert not gate(session, "stray")[0]  # another model keeps the setting (and has no owner)
+
+
+def test_models_without_a_policy_run_no_policy_checks(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    steady(session, "good")
+    result = evaluate_gate(session=session, model_name="good", as_of=AS_OF, settings=Settings())
+    assert [c.name for c in result.checks] == [
+        "owner",
+        "budget",
+        "over budget",
+        "review",
+        "value",
+        "unit cost",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "family"),
+    [
+        ("g5.xlarge", "g5"),
+        ("ml.p4d.24xlarge", "p4d"),
+        ("p6-b200.48xlarge", "p6-b200"),
+        ("a2-highgpu-1g", "a2"),
+        ("Standard_NC24ads_A100_v4", "nc"),
+        ("Standard_ND96isr_H100_v5", "nd"),
+    ],
+)
+def test_instance_families(instance_type: str, family: str) -> None:
+    assert instance_family(instance_type) == family

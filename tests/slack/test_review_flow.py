@@ -375,7 +375,9 @@ def test_value_and_gate_commands(slack: SlackHarness, clock: Clock) -> None:
     assert "2.5M* predictions" in shown and "Cost incident" not in shown  # value rose 150 %
     assert slack.command("gate churn").status == 200
     gate = slack.responses(4)[-1]
-    assert "passes the release gate" in gate["text"]
+    # churn cost $10 a day since October with no value: the review's "Cost with no value"
+    assert "*churn* fails the release gate" in gate["text"]
+    assert "recorded no value (record it with mlcost ingest value)" in gate["text"]
     assert slack.command("gate recsy").status == 200
     assert "Did you mean `recsys`" in slack.responses(5)[-1]["text"]
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.economics.gate import GateResult
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT
 from bot.slack.mrkdwn import bold, clip, code, escape, fit_lines
+
+if TYPE_CHECKING:
+    from bot.economics.gate import GateResult
 
 
 def build_gate_blocks(result: GateResult) -> tuple[str, list[dict[str, Any]]]:
@@ -26,7 +28,11 @@ def build_gate_blocks(result: GateResult) -> tuple[str, list[dict[str, Any]]]:
         {
             "type": "context",
             "elements": [
-                {"type": "mrkdwn", "text": f"In CI: {code(f'mlcost gate {result.model}')}"}
+                {
+                    "type": "mrkdwn",
+                    "text": f"Data up to {result.as_of} · In CI: "
+                    + code(f"mlcost gate {result.model}"),
+                }
             ],
         },
     ]
