@@ -68,3 +68,16 @@ def test_ci_runs_the_readme_test_command() -> None:
         assert command in ci, command
     assert ".venv/bin/pip install -e '.[dev]'" in quick_start
     assert "pip install mlcost" not in README  # not published: install from the repository
+
+
+def test_the_registry_examples_in_the_readme_and_docs_load(tmp_path: Path) -> None:
+    from bot.registry.spec import load_registry_file
+
+    pages = [ROOT / "README.md", ROOT / "docs" / "ingestion.md"]
+    blocks = [b for p in pages for b in re.findall(r"```yaml\n(.*?)```", p.read_text(), re.S)]
+    registries = [b for b in blocks if b.lstrip().startswith("teams:")]
+    assert len(registries) >= 2
+    for n, block in enumerate(registries):
+        path = tmp_path / f"registry-{n}.yaml"
+        path.write_text(block, encoding="utf-8")
+        assert load_registry_file(path).models  # raises with FILE:LINE on any error
