@@ -128,12 +128,17 @@ def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+# A review's key starts `review:YYYY-MM:`; `_` matches one character, so a team's pattern
+# cannot reach into the model part of another team's key (bot/review/threads.py).
+REVIEW = "review:" + "_" * 7 + ":"
+
+
 def _model_terms(name: str) -> list[ColumnElement[bool]]:
     target, n = AuditLog.target, _like(name)
     return [
         target == f"model:{name}",
         target.like(f"model:{n}/%", escape="\\"),  # its stage budgets
-        target.like(f"review:%:model:{n}", escape="\\"),  # its review decisions
+        target.like(f"{REVIEW}%:model:{n}", escape="\\"),  # its review decisions
     ]
 
 
@@ -142,8 +147,8 @@ def _team_terms(name: str) -> list[ColumnElement[bool]]:
     return [
         target == f"team:{name}",
         target.like(f"team:{n}/%", escape="\\"),
-        target.like(f"review:%:{n}", escape="\\"),  # the team's review opening
-        target.like(f"review:%:{n}:%", escape="\\"),  # and every decision in it
+        target.like(f"{REVIEW}{n}", escape="\\"),  # the team's review opening
+        target.like(f"{REVIEW}{n}:%", escape="\\"),  # and every decision in it
     ]
 
 
