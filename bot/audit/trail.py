@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from bot.db.schema import AuditLog, MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
 
 MAX_LIMIT = 10_000
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 MODEL, TEAM = "model", "team"
 
 
@@ -92,9 +94,14 @@ def split_detail(action: str, detail: dict[str, Any]) -> tuple[Any, Any]:
 
 def compact(value: Any, limit: int = 80) -> str:
     """Render a stored value on one short line: `—` for nothing, long values cut with `…`."""
-    text = _flat(value)
-    text = " ".join(text.split())
+    # one line, and no terminal control sequences from stored text (an ESC would drive the tty)
+    text = one_line(_flat(value))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str) -> str:
+    """Return stored text on one line with control characters shown as `?`."""
+    return " ".join(_CONTROL.sub("?", text).split())
 
 
 def _flat(value: Any) -> str:

@@ -69,16 +69,16 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def render_table(page: AuditPage) -> str:
     """One line per change: when (UTC), actor, action, subject, before → after."""
-    from bot.audit.trail import change_line
+    from bot.audit.trail import change_line, one_line
 
     if not page.entries:
         return "no changes match these filters"
     rows = [
         (
             entry.at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M"),
-            entry.actor,
-            entry.action,
-            entry.subject,
+            one_line(entry.actor),
+            one_line(entry.action),
+            one_line(entry.subject),
             change_line(entry),
         )
         for entry in page.entries

@@ -42,3 +42,4 @@ def test_long_values_are_summarised_on_one_line() -> None:
     text = compact({"models": [f"model-{n}" for n in range(100)]}, limit=40)
     assert len(text) == 40 and text.endswith("…") and "\n" not in text
     assert compact("two\nlines") == "two lines"
+    assert compact("red \x1b[31mtext\x07") == "red ?[31mtext?"  # no terminal escapes
