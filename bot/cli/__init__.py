@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot.cli import (
+    audit_cmd,
     db_cmd,
     demo_cmd,
     gate_cmd,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
-COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd, waste_cmd]
+COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd, waste_cmd, audit_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

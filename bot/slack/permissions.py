@@ -10,12 +10,20 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
+from bot.audit.trail import MODEL, resolve_subject
 from bot.budgets.admin import check_budget_permission
 from bot.errors import PermissionDenied, RegistryError
-from bot.registry.catalog import can_manage_model, find_model
+from bot.registry.catalog import (
+    can_manage_model,
+    can_manage_team,
+    find_model,
+    find_team,
+    model_owner_ids,
+)
 from bot.registry.sync import parse_scope
 from bot.review.summary import may_post_reviews
 from bot.slack.command_router import Invocation, Permission
+from bot.slack.mrkdwn import is_user_id
 
 
 def model_owners_or_admins(
@@ -55,3 +63,31 @@ def team_owners_or_admins(session: Session, inv: Invocation) -> None:
     teams = may_post_reviews(session, inv.user_id)
     if teams is not None and not teams:
         raise PermissionDenied("Only team owners or an admin can post a review.")
+
+
+def audit_readers(subject_named: Callable[[list[str]], str | None]) -> Permission:
+    """Allow the owners of the model (or its team) or of the team named, or an admin."""
+
+    def check(session: Session, inv: Invocation) -> None:
+        name = subject_named(inv.args)
+        if name is None:
+            return  # the subcommand's usage message explains what to name
+        subject = resolve_subject(session, name)
+        if subject.kind == MODEL:
+            model = find_model(session, subject.name)
+            if can_manage_model(session, inv.user_id, model):
+                return
+            owners = model_owner_ids(model) | {o.user_id for o in model.team.owners}
+            what = f"`{model.name}`"
+        else:
+            team = find_team(session, subject.name)
+            if can_manage_team(session, inv.user_id, team):
+                return
+            owners = {o.user_id for o in team.owners}
+            what = f"team `{team.name}`"
+        # the error boundary escapes this message and keeps only valid mentions
+        named = ", ".join(f"<@{u}>" if is_user_id(u) else u for u in sorted(owners))
+        who = f"the owners of {what} ({named})" if owners else f"the owners of {what}"
+        raise PermissionDenied(f"Only {who} or an admin can see its audit trail.")
+
+    return check

@@ -108,6 +108,7 @@ def test_help_summaries_are_the_handlers_docstrings() -> None:
         "review",
         "gate",
         "waste",
+        "audit",
     ]
     for sub in router.subcommands:
         assert sub.summary == (sub.run.__doc__ or "").strip().splitlines()[0]

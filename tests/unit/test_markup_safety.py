@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import bot.slack.blocks
 from bot.anomalies.detect import Anomaly, Baseline
+from bot.audit.trail import AuditEntry
 from bot.budgets.board import BudgetBoard, BudgetBoardRow
 from bot.budgets.drivers import Driver, Drivers
 from bot.budgets.evaluate import BudgetStatus
@@ -31,6 +32,7 @@ from bot.db.schema import Budget
 from bot.economics.gate import GateCheck, GateResult
 from bot.periods import month_period, trailing_days
 from bot.slack.blocks import alerts as alert_blocks
+from bot.slack.blocks import audit as audit_blocks
 from bot.slack.blocks import budget as budget_blocks
 from bot.slack.blocks import common as common_blocks
 from bot.slack.blocks import economics as economics_blocks
@@ -582,7 +584,43 @@ def case_help(draw: Any) -> Built:
     return text, [*blocks, common_blocks.chart_failure_note(draw(hostile(60)))]
 
 
+def audit_value(draw: Any) -> Any:
+    """A stored before or after: nothing, text, a list, or a dict of hostile keys and values."""
+    return draw(
+        st.one_of(
+            st.none(),
+            hostile(300),
+            st.lists(hostile(40), max_size=4),
+            st.dictionaries(hostile(20), st.one_of(st.none(), hostile(300)), max_size=3),
+        )
+    )
+
+
+def case_audit(draw: Any) -> Built:
+    entries = [
+        AuditEntry(
+            n,
+            WHEN,
+            draw(st.one_of(st.sampled_from(VALID_USERS), hostile(40))),
+            draw(hostile(60)),
+            draw(hostile(250)),
+            audit_value(draw),
+            audit_value(draw),
+            {},
+        )
+        for n in range(2)
+    ] * draw(st.sampled_from([0, 1, 30]))
+    return audit_blocks.build_audit_blocks(
+        draw(st.sampled_from(["model", "team"])),
+        draw(hostile()),
+        entries,
+        len(entries) + draw(st.sampled_from([0, 7, 100_000])),
+        draw(st.one_of(st.none(), st.just(AS_OF))),
+    )
+
+
 CASES: dict[str, Callable[[Any], Built]] = {
+    "build_audit_blocks": case_audit,
     "build_budget_alert": case_budget_alert,
     "build_anomaly_alert": case_anomaly_alert,
     "build_unallocated_alert": case_unallocated_alert,

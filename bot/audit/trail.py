@@ -1,0 +1,264 @@
+"""Read the audit log: filter by day, actor and subject; split each record into before and after.
+
+Every write path stores one `AuditLog` row: budget changes, silences, owner changes, registry
+imports, review openings and decisions, sign-offs, resource finding decisions and Stop it
+actions. Their `target` is a budget scope (`model:recsys`, `team:ranking/stage:training`), a
+model (`model:recsys`), a review key (`review:2026-10:ranking[:model:recsys]`), a resource
+finding's key (`account/region/kind/id`) or `registry`; their `detail` holds what changed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy.orm import Session
+
+from bot.db.schema import AuditLog, MLModel, ResourceFindingRecord, Team
+from bot.errors import NotFoundError, UsageError
+
+MAX_LIMIT = 10_000
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+MODEL, TEAM = "model", "team"
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One change: when, who, what, on which subject, and the values before and after."""
+
+    id: int
+    at: dt.datetime
+    actor: str
+    action: str
+    subject: str
+    before: Any
+    after: Any
+    detail: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the full record, JSON-ready (values exactly as stored)."""
+        return {
+            "id": self.id,
+            "at": self.at.astimezone(dt.UTC).isoformat(),
+            "actor": self.actor,
+            "action": self.action,
+            "subject": self.subject,
+            "before": self.before,
+            "after": self.after,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class AuditPage:
+    """The newest matching entries (at most the limit) and how many matched in all."""
+
+    entries: list[AuditEntry]
+    total: int
+
+
+@dataclass(frozen=True)
+class AuditSubject:
+    """A model or team whose audit trail someone asked for."""
+
+    kind: str  # MODEL or TEAM
+    name: str
+
+
+def split_detail(action: str, detail: dict[str, Any]) -> tuple[Any, Any]:
+    """Return (before, after) from a record's detail, whatever shape its writer gave it."""
+    if "before" in detail or "after" in detail:
+        after = detail.get("after")
+        if after is None and "decision" in detail:  # review.decide stores the new value flat
+            after = detail["decision"]
+            if detail.get("reason"):
+                after = f"{after} (reason: {detail['reason']})"
+        return detail.get("before"), after
+    pairs = {
+        key: value
+        for key, value in detail.items()
+        if isinstance(value, dict) and set(value) <= {"before", "after"} and value
+    }
+    if pairs and len(pairs) == len(detail):  # model.owners.set: {"owners": {before, after}, ...}
+        return (
+            {key: value.get("before") for key, value in pairs.items()},
+            {key: value.get("after") for key, value in pairs.items()},
+        )
+    return None, (dict(detail) or None)
+
+
+def compact(value: Any, limit: int = 80) -> str:
+    """Render a stored value on one short line: `—` for nothing, long values cut with `…`."""
+    # one line, and no terminal control sequences from stored text (an ESC would drive the tty)
+    text = one_line(_flat(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str) -> str:
+    """Return stored text on one line with control characters shown as `?`."""
+    return " ".join(_CONTROL.sub("?", text).split())
+
+
+def _flat(value: Any) -> str:
+    if value is None or value == {} or value == []:
+        return "—"
+    if isinstance(value, dict):
+        return ", ".join(f"{key}={_flat(item)}" for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_flat(item) for item in value) + "]"
+    return str(value)
+
+
+def changed_only(before: Any, after: Any) -> tuple[Any, Any]:
+    """Keep only the keys whose values differ when both sides are dicts (the rest is noise)."""
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return before, after
+    keys = [k for k in dict.fromkeys([*before, *after]) if before.get(k) != after.get(k)]
+    if not keys:
+        return before, after
+    return {k: before.get(k) for k in keys}, {k: after.get(k) for k in keys}
+
+
+def change_line(entry: AuditEntry, limit: int = 80) -> str:
+    """Return `before → after` (only what changed; a value with no before is just `→ after`)."""
+    before, after = changed_only(entry.before, entry.after)
+    return f"{compact(before, limit)} → {compact(after, limit)}"
+
+
+def _like(text: str) -> str:
+    """Escape LIKE's wildcards in a name (names may hold `_`, and `\\` is our escape)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+# A review's key starts `review:YYYY-MM:`; `_` matches one character, so a team's pattern
+# cannot reach into the model part of another team's key (bot/review/threads.py).
+REVIEW = "review:" + "_" * 7 + ":"
+
+
+def _model_terms(name: str) -> list[ColumnElement[bool]]:
+    target, n = AuditLog.target, _like(name)
+    return [
+        target == f"model:{name}",
+        target.like(f"model:{n}/%", escape="\\"),  # its stage budgets
+        target.like(f"{REVIEW}%:model:{n}", escape="\\"),  # its review decisions
+    ]
+
+
+def _team_terms(name: str) -> list[ColumnElement[bool]]:
+    target, n = AuditLog.target, _like(name)
+    return [
+        target == f"team:{name}",
+        target.like(f"team:{n}/%", escape="\\"),
+        target.like(f"{REVIEW}{n}", escape="\\"),  # the team's review opening
+        target.like(f"{REVIEW}{n}:%", escape="\\"),  # and every decision in it
+    ]
+
+
+def _resource_keys(*, model: str | None = None, team: str | None = None) -> Any:
+    """Select the keys (as the audit stores them) of resource findings of a model or team."""
+    record = ResourceFindingRecord
+    key = record.account + "/" + record.region + "/" + record.kind + "/" + record.resource_id
+    column = record.model if model is not None else record.team
+    return select(func.substr(key, 1, 250)).where(column == (model or team))
+
+
+def subject_condition(
+    session: Session, subject: str, kind: str | None = None
+) -> ColumnElement[bool]:
+    """Return the filter for `--subject`.
+
+    A subject with `:` or `/` (`model:recsys`, `team:ranking/stage:training`, a resource key,
+    `review:2026-10:ranking`) matches that target exactly. A bare name matches the model and the
+    team of that name (only one of them if `kind` says which): their budgets (stage ones too),
+    owners, sign-offs, reviews and review decisions, and resource findings attributed to them;
+    a team also brings its models' records.
+    """
+    text = subject.strip()
+    if not text:
+        raise UsageError("--subject needs a model, team, budget scope or resource")
+    if ":" in text or "/" in text:
+        return AuditLog.target == text
+    name = text.lower()
+    terms: list[ColumnElement[bool]] = [AuditLog.target == text]
+    if kind in (None, MODEL):
+        terms.extend(_model_terms(name))
+        terms.append(AuditLog.target.in_(_resource_keys(model=name)))
+    if kind in (None, TEAM):
+        terms.extend(_team_terms(name))
+        terms.append(AuditLog.target.in_(_resource_keys(team=name)))
+        models = session.scalars(select(MLModel.name).join(Team).where(Team.name == name)).all()
+        for model in models:
+            terms.extend(_model_terms(model))
+            terms.append(AuditLog.target.in_(_resource_keys(model=model)))
+    return or_(*terms)
+
+
+def resolve_subject(session: Session, name: str) -> AuditSubject:
+    """Return the model (first) or team with this name, or NotFoundError with close names."""
+    wanted = name.strip().lower()
+    if session.scalars(select(MLModel.id).where(MLModel.name == wanted)).first() is not None:
+        return AuditSubject(MODEL, wanted)
+    if session.scalars(select(Team.id).where(Team.name == wanted)).first() is not None:
+        return AuditSubject(TEAM, wanted)
+    names = sorted({*session.scalars(select(MLModel.name)), *session.scalars(select(Team.name))})
+    close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.5)
+    shown = name.replace("`", "'")[:60]
+    if close:
+        hint = "Did you mean " + ", ".join(f"`{c}`" for c in close) + "?"
+    else:
+        hint = "Known: " + ", ".join(f"`{n}`" for n in names[:10]) if names else "none yet."
+    raise NotFoundError(f"No model or team named `{shown}`. {hint}")
+
+
+def audit_trail(
+    *,
+    session: Session,
+    since: dt.date | None = None,
+    until: dt.date | None = None,
+    actor: str | None = None,
+    subject: str | None = None,
+    subject_kind: str | None = None,
+    limit: int = 50,
+) -> AuditPage:
+    """Return the newest changes matching the filters (days inclusive, UTC), newest first."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}")
+    if since is not None and until is not None and until < since:
+        raise UsageError(f"--until {until} is before --since {since}")
+    conditions: list[ColumnElement[bool]] = []
+    if since is not None:
+        conditions.append(AuditLog.at >= _midnight(since))
+    if until is not None:
+        conditions.append(AuditLog.at < _midnight(until + dt.timedelta(days=1)))
+    if actor is not None:
+        conditions.append(AuditLog.actor == actor.strip().lstrip("@"))
+    if subject is not None:
+        conditions.append(subject_condition(session, subject, subject_kind))
+    total = session.scalar(select(func.count(AuditLog.id)).where(*conditions)) or 0
+    rows = session.scalars(
+        select(AuditLog)
+        .where(*conditions)
+        .order_by(AuditLog.at.desc(), AuditLog.id.desc())
+        .limit(limit)
+    ).all()
+    return AuditPage([_entry(row) for row in rows], int(total))
+
+
+def _midnight(day: dt.date) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
+
+
+def _entry(row: AuditLog) -> AuditEntry:
+    detail = dict(row.detail or {})
+    before, after = split_detail(row.action, detail)
+    return AuditEntry(row.id, row.at, row.actor, row.action, row.target, before, after, detail)
+
+
+def entries_as_json(entries: Sequence[AuditEntry]) -> list[dict[str, Any]]:
+    """Return the entries as full JSON records."""
+    return [entry.as_json() for entry in entries]

@@ -1,0 +1,45 @@
+"""How an audit record's stored detail becomes before → after (pure)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from bot.audit.trail import AuditEntry, change_line, compact, split_detail
+
+
+def entry(action: str, detail: dict[str, object]) -> AuditEntry:
+    before, after = split_detail(action, detail)
+    when = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    return AuditEntry(1, when, "U0AAA111", action, "model:recsys", before, after, detail)
+
+
+def test_each_writers_detail_shape() -> None:
+    # budget.set: before/after dicts, money as stored; only what changed is shown
+    budget = {
+        "before": {"monthly": "12000.0000000000", "thresholds": [50, 80, 100]},
+        "after": {"monthly": "15000", "thresholds": [50, 80, 100]},
+    }
+    assert change_line(entry("budget.set", budget)) == "monthly=12000.0000000000 → monthly=15000"
+    created = {"before": None, "after": {"monthly": "5000.50", "thresholds": [80]}}
+    assert change_line(entry("budget.set", created)) == "— → monthly=5000.50, thresholds=[80]"
+    # model.owners.set: one {before, after} per field
+    owners = {
+        "owners": {"before": ["U1"], "after": ["U1", "U2"]},
+        "channel": {"before": None, "after": "C0X"},
+    }
+    assert change_line(entry("model.owners.set", owners)) == (
+        "owners=[U1], channel=— → owners=[U1, U2], channel=C0X"
+    )
+    # review.decide: the new value stored flat, with its reason
+    decided = {"decision": "kill", "before": "keep", "reason": "no users"}
+    assert change_line(entry("review.decide", decided)) == "keep → kill (reason: no users)"
+    # silences, imports, sign-offs: no before, the detail is what happened
+    assert change_line(entry("budget.snooze", {"period": "2026-11"})) == "— → period=2026-11"
+    assert change_line(entry("signoff", {})) == "— → —"
+
+
+def test_long_values_are_summarised_on_one_line() -> None:
+    text = compact({"models": [f"model-{n}" for n in range(100)]}, limit=40)
+    assert len(text) == 40 and text.endswith("…") and "\n" not in text
+    assert compact("two\nlines") == "two lines"
+    assert compact("red \x1b[31mtext\x07") == "red ?[31mtext?"  # no terminal escapes
