@@ -23,7 +23,7 @@ from bot.waste.scan.run import ScanReport
 from tests.support.aws_calls import CountingAws
 from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
-from tests.support.slack_requests import button_click
+from tests.support.slack_requests import button_click, posted_button_click
 
 REGION = "us-east-1"
 OWNER, STRANGER, ADMIN = "U0AAA111", "U0STRANGER", "U0ADMIN01"
@@ -76,21 +76,11 @@ class World:
         With `wait`, also wait for the Stop it it started in the background to finish.
         """
         channel, message = self.message(rid)
-        button = next(
-            e
-            for b in message["blocks"]
-            if b["type"] == "actions"
-            for e in b["elements"]
-            if e["action_id"] == action_id
-        )
-        payload = button_click(
+        payload = posted_button_click(
+            channel,
+            message,
             user=user,
             action_id=action_id,
-            value=button["value"],
-            channel=channel,
-            message_ts=message["ts"],
-            message_text=message["text"],
-            message_blocks=message["blocks"],
             block_id="waste_resource",
             response_url=f"{self.slack.fake.url}respond/click",
         )

@@ -9,7 +9,7 @@ from bot.db.engine import session_scope
 from bot.notify.cycle import run_cycle
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.slack_app import SlackHarness
-from tests.support.slack_requests import button_click
+from tests.support.slack_requests import posted_button_click
 
 T0 = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)  # evaluates as of Nov 20
 
@@ -42,21 +42,11 @@ def click(slack: SlackHarness, key: str, action_id: str, user: str) -> None:
         for (c, _), m in slack.fake.messages.items()
         if (m.get("metadata") or {}).get("event_payload", {}).get("key") == key
     )
-    button = next(
-        e
-        for b in message["blocks"]
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"] == action_id
-    )
-    payload = button_click(
+    payload = posted_button_click(
+        channel,
+        message,
         user=user,
         action_id=action_id,
-        value=button["value"],
-        channel=channel,
-        message_ts=message["ts"],
-        message_text=message["text"],
-        message_blocks=message["blocks"],
         block_id="budget_alert_actions",
         response_url=f"{slack.fake.url}respond/click",
     )

@@ -118,6 +118,36 @@ def button_click(
     }
 
 
+def posted_button_click(
+    channel: str,
+    message: dict[str, Any],
+    *,
+    user: str,
+    action_id: str,
+    block_id: str,
+    response_url: str,
+) -> dict[str, Any]:
+    """Return the payload of a click on the button `action_id` of a message the bot posted."""
+    button = next(
+        e
+        for b in message["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"] == action_id
+    )
+    return button_click(
+        user=user,
+        action_id=action_id,
+        value=button["value"],
+        channel=channel,
+        message_ts=message["ts"],
+        message_text=message["text"],
+        message_blocks=message["blocks"],
+        block_id=block_id,
+        response_url=response_url,
+    )
+
+
 def view_submission(
     view: dict[str, Any], *, user: str, block: str, value: str | None
 ) -> dict[str, Any]:
