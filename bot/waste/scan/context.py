@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from bot.config import Settings
@@ -97,19 +97,7 @@ class ScanContext:
     def owned(self, resource: Resource) -> Resource:
         """Return the resource with its model and team filled in from its tags."""
         _, model, team = self.owner(resource.tags)
-        return Resource(
-            kind=resource.kind,
-            resource_id=resource.resource_id,
-            account=resource.account,
-            region=resource.region,
-            resource_type=resource.resource_type,
-            size=resource.size,
-            tags=resource.tags,
-            model=model,
-            team=team,
-            target=resource.target,
-            members=resource.members,
-        )
+        return replace(resource, model=model, team=team)
 
 
 def policy_from_settings(settings: Settings) -> ScanPolicy:
