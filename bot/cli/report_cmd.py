@@ -10,6 +10,7 @@ import sys
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from bot.cli import chargeback_cmd
 from bot.cli.arguments import day_argument
 from bot.money import CostBasis, column_places, format_money_places
 
@@ -50,6 +51,7 @@ def register(commands: Any) -> None:
         help="json: one object per finding, money as exact strings (for tickets and scripts)",
     )
     waste.set_defaults(handler=run_waste)
+    chargeback_cmd.register(sub)
 
 
 def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:

@@ -65,6 +65,7 @@ def run_demo(services: AppServices, folder: Path, progress: Progress | None = No
         lambda: show_resource_scan(services, section, WASTE_AS_OF),
         lambda: show_export_poll(services, folder),
         lambda: show_trust(services),
+        lambda: show_chargeback(services),
         charts.print_list,
     ]
     if progress is not None:
@@ -185,6 +186,22 @@ def show_trust(services: AppServices) -> None:
     print("an empty (truncated) registry file is refused without --yes:")
     for reason in empty.refusals:
         print(f"  {reason}")
+
+
+def show_chargeback(services: AppServices) -> None:
+    """Section 15: the month's chargeback, shared costs split by the registry's rules."""
+    from bot.cli.chargeback_cmd import render_chargeback
+    from bot.registry.sync import load_chargeback_policy
+    from bot.spend.chargeback import chargeback_report
+
+    section(f"15. Chargeback for {DEMO_MONTH} (mlcost report chargeback --month {DEMO_MONTH})")
+    with services.unit_of_work() as session:
+        charges = chargeback_report(
+            session=session,
+            period=month_period(DEMO_MONTH),
+            policy=load_chargeback_policy(session=session),
+        )
+    print(render_chargeback(charges, "table"), end="")
 
 
 def write_export_folders(root: Path) -> list[Path]:

@@ -197,6 +197,10 @@ def _settings(spec: RegistrySpec) -> dict[str, Any]:
         "admins": sorted(spec.admins),
         "finops_channel": spec.finops_channel,
         **{f"attribution.{key}": value for key, value in attribution.items()},
+        **{
+            f"chargeback.{key}": value
+            for key, value in spec.chargeback.model_dump(mode="json").items()
+        },
     }
 
 

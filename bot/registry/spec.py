@@ -161,6 +161,38 @@ class AttributionSpec(_Spec):
     stage_rules: list[StageRuleSpec] = Field(default_factory=list)
 
 
+SplitMethod = Literal["evenly", "proportional", "fixed"]
+SharedPool = Literal["unallocated", "idle", "support", "tax"]
+
+
+class ChargebackSpec(_Spec):
+    """How `mlcost report chargeback` splits shared costs among teams.
+
+    `split` is every pool's method unless `pools` names another for it; `fixed` splits by
+    `shares` (weights per team, e.g. percentages; they need not add up to 100).
+    """
+
+    split: SplitMethod = "proportional"
+    pools: dict[SharedPool, SplitMethod] = Field(default_factory=dict)
+    shares: dict[str, Decimal] = Field(default_factory=dict)
+
+    @field_validator("shares")
+    @classmethod
+    def _shares(cls, shares: dict[str, Decimal]) -> dict[str, Decimal]:
+        for team, share in shares.items():
+            if share <= 0:
+                raise ValueError(f"{team}'s share must be more than 0 (leave the team out)")
+        return shares
+
+    def method(self, pool: str) -> str:
+        """Return the split method of one shared pool."""
+        return {str(k): str(v) for k, v in self.pools.items()}.get(pool, self.split)
+
+    def uses_fixed(self) -> bool:
+        """Say whether any pool is split by fixed shares."""
+        return self.split == "fixed" or "fixed" in self.pools.values()
+
+
 class RegistrySpec(_Spec):
     teams: list[TeamSpec] = Field(default_factory=list)
     models: list[ModelSpec] = Field(default_factory=list)
@@ -168,6 +200,7 @@ class RegistrySpec(_Spec):
     admins: list[str] = Field(default_factory=list)
     finops_channel: str | None = None
     attribution: AttributionSpec = Field(default_factory=AttributionSpec)
+    chargeback: ChargebackSpec = Field(default_factory=ChargebackSpec)
 
     _admins = field_validator("admins")(_check_users)
     _channel = field_validator("finops_channel")(_check_channel)
@@ -365,6 +398,11 @@ def _cross_check(spec: RegistrySpec, lines: dict[tuple[Any, ...], int], source: 
             report(("budgets", i, "scope"), f"unknown model {scope_model!r}")
         if scope_team is not None and scope_team not in team_names:
             report(("budgets", i, "scope"), f"unknown team {scope_team!r}")
+    for share_team in spec.chargeback.shares:
+        if share_team not in team_names:
+            report(("chargeback", "shares", share_team), f"unknown team {share_team!r}")
+    if spec.chargeback.uses_fixed() and not spec.chargeback.shares:
+        report(("chargeback",), "a pool is split by fixed shares, but no shares are declared")
     return problems
 
 
@@ -381,7 +419,18 @@ def registry_to_yaml(spec: RegistrySpec) -> str:
                 del model[key]
         if "gate" in model:
             model["gate"] = _gate_yaml(model["gate"])
+    chargeback = data["chargeback"]
+    chargeback["shares"] = {
+        team: _plain_number(Decimal(share)) for team, share in chargeback["shares"].items()
+    }
+    for key in ("pools", "shares"):
+        if not chargeback[key]:
+            del chargeback[key]
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def _plain_number(amount: Decimal) -> int | float:
+    return int(amount) if amount == amount.to_integral() else float(amount)
 
 
 def _gate_yaml(gate: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from bot.ingest.attribution import normalize_tag_key as _norm
 from bot.registry.spec import (
     AttributionSpec,
     BudgetSpec,
+    ChargebackSpec,
     GatePolicySpec,
     MatchSpec,
     ModelSpec,
@@ -190,6 +191,7 @@ def _sync_settings(spec: RegistrySpec, session: Session, changes: Changes) -> No
     settings: dict[str, Any] = {
         "finops_channel": spec.finops_channel,
         "attribution": spec.attribution.model_dump(exclude_none=True),
+        "chargeback": spec.chargeback.model_dump(mode="json"),
     }
     for key, value in settings.items():
         row = session.get(RegistrySetting, key)
@@ -257,6 +259,7 @@ def export_registry(*, session: Session) -> RegistrySpec:
         admins=sorted(session.scalars(select(Admin.user_id))),
         finops_channel=settings.get("finops_channel"),
         attribution=AttributionSpec.model_validate(settings.get("attribution") or {}),
+        chargeback=ChargebackSpec.model_validate(settings.get("chargeback") or {}),
     )
 
 
@@ -271,6 +274,12 @@ def cost_explorer_tag_key(*, session: Session, settings: Settings) -> str:
         return default
     keys = AttributionSpec.model_validate(setting.value).model_tag_keys
     return keys[0] if keys else default
+
+
+def load_chargeback_policy(*, session: Session) -> ChargebackSpec:
+    """Return how the registry splits shared costs (proportionally when it says nothing)."""
+    setting = session.get(RegistrySetting, "chargeback")
+    return ChargebackSpec.model_validate(setting.value if setting else {})
 
 
 def load_attribution_rules(*, session: Session) -> AttributionRules:

@@ -1,0 +1,126 @@
+"""`mlcost report chargeback --month YYYY-MM --format table|csv|json`: each team's month."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from bot.money import CostBasis, format_money_places
+
+if TYPE_CHECKING:
+    from bot.cli.context import CliContext
+    from bot.spend.chargeback import Chargeback
+
+
+def register(reports: Any) -> None:
+    """Add `chargeback` under `mlcost report`."""
+    parser = reports.add_parser(
+        "chargeback",
+        help="each team's spend plus its split of shared costs (unallocated, idle, support, tax)",
+    )
+    parser.add_argument("--month", help="YYYY-MM (default: last month)")
+    parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    parser.add_argument(
+        "--cost",
+        choices=[basis.value for basis in CostBasis],
+        default=CostBasis.BILLED.value,
+        help="billed (invoice) or effective (amortised) cost",
+    )
+    parser.set_defaults(handler=run_chargeback)
+
+
+def run_chargeback(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Print the month's chargeback; the totals reconcile with the ledger to the cent."""
+    from bot.periods import month_of, month_period, previous_month
+    from bot.registry.sync import load_chargeback_policy
+    from bot.spend.chargeback import chargeback_report
+    from bot.spend.reports import check_currency_setting
+
+    today = ctx.services.clock().date()
+    period = month_period(args.month) if args.month else previous_month(month_of(today))
+    with ctx.session() as session:
+        check_currency_setting(session, ctx.settings.currency)
+        charges = chargeback_report(
+            session=session,
+            period=period,
+            policy=load_chargeback_policy(session=session),
+            basis=CostBasis(args.cost),
+        )
+    print(render_chargeback(charges, args.format), end="")
+    if not charges:
+        print(f"note: no spend in {period.label}; nothing to charge back", file=sys.stderr)
+    return 0
+
+
+def render_chargeback(charges: list[Chargeback], fmt: str) -> str:
+    """Render one chargeback per currency as a table, CSV or JSON (currencies never added)."""
+    from bot.spend.chargeback import COLUMNS
+
+    if fmt == "json":
+        return json.dumps([c.as_json() for c in charges], indent=2) + "\n"
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["month", "currency", "team", *COLUMNS, "shared", "total"])
+        for charge in charges:
+            for team in charge.teams:
+                writer.writerow(
+                    [
+                        charge.period.label,
+                        charge.currency,
+                        team.team,
+                        *(team.cells[c] for c in COLUMNS),
+                        team.shared,
+                        team.total,
+                    ]
+                )
+        for charge in charges:  # after a blank line, as `report spend` does
+            writer.writerow([])
+            writer.writerow(
+                [
+                    charge.period.label,
+                    charge.currency,
+                    "total",
+                    *(charge.column_total(c) for c in COLUMNS),
+                    sum(charge.column_total(c) for c in COLUMNS[1:]),
+                    charge.total,
+                ]
+            )
+        return out.getvalue()
+    return "".join(_table(charge) for charge in charges)
+
+
+def _table(charge: Chargeback) -> str:
+    """One currency's chargeback as an aligned table with its reconciliation line."""
+    from bot.spend.chargeback import COLUMNS, POOLS
+
+    money = lambda v: format_money_places(v, charge.currency, 2)  # noqa: E731  (cents: an invoice)
+    header = ["team", *COLUMNS, "total"]
+    body = [[t.team, *(money(t.cells[c]) for c in COLUMNS), money(t.total)] for t in charge.teams]
+    body.append(["total", *(money(charge.column_total(c)) for c in COLUMNS), money(charge.total)])
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+
+    split = ", ".join(f"{pool} {charge.methods[pool]}" for pool in POOLS)
+    lines = [
+        f"Chargeback {charge.period.label} ({charge.currency}, {charge.basis} cost); "
+        f"shared costs split: {split}",
+        line(header),
+        "  ".join("-" * w for w in widths),
+        *(line(row) for row in body[:-1]),
+        "  ".join("-" * w for w in widths),
+        line(body[-1]),
+        f"{'reconciles' if charge.total == charge.ledger_total else 'DOES NOT RECONCILE'}: "
+        f"teams {money(charge.total)}, ledger {money(charge.ledger_total)}",
+        *(f"note: {note}" for note in charge.notes),
+    ]
+    return "\n".join(lines) + "\n\n"

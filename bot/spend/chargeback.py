@@ -1,0 +1,290 @@
+"""Chargeback: each team's month, its own spend plus its split of the shared costs, to the cent.
+
+Shared costs are the ledger's spend that no team owns, in four pools: `tax` (charge category
+Tax), `support` (a support plan's service), `idle` (idle Kubernetes cluster capacity, which the
+OpenCost ingestion keeps as its own line) and `unallocated` (everything else without a team).
+The registry's `chargeback:` section says how each pool is split: `evenly` among the teams that
+spent that month, `proportional` to their own spend, or by `fixed` shares.
+
+Splitting is exact (Decimal); only the last step rounds to cents, by the largest-remainder
+method, first the pools' totals to the month's billed total and then each pool's cells to that
+pool's total. So every row adds up, every column adds up, and the grand total is the ledger's
+total rounded to the cent: nothing is lost or invented by rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from bot.db.schema import DailySpend, Team
+from bot.errors import UsageError
+from bot.money import CENT, ZERO, CostBasis
+from bot.periods import Period
+from bot.registry.spec import ChargebackSpec
+from bot.spend.reports import cost_column
+
+POOLS = ("unallocated", "idle", "support", "tax")
+COLUMNS = ("direct", *POOLS)
+IDLE_ATTRIBUTION = "idle"
+
+
+def shared_pool(*, charge_category: str | None, service: str | None, attribution: str) -> str:
+    """Name the shared pool a charge without a team belongs to."""
+    if (charge_category or "").lower() == "tax":
+        return "tax"
+    if "support" in (service or "").lower():
+        return "support"
+    if attribution == IDLE_ATTRIBUTION:
+        return "idle"
+    return "unallocated"
+
+
+@dataclass(frozen=True)
+class TeamCharge:
+    """One team's month in cents: its own spend, its split of each pool, and the sum."""
+
+    team: str
+    cells: Mapping[str, Decimal]
+
+    @property
+    def direct(self) -> Decimal:
+        return self.cells["direct"]
+
+    @property
+    def shared(self) -> Decimal:
+        return sum((self.cells[pool] for pool in POOLS), ZERO)
+
+    @property
+    def total(self) -> Decimal:
+        return self.direct + self.shared
+
+
+@dataclass
+class Chargeback:
+    """One currency's chargeback for a month; `total` equals the ledger's total to the cent."""
+
+    period: Period
+    currency: str
+    basis: CostBasis
+    methods: dict[str, str]
+    teams: list[TeamCharge]
+    exact_total: Decimal  # the ledger's total, unrounded
+    notes: list[str] = field(default_factory=list)
+
+    def column_total(self, column: str) -> Decimal:
+        return sum((t.cells[column] for t in self.teams), ZERO)
+
+    @property
+    def total(self) -> Decimal:
+        return sum((t.total for t in self.teams), ZERO)
+
+    @property
+    def ledger_total(self) -> Decimal:
+        """The ledger's total rounded to the cent, which `total` must equal."""
+        return self.exact_total.quantize(CENT, rounding=ROUND_HALF_EVEN)
+
+    def as_json(self) -> dict[str, Any]:
+        """Money as exact strings with its currency; no markup."""
+        return {
+            "month": self.period.label,
+            "currency": self.currency,
+            "cost_basis": str(self.basis),
+            "split": {pool: self.methods[pool] for pool in POOLS},
+            "teams": [
+                {
+                    "team": t.team,
+                    **{column: str(t.cells[column]) for column in COLUMNS},
+                    "shared": str(t.shared),
+                    "total": str(t.total),
+                }
+                for t in self.teams
+            ],
+            "totals": {
+                **{column: str(self.column_total(column)) for column in COLUMNS},
+                "total": str(self.total),
+            },
+            "reconciliation": {
+                "ledger_total": str(self.ledger_total),
+                "charged_total": str(self.total),
+                "difference": str(self.total - self.ledger_total),
+            },
+            "notes": list(self.notes),
+        }
+
+
+# --- the ledger -------------------------------------------------------------------------
+
+
+@dataclass
+class _MonthSpend:
+    direct: dict[str, Decimal] = field(default_factory=dict)
+    pools: dict[str, Decimal] = field(default_factory=lambda: dict.fromkeys(POOLS, ZERO))
+
+
+def chargeback_report(
+    *,
+    session: Session,
+    period: Period,
+    policy: ChargebackSpec,
+    basis: CostBasis = CostBasis.BILLED,
+) -> list[Chargeback]:
+    """Return the month's chargeback, one per currency the month was billed in (never added)."""
+    cost = cost_column(basis)
+    rows = session.execute(
+        select(
+            DailySpend.currency,
+            DailySpend.team,
+            DailySpend.charge_category,
+            DailySpend.service,
+            DailySpend.attribution,
+            func.sum(cost),
+        )
+        .where(DailySpend.day >= period.start, DailySpend.day < period.end)
+        .group_by(
+            DailySpend.currency,
+            DailySpend.team,
+            DailySpend.charge_category,
+            DailySpend.service,
+            DailySpend.attribution,
+        )
+    )
+    spend: dict[str, _MonthSpend] = {}
+    for currency, team, category, service, attribution, amount in rows:
+        month = spend.setdefault(currency, _MonthSpend())
+        value = Decimal(amount or 0)
+        if team is not None:
+            month.direct[team] = month.direct.get(team, ZERO) + value
+        else:
+            pool = shared_pool(charge_category=category, service=service, attribution=attribution)
+            month.pools[pool] += value
+    registry_teams = sorted(session.scalars(select(Team.name)))
+    return [
+        allocate(
+            period=period,
+            currency=currency,
+            basis=basis,
+            direct=month.direct,
+            pools=month.pools,
+            policy=policy,
+            registry_teams=registry_teams,
+        )
+        for currency, month in sorted(spend.items())
+    ]
+
+
+# --- the split (pure) -------------------------------------------------------------------
+
+
+def allocate(
+    *,
+    period: Period,
+    currency: str,
+    basis: CostBasis,
+    direct: Mapping[str, Decimal],
+    pools: Mapping[str, Decimal],
+    policy: ChargebackSpec,
+    registry_teams: Sequence[str] = (),
+) -> Chargeback:
+    """Split each shared pool among teams by the policy, then round to cents losing nothing."""
+    notes: list[str] = []
+    spenders = sorted(team for team, amount in direct.items() if amount != 0)
+    teams = sorted({*direct, *registry_teams, *policy.shares})
+    if not teams and any(pools.values()):
+        raise UsageError(
+            "no team to charge: the registry declares no teams and no spend is attributed to one"
+        )
+    exact: dict[str, dict[str, Decimal]] = {
+        team: {column: ZERO for column in COLUMNS} for team in teams
+    }
+    for team, amount in direct.items():
+        exact[team]["direct"] = amount
+    methods = {pool: policy.method(pool) for pool in POOLS}
+    for pool in POOLS:
+        amount = pools.get(pool, ZERO)
+        weights = _weights(methods[pool], spenders or teams, direct, policy, notes, pool, amount)
+        for team, part in split_exactly(amount, weights).items():
+            exact[team][pool] += part
+    exact_total = sum(direct.values(), ZERO) + sum(pools.values(), ZERO)
+    cents = _round_matrix(exact, exact_total)
+    return Chargeback(
+        period=period,
+        currency=currency,
+        basis=basis,
+        methods=methods,
+        teams=[TeamCharge(team, cents[team]) for team in teams],
+        exact_total=exact_total,
+        notes=notes,
+    )
+
+
+def _weights(
+    method: str,
+    recipients: Sequence[str],
+    direct: Mapping[str, Decimal],
+    policy: ChargebackSpec,
+    notes: list[str],
+    pool: str,
+    amount: Decimal,
+) -> dict[str, Decimal]:
+    """Return each team's weight in a pool's split."""
+    if method == "fixed":
+        return dict(policy.shares)
+    if method == "proportional":
+        weights = {team: max(direct.get(team, ZERO), ZERO) for team in recipients}
+        if sum(weights.values(), ZERO) > 0:
+            return weights
+        if amount != 0:
+            notes.append(f"{pool}: no team spent this month, so it is split evenly")
+    return dict.fromkeys(recipients, Decimal(1))
+
+
+def split_exactly(amount: Decimal, weights: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """Split an amount by weights; the parts add up to it exactly (the last takes the rest)."""
+    total = sum(weights.values(), ZERO)
+    if amount == 0 or not weights:
+        return {}
+    if total <= 0:
+        raise UsageError("chargeback shares must add up to more than 0")
+    names = sorted(weights)
+    parts = {name: amount * weights[name] / total for name in names[:-1]}
+    parts[names[-1]] = amount - sum(parts.values(), ZERO)
+    return parts
+
+
+def largest_remainder(values: Mapping[str, Decimal], target: Decimal) -> dict[str, Decimal]:
+    """Round values to cents so they add up to `target` (a whole number of cents) exactly.
+
+    Each value is floored to the cent; the cents still missing go, one each, to the values
+    that lost the most (ties in name order). No value moves by a cent or more.
+    """
+    floors = {k: v.quantize(CENT, rounding=ROUND_FLOOR) for k, v in values.items()}
+    missing = int((target - sum(floors.values(), ZERO)) / CENT)
+    if not 0 <= missing <= len(values):
+        raise ValueError(f"cannot round {sum(values.values(), ZERO)} to {target} by cents")
+    order = sorted(values, key=lambda k: (-(values[k] - floors[k]), k))
+    for key in order[:missing]:
+        floors[key] += CENT
+    return floors
+
+
+def _round_matrix(
+    exact: Mapping[str, Mapping[str, Decimal]], exact_total: Decimal
+) -> dict[str, dict[str, Decimal]]:
+    """Round a team x column matrix to cents keeping rows, columns and the total consistent."""
+    column_totals = {c: sum((row[c] for row in exact.values()), ZERO) for c in COLUMNS}
+    target = exact_total.quantize(CENT, rounding=ROUND_HALF_EVEN)
+    rounded_columns = largest_remainder(column_totals, target)
+    cents: dict[str, dict[str, Decimal]] = {team: {} for team in exact}
+    for column in COLUMNS:
+        cells = largest_remainder(
+            {team: row[column] for team, row in exact.items()}, rounded_columns[column]
+        )
+        for team, value in cells.items():
+            cents[team][column] = value
+    return cents

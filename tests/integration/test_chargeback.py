@@ -1,0 +1,209 @@
+"""`mlcost report chargeback`: real billing and a ledger with every shared pool, to the cent."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from decimal import Decimal
+
+import pandas as pd
+import pytest
+from sqlalchemy.orm import Session
+
+from bot.cli import main
+from bot.db.engine import make_engine, make_session_factory, session_scope
+from bot.ingest.ledger import ingest
+from bot.ingest.sources.focus import FocusSource
+from bot.money import CostBasis
+from bot.periods import month_period
+from bot.registry.spec import ChargebackSpec
+from bot.registry.sync import load_chargeback_policy
+from bot.spend.chargeback import chargeback_report
+from tests.conftest import DATA
+from tests.support.alert_walk import add_spend, spend_row
+from tests.support.sample_registry import load_registry
+
+FOCUS = DATA / "focus_sample.csv"
+CENT = Decimal("0.01")
+DAY = dt.date(2026, 11, 10)
+
+CHARGEBACK_REGISTRY = """\
+teams:
+  - {name: ranking, channel: C0RANKING, owners: [U0AAA111]}
+  - {name: nlp, channel: C0NLP, owners: [U0NNN111]}
+  - {name: platform, channel: C0PLATFORM, owners: [U0PPP111]}
+models:
+  - {name: recsys, team: ranking, owners: [U0AAA111]}
+  - {name: summarizer, team: nlp, owners: [U0NNN111]}
+chargeback:
+  split: proportional
+  pools: {support: evenly, idle: fixed}
+  shares: {ranking: 3, nlp: 1}
+"""
+
+
+def pandas_sum(values: pd.Series) -> Decimal:
+    """An independent sum: the file's text read as Decimal."""
+    return sum((Decimal(str(v)) for v in values.dropna()), Decimal(0))
+
+
+def test_real_focus_sample_charges_back_exactly_what_was_billed(session: Session) -> None:
+    load_registry(session)
+    frame = pd.read_csv(FOCUS, na_values=["NULL"], dtype={"BilledCost": str, "Tags": str})
+    ingest(FocusSource([str(FOCUS)]), session=session)
+    [result] = chargeback_report(
+        session=session,
+        period=month_period("2024-09"),
+        policy=load_chargeback_policy(session=session),
+    )
+    billed = pandas_sum(frame["BilledCost"])
+    brightpath = pandas_sum(
+        frame.loc[frame["Tags"].str.contains('"BrightPathMatrix"', na=False), "BilledCost"]
+    )
+    assert result.total == billed.quantize(CENT)
+    by_team = {t.team: t for t in result.teams}
+    # the registry claims BrightPathMatrix for platform; nothing else has a team
+    assert by_team["platform"].direct == brightpath.quantize(CENT)
+    assert by_team["ranking"].direct == 0
+    # proportional: the only team that spent carries all the shared cost
+    assert by_team["platform"].total == result.total
+    assert result.column_total("unallocated") == (billed - brightpath).quantize(CENT)
+
+
+@pytest.fixture
+def pooled(session: Session) -> Session:
+    """The session holding `seed_pools`."""
+    seed_pools(session)
+    return session
+
+
+def seed_pools(session: Session) -> None:
+    """November with team spend, and each shared pool: unallocated, idle, support and tax."""
+    load_registry(session, CHARGEBACK_REGISTRY)
+    rows = [
+        spend_row(DAY, "recsys", "training", "ranking", "600.006"),
+        spend_row(DAY, "summarizer", "serving", "nlp", "200.001"),
+        spend_row(DAY, None, "other", "platform", "200"),  # team-tagged, no model: direct
+        spend_row(DAY, None, "other", None, "100.10"),  # unallocated
+        {**spend_row(DAY, None, "other", None, "80", service="Kubernetes"), "attribution": "idle"},
+        spend_row(DAY, None, "other", None, "29.99", service="AWS Support (Business)"),
+        {**spend_row(DAY, None, "other", None, "10.01", service="Tax"), "charge_category": "Tax"},
+        # December is another month
+        spend_row(DAY.replace(month=12), "recsys", "training", "ranking", "999"),
+    ]
+    add_spend(session, rows)
+
+
+def test_each_pool_is_split_by_its_method(pooled: Session) -> None:
+    [result] = chargeback_report(
+        session=pooled,
+        period=month_period("2026-11"),
+        policy=load_chargeback_policy(session=pooled),
+    )
+    cells = {t.team: t.cells for t in result.teams}
+    assert {team: c["direct"] for team, c in cells.items()} == {
+        "nlp": Decimal("200.00"),
+        "platform": Decimal("200.00"),
+        "ranking": Decimal("600.01"),
+    }
+    # unallocated and tax: proportional to 600.006 : 200.001 : 200
+    assert cells["ranking"]["unallocated"] == Decimal("60.06")
+    assert cells["nlp"]["unallocated"] + cells["platform"]["unallocated"] == Decimal("40.04")
+    assert sum(c["tax"] for c in cells.values()) == Decimal("10.01")
+    # support: evenly among the three teams that spent, 29.99 = 10.00 + 10.00 + 9.99
+    assert sorted(c["support"] for c in cells.values()) == [
+        Decimal("9.99"),
+        Decimal("10.00"),
+        Decimal("10.00"),
+    ]
+    # idle: fixed shares 3:1, platform declares none
+    assert (cells["ranking"]["idle"], cells["nlp"]["idle"], cells["platform"]["idle"]) == (
+        Decimal("60.00"),
+        Decimal("20.00"),
+        Decimal("0.00"),
+    )
+    assert result.total == Decimal("1220.11") == result.ledger_total
+
+
+def run_cli(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["--database-url", url, "report", "chargeback", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def pooled_url(migrated_database_url: str) -> str:
+    engine = make_engine(migrated_database_url)
+    with session_scope(make_session_factory(engine)) as session:
+        seed_pools(session)
+    engine.dispose()
+    return migrated_database_url
+
+
+def test_cli_csv_json_and_table_agree_and_reconcile(
+    pooled_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(pooled_url, capsys, "--month", "2026-11", "--format", "csv")
+    assert code == 0
+    body, _blank, total = out.partition("\n\n")
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert [r["team"] for r in rows] == ["nlp", "platform", "ranking"]
+    assert sum(Decimal(r["total"]) for r in rows) == Decimal("1220.11")
+    for row in rows:
+        parts = ("direct", "unallocated", "idle", "support", "tax")
+        assert sum(Decimal(row[p]) for p in parts) == Decimal(row["total"])
+    assert total.strip().split(",")[2] == "total" and total.strip().endswith(",1220.11")
+
+    code, out, _ = run_cli(pooled_url, capsys, "--month", "2026-11", "--format", "json")
+    [doc] = json.loads(out)
+    assert doc["reconciliation"] == {
+        "ledger_total": "1220.11",
+        "charged_total": "1220.11",
+        "difference": "0.00",
+    }
+    assert doc["split"] == {
+        "unallocated": "proportional",
+        "idle": "fixed",
+        "support": "evenly",
+        "tax": "proportional",
+    }
+    assert {t["team"]: t["total"] for t in doc["teams"]} == {r["team"]: r["total"] for r in rows}
+
+    code, out, _ = run_cli(pooled_url, capsys, "--month", "2026-11")
+    assert "reconciles: teams $1,220.11, ledger $1,220.11" in out
+    assert "*" not in out and "<" not in out  # terminal text, no Slack markup
+
+
+def test_bad_month_and_empty_month_say_so(
+    pooled_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(pooled_url, capsys, "--month", "2026-13")
+    assert code != 0 and "'2026-13' is not a month" in err and out == ""
+    code, out, err = run_cli(pooled_url, capsys, "--month", "2025-01", "--format", "json")
+    assert code == 0 and json.loads(out) == []
+    assert "no spend in 2025-01" in err
+
+
+def test_currencies_are_charged_back_separately(session: Session) -> None:
+    load_registry(session, CHARGEBACK_REGISTRY)
+    add_spend(
+        session,
+        [
+            spend_row(DAY, "recsys", "training", "ranking", "100"),
+            {**spend_row(DAY, "summarizer", "serving", "nlp", "50"), "currency": "EUR"},
+            {**spend_row(DAY, None, "other", None, "5"), "currency": "EUR"},
+        ],
+    )
+    results = chargeback_report(
+        session=session,
+        period=month_period("2026-11"),
+        policy=ChargebackSpec(),
+        basis=CostBasis.EFFECTIVE,
+    )
+    assert [(r.currency, r.total) for r in results] == [
+        ("EUR", Decimal("55.00")),
+        ("USD", Decimal("100.00")),
+    ]
