@@ -167,6 +167,8 @@ class ResourceEntry:
     action_result: str | None = None  # what an approved Stop it did (lifecycle's words)
     target: tuple[tuple[str, str], ...] = ()
     members: tuple[str, ...] = ()
+    posted: bool = True  # posted to its channel at least once
+    below_floor: bool = False  # not posted: under the posting floor (MLCOST_SCAN_MIN_MONTHLY)
 
 
 def resource_entry(row: ResourceFindingRecord, now: dt.datetime) -> ResourceEntry:
@@ -199,6 +201,7 @@ def resource_entry(row: ResourceFindingRecord, now: dt.datetime) -> ResourceEntr
         action_result=row.action_result,
         target=tuple(sorted((str(k), str(v)) for k, v in (row.target or {}).items())),
         members=tuple(str(m) for m in details.get("members") or ()),
+        posted=row.post_count > 0,
     )
 
 
@@ -340,6 +343,7 @@ class WasteOverview:
     merged: list[WasteFinding]
     currency: str
     now: dt.datetime
+    posting_floor: Decimal | None = None  # resource findings under it are recorded, not posted
 
     @property
     def ranked(self) -> list[Entry]:
@@ -378,7 +382,11 @@ def waste_overview(
         session=session, settings=settings, as_of=as_of, cloudwatch=cloudwatch, strict=strict
     )
     currency = settings.currency
-    open_ = resource_entries(session=session, now=now, currency=currency)
+    floor = settings.scan_min_monthly
+    open_ = [
+        dataclasses.replace(e, below_floor=not e.posted and e.monthly_cost < floor)
+        for e in resource_entries(session=session, now=now, currency=currency)
+    ]
     findings, merged = merge_ledger_findings(
         session=session, findings=ledger, resources=open_, as_of=as_of, currency=currency
     )
@@ -390,6 +398,7 @@ def waste_overview(
         merged=merged,
         currency=currency,
         now=now,
+        posting_floor=floor,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from sqlalchemy import select
@@ -116,3 +117,29 @@ def test_a_worse_finding_competes_for_the_cap_by_its_cost(registry: Session) -> 
     assert report.worse == [f"{ACCOUNT}/us-east-1/gpu_instance/i-a"]  # type: ignore[attr-defined]
     assert report.new == [f"{ACCOUNT}/us-east-1/gpu_instance/i-b"]  # type: ignore[attr-defined]
     assert report.summarised == [f"{ACCOUNT}/us-east-1/gpu_instance/i-c"]  # type: ignore[attr-defined]
+
+
+def test_reports_say_a_finding_under_the_floor_was_not_posted(registry: Session) -> None:
+    from bot.config import Settings
+    from bot.slack.blocks.waste import render_waste_json, render_waste_text
+    from bot.waste.findings import waste_overview
+
+    session = registry
+    scan(session, T0, finding("vol-small", "12.40"), finding("i-big", "730"))
+    overview = waste_overview(
+        session=session, settings=Settings(), as_of=T0.date(), now=T0 + DAY, strict=False
+    )
+    text = render_waste_text(overview)
+    big_block, small_block = text.split("i-big", 1)[1].split("vol-small", 1)  # largest first
+    assert "not posted to Slack: under the $50.00/month posting floor" in small_block
+    assert "not posted" not in big_block
+    entries = {
+        e["resource_id"]: e
+        for e in json.loads(render_waste_json(overview, T0.date()))["findings"]
+        if "resource_id" in e
+    }
+    assert (entries["vol-small"]["posted"], entries["vol-small"]["below_posting_floor"]) == (
+        False,
+        True,
+    )
+    assert (entries["i-big"]["posted"], entries["i-big"]["below_posting_floor"]) == (True, False)

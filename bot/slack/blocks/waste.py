@@ -205,6 +205,8 @@ def _entry_json(entry: Entry, currency: str) -> dict[str, Any]:
             "keep_until": entry.keep_until.isoformat() if entry.keep_until else None,
             "closed_at": entry.closed_at.isoformat() if entry.closed_at else None,
             "saved_so_far": str(entry.saved_so_far) if entry.saved_so_far is not None else None,
+            "posted": entry.posted,
+            "below_posting_floor": entry.below_floor,
         }
     return {
         "source": "ledger",
@@ -274,6 +276,12 @@ def render_waste_text(overview: WasteOverview) -> str:
             )
             if stop := _stop_words(f):
                 lines.append(f"{indent}{stop}")
+            if f.below_floor and overview.posting_floor is not None:
+                floor = format_money_places(overview.posting_floor, currency, 2)
+                lines.append(
+                    f"{indent}not posted to Slack: under the {floor}/month posting floor "
+                    "(MLCOST_SCAN_MIN_MONTHLY)"
+                )
             continue
         lines.append(f"{money}{label_of(f)}: {unmarked(f.subject)}")
         lines.append(f"{indent}{unmarked(f.evidence)}")
