@@ -50,7 +50,10 @@ def answer_clicked(
     settings = services.settings
     channel, ts, user = _where(body)
     answer = EXPECTED if action.get("action_id") == EXPECTED_ACTION else NOT_EXPECTED
-    value = json.loads(action.get("value") or "{}")
+    try:
+        value = json.loads(action.get("value") or "{}")
+    except json.JSONDecodeError:
+        value = {}  # the key is then missing: the service says the button names no anomaly
     key = str(value.get("key", ""))
     now = services.clock()
 
