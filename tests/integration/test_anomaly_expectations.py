@@ -20,8 +20,10 @@ from bot.audit.trail import audit_trail
 from bot.db.engine import session_scope
 from bot.db.schema import AnomalyExpectation, AuditLog
 from bot.errors import PermissionDenied
+from bot.notify.messages import AlertContext
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
+from bot.slack.blocks.alerts import build_anomaly_alert
 from tests.support.alert_walk import HISTORY_START, add_spend, days, spend_row
 from tests.support.database import migrated
 
@@ -128,6 +130,10 @@ def test_expected_quiets_the_month_up_to_its_level_and_not_beyond_or_after(
     assert beyond.expected == Decimal(1000 - 80)  # the accepted rise, no more
     assert beyond.value == Decimal(2630)
     assert spikes[dt.date(2026, 12, 3)].expected == 0
+    _, blocks = build_anomaly_alert(beyond, AlertContext(channel="C0RANKING"))
+    body = blocks[1]["text"]["text"]
+    assert "$920 of it was answered Expected this month" in body
+    assert "resource `i-alpha`: $2,600 (usual $80.00, +$2,520)" in body
 
 
 def test_not_expected_changes_no_judgement_and_an_answer_is_recorded_once(
