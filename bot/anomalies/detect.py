@@ -4,10 +4,15 @@ The baseline is the median of the previous 14–28 days and the spread their med
 deviation (scaled to a standard deviation), so one past spike does not hide the next. A day is an
 anomaly when it is more than 3.5 spreads (and at least 10 %) above the median *and* the excess is
 worth at least a minimum number of dollars, so pennies never page anyone.
+
+A spend anomaly names its drivers (bot/anomalies/drivers.py). Once an owner answers one
+"Expected", that driver's rise up to the level it reached is taken off the scope's later days of
+the same month before they are judged; what goes beyond it is judged as usual.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import statistics
 from collections.abc import Mapping, Sequence
@@ -18,7 +23,14 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend, ValueMetric
+from bot.anomalies.drivers import (
+    DRIVER_DIMENSIONS,
+    Driver,
+    Expectation,
+    accepted_spend,
+    rank_drivers,
+)
+from bot.db.schema import AnomalyExpectation, DailySpend, ValueMetric
 from bot.money import CostBasis
 from bot.spend.reports import cost_column
 
@@ -29,6 +41,7 @@ MAD_TO_SIGMA = Decimal("1.4826")
 RELATIVE_FLOOR = Decimal("0.10")
 WORKLOAD_SLACK = Decimal("1.25")  # GPU-hours may grow 25 % more than the workload before we ask
 ZERO = Decimal(0)
+EXPECTED, NOT_EXPECTED = "expected", "not_expected"
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,8 @@ class Anomaly:
     excess_cost: Decimal
     model_name: str | None = None
     resources: list[tuple[str, Decimal, bool]] = field(default_factory=list)  # (id, +value, new)
+    drivers: list[Driver] = field(default_factory=list)  # spend: what rose most that day
+    expected: Decimal = ZERO  # spend: the part owners answered Expected (not judged)
 
     @property
     def dedupe_key(self) -> str:
@@ -95,16 +110,27 @@ def detect(
     first_day: dt.date,
     min_excess: Decimal,
     unit_cost: Mapping[str, Decimal] | None = None,
+    expected: Mapping[str, Decimal] | None = None,
 ) -> list[tuple[str, Decimal, Baseline, Decimal]]:
-    """Return (key, value, baseline, excess cost) for each series unusual on `day`."""
+    """Return (key, value, baseline, excess cost) for each series unusual on `day`.
+
+    `expected` (per key) is the part of the day's value answered Expected: it is taken off the
+    value before judging it (the baseline is the days' own spend, unchanged).
+    """
     history_days = _baseline_days(day, first_day)
     found = []
     for key, values in sorted(series.items()):
         baseline = robust_baseline([values.get(d, ZERO) for d in history_days])
         value = values.get(day, ZERO)
+        judged = value - (expected or {}).get(key, ZERO)
         rate = (unit_cost or {}).get(key, Decimal(1))
         excess = (value - baseline.median) * rate
-        if baseline.days >= BASELINE_MIN_DAYS and value > baseline.ceiling and excess >= min_excess:
+        judged_excess = (judged - baseline.median) * rate
+        if (
+            baseline.days >= BASELINE_MIN_DAYS
+            and judged > baseline.ceiling
+            and judged_excess >= min_excess
+        ):
             found.append((key, value, baseline, excess))
     return found
 
@@ -164,6 +190,14 @@ def find_anomalies_between(
         .where(*window)
         .group_by(DailySpend.stage, DailySpend.day)
     ).all()
+    expected = expected_spend(
+        session,
+        load_expectations(session, first, last),
+        first=first,
+        last=last,
+        basis=basis,
+        currency=currency,
+    )
     spend = _series([(m, d, c) for m, d, c, _, _ in by_model])
     stages = _series(by_stage)
     gpu = _series([(m, d, g) for m, d, _, g, _ in by_model])
@@ -175,11 +209,163 @@ def find_anomalies_between(
         ]
         anomalies.extend(
             _anomalies_on(
-                session, day, first_day, min_excess, in_window, spend=spend, stages=stages, gpu=gpu
+                session,
+                day,
+                first_day,
+                min_excess,
+                in_window,
+                spend=spend,
+                stages=stages,
+                gpu=gpu,
+                expected=expected,
             )
         )
         day += dt.timedelta(days=1)
+    for anomaly in anomalies:
+        if anomaly.kind == "spend":
+            anomaly.drivers.extend(
+                scope_drivers(
+                    session=session,
+                    scope=anomaly.scope,
+                    day=anomaly.day,
+                    first_day=first_day,
+                    basis=basis,
+                    currency=currency,
+                )
+            )
     return anomalies
+
+
+def _on_day(
+    expected: Mapping[str, Mapping[dt.date, Decimal]], kind: str, day: dt.date
+) -> dict[str, Decimal]:
+    """Return the expected spend on a day by name, for the scopes of one kind (model or stage)."""
+    prefix = f"{kind}:"
+    return {
+        scope.removeprefix(prefix): days[day]
+        for scope, days in expected.items()
+        if scope.startswith(prefix) and day in days
+    }
+
+
+def _with_expected(anomaly: Anomaly, expected: Mapping[str, Mapping[dt.date, Decimal]]) -> Anomaly:
+    amount = expected.get(anomaly.scope, {}).get(anomaly.day, ZERO)
+    return dataclasses.replace(anomaly, expected=amount) if amount else anomaly
+
+
+def scope_filter(scope: str) -> Any:
+    """Return the ledger condition of an anomaly scope (`model:NAME` or `stage:NAME`)."""
+    kind, _, name = scope.partition(":")
+    if kind == "model":
+        return DailySpend.model == name
+    if kind == "stage":
+        return DailySpend.stage == name
+    raise ValueError(f"not an anomaly scope: {scope}")
+
+
+def scope_drivers(
+    *,
+    session: Session,
+    scope: str,
+    day: dt.date,
+    first_day: dt.date,
+    basis: CostBasis = CostBasis.BILLED,
+    currency: str = "USD",
+) -> list[Driver]:
+    """Return the dimension values of a scope whose spend rose most on a day (top drivers)."""
+    history = _baseline_days(day, first_day)
+    cost = cost_column(basis)
+    rows: list[tuple[str, str | None, dt.date, Decimal]] = []
+    for dimension in DRIVER_DIMENSIONS:
+        column = getattr(DailySpend, dimension)
+        found = session.execute(
+            select(column, DailySpend.day, func.sum(cost))
+            .where(
+                scope_filter(scope),
+                DailySpend.day >= (history[0] if history else day),
+                DailySpend.day <= day,
+                DailySpend.currency == currency,
+            )
+            .group_by(column, DailySpend.day)
+        ).all()
+        rows.extend((dimension, value, d, Decimal(c or 0)) for value, d, c in found)
+    return rank_drivers(rows, day=day, history=history)
+
+
+def _months(first: dt.date, last: dt.date) -> list[str]:
+    """Return every month (YYYY-MM) from first's to last's."""
+    months, month = [], first.replace(day=1)
+    while month <= last:
+        months.append(month.strftime("%Y-%m"))
+        month = (month + dt.timedelta(days=32)).replace(day=1)
+    return months
+
+
+def load_expectations(
+    session: Session, first: dt.date, last: dt.date
+) -> dict[str, list[Expectation]]:
+    """Return the Expected answers in force on some day of [first, last], by scope."""
+    rows = session.scalars(
+        select(AnomalyExpectation).where(
+            AnomalyExpectation.answer == EXPECTED,
+            AnomalyExpectation.kind == "spend",
+            AnomalyExpectation.month.in_(_months(first, last)),
+            AnomalyExpectation.anomaly_day <= last,
+            AnomalyExpectation.dimension.is_not(None),
+        )
+    )
+    found: dict[str, list[Expectation]] = {}
+    for row in rows:
+        if row.dimension not in DRIVER_DIMENSIONS or row.value is None:
+            continue  # a dimension this version does not read
+        found.setdefault(row.scope, []).append(
+            Expectation(
+                scope=row.scope,
+                dimension=row.dimension,
+                value=row.value,
+                month=row.month,
+                since=row.anomaly_day,
+                level=row.level or ZERO,
+                usual=row.usual or ZERO,
+            )
+        )
+    return found
+
+
+def expected_spend(
+    session: Session,
+    expectations: Mapping[str, Sequence[Expectation]],
+    *,
+    first: dt.date,
+    last: dt.date,
+    basis: CostBasis,
+    currency: str,
+) -> dict[str, dict[dt.date, Decimal]]:
+    """Return, per scope and day of [first, last], the spend its Expected answers accept."""
+    cost = cost_column(basis)
+    result: dict[str, dict[dt.date, Decimal]] = {}
+    for scope, answers in expectations.items():
+        spend: dict[dt.date, dict[tuple[str, str], Decimal]] = {}
+        for dimension in sorted({a.dimension for a in answers}):
+            column = getattr(DailySpend, dimension)
+            values = sorted({a.value for a in answers if a.dimension == dimension})
+            for value, d, c in session.execute(
+                select(column, DailySpend.day, func.sum(cost))
+                .where(
+                    scope_filter(scope),
+                    column.in_(values),
+                    DailySpend.day >= first,
+                    DailySpend.day <= last,
+                    DailySpend.currency == currency,
+                )
+                .group_by(column, DailySpend.day)
+            ):
+                spend.setdefault(d, {})[(dimension, value)] = Decimal(c or 0)
+        for d, by_driver in spend.items():
+            amount = accepted_spend([a for a in answers if a.covers(d)], by_driver)
+            if amount > 0:
+                result.setdefault(scope, {})[d] = amount
+    return result
 
 
 def _anomalies_on(
@@ -192,19 +378,36 @@ def _anomalies_on(
     spend: Mapping[str, Mapping[dt.date, Decimal]],
     stages: Mapping[str, Mapping[dt.date, Decimal]],
     gpu: Mapping[str, Mapping[dt.date, Decimal]],
+    expected: Mapping[str, Mapping[dt.date, Decimal]] | None = None,
 ) -> list[Anomaly]:
-    """Judge one day; `by_model` holds the per-model rows of its baseline window and the day."""
+    """Judge one day; `by_model` holds the per-model rows of its baseline window and the day.
+
+    `expected` holds, per scope (`model:NAME`, `stage:NAME`) and day, the spend answered Expected.
+    """
     anomalies: list[Anomaly] = []
-    spiked_models = set()
+    expected = expected or {}
+    # a model whose spend jumped explains its GPU-hours, even when the jump was expected
+    spiked_models = {
+        hit[0] for hit in detect(spend, day=day, first_day=first_day, min_excess=min_excess)
+    }
     for model, value, baseline, excess in detect(
-        spend, day=day, first_day=first_day, min_excess=min_excess
+        spend,
+        day=day,
+        first_day=first_day,
+        min_excess=min_excess,
+        expected=_on_day(expected, "model", day),
     ):
-        spiked_models.add(model)
-        anomalies.append(Anomaly("spend", f"model:{model}", day, value, baseline, excess, model))
+        anomaly = Anomaly("spend", f"model:{model}", day, value, baseline, excess, model)
+        anomalies.append(_with_expected(anomaly, expected))
     for stage, value, baseline, excess in detect(
-        stages, day=day, first_day=first_day, min_excess=min_excess
+        stages,
+        day=day,
+        first_day=first_day,
+        min_excess=min_excess,
+        expected=_on_day(expected, "stage", day),
     ):
-        anomalies.append(Anomaly("spend", f"stage:{stage}", day, value, baseline, excess))
+        anomaly = Anomaly("spend", f"stage:{stage}", day, value, baseline, excess)
+        anomalies.append(_with_expected(anomaly, expected))
     gpu_cost: dict[str, Decimal] = {}
     gpu_hours: dict[str, Decimal] = {}
     for model, _, _, hours, gpu_spend in by_model:

@@ -2,9 +2,11 @@
 
 Every write path stores one `AuditLog` row: budget changes, silences, owner changes, registry
 imports, review openings and decisions, sign-offs, resource finding decisions and Stop it
-actions. Their `target` is a budget scope (`model:recsys`, `team:ranking/stage:training`), a
-model (`model:recsys`), a review key (`review:2026-10:ranking[:model:recsys]`), a resource
-finding's key (`account/region/kind/id`) or `registry`; their `detail` holds what changed.
+actions, and answers to anomaly posts (`anomaly.expected`, `anomaly.not_expected`). Their
+`target` is a budget scope (`model:recsys`, `team:ranking/stage:training`), a model
+(`model:recsys`, also an anomaly's scope), an organisation-wide stage (`stage:training`, an
+anomaly's), a review key (`review:2026-10:ranking[:model:recsys]`), a resource finding's key
+(`account/region/kind/id`) or `registry`; their `detail` holds what changed.
 """
 
 from __future__ import annotations

@@ -498,3 +498,33 @@ class ResourceFindingRecord(Base):
     action_result: Mapped[str | None] = mapped_column(Text)
     action_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     action_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+
+class AnomalyExpectation(Base):
+    """An owner's answer to an anomaly post: Expected or Not expected, once per anomaly.
+
+    `anomaly_key` is the post's outbox key, unique: a second click records nothing. An
+    `expected` answer names the anomaly's top driver (a daily_spend dimension and value) with its
+    spend that day (`level`) and usual day (`usual`); until the month ends, that driver's rise up
+    to `level` no longer makes the scope's spend anomalous (bot/anomalies/drivers.py).
+    """
+
+    __tablename__ = "anomaly_expectations"
+    __table_args__ = (Index("ix_anomaly_expectations_scope", "scope", "month"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    anomaly_key: Mapped[str] = mapped_column(String(300), unique=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    scope: Mapped[str] = mapped_column(String(250))
+    answer: Mapped[str] = mapped_column(String(20))  # expected | not_expected
+    month: Mapped[str] = mapped_column(String(7))
+    anomaly_day: Mapped[dt.date] = mapped_column(Date)
+    amount: Mapped[Decimal] = mapped_column(Money)  # the scope's spend that day
+    excess: Mapped[Decimal] = mapped_column(Money)  # and how far above usual
+    dimension: Mapped[str | None] = mapped_column(String(40))
+    value: Mapped[str | None] = mapped_column(String(1024))
+    level: Mapped[Decimal | None] = mapped_column(Money)
+    usual: Mapped[Decimal | None] = mapped_column(Money)
+    currency: Mapped[str] = mapped_column(String(3), default="USD", server_default="USD")
+    user_id: Mapped[str] = mapped_column(String(40))
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime)

@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import gzip
 import io
+import json
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -423,6 +424,7 @@ def show_alerts(services: AppServices) -> None:
     )
     sent: set[str] = set()
     first: PlannedPost | None = None
+    anomaly: PlannedPost | None = None
     day = ALERTS_THROUGH.replace(day=1)
     while day <= ALERTS_THROUGH:
         now = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(6), dt.UTC)
@@ -434,13 +436,68 @@ def show_alerts(services: AppServices) -> None:
             sent.add(post.dedupe_key)
             first = first or (post if post.kind.startswith("budget") else None)
             print(f"{day:%b %d}  {post.channel:<10} {plain(post.text)}")
+        anomaly = anomaly or answer_demo_anomaly(services, report.planned, now)
         day += dt.timedelta(days=1)
     if first is not None:
         print(f"\nThe first budget alert as posted in {first.channel} (as terminal text):")
-        for block in first.blocks:
-            for text in _block_texts(block):
-                print("  " + plain(text).replace("\n", "\n  "))
+        print_post(first)
+    if anomaly is not None:
+        print(f"\nThe anomaly answered Expected, as posted in {anomaly.channel}:")
+        print_post(anomaly)
     print("\nmlcost poll --as-of 2026-11-20 --dry-run prints what would be posted on one day.")
+
+
+def print_post(post: PlannedPost) -> None:
+    """Print a planned post's blocks as terminal text, indented."""
+    for block in post.blocks:
+        for text in _block_texts(block):
+            print("  " + plain(text).replace("\n", "\n  "))
+
+
+ANSWERED_MODEL = "model:recsys"
+ANSWERED_BY = "U0AAA111"  # one of recsys's owners in the demo registry
+
+
+def answer_demo_anomaly(
+    services: AppServices, planned: list[PlannedPost], now: dt.datetime
+) -> PlannedPost | None:
+    """Answer recsys's first spend anomaly Expected, as its owner would the next morning."""
+    from bot.anomalies.answers import answer_anomaly
+    from bot.slack.blocks.alerts import anomaly_answered_note
+
+    post = next(
+        (p for p in planned if p.dedupe_key.startswith(f"anomaly:spend:{ANSWERED_MODEL}:")), None
+    )
+    if post is None:
+        return None
+    value = next(e["value"] for b in post.blocks if b["type"] == "actions" for e in b["elements"])
+    amounts = json.loads(value)
+    at = now + dt.timedelta(hours=3, minutes=30)
+    with services.unit_of_work() as session:
+        row = answer_anomaly(
+            session=session,
+            key=post.dedupe_key,
+            answer="expected",
+            user_id=ANSWERED_BY,
+            amount=Decimal(amounts["amount"]),
+            excess=Decimal(amounts["excess"]),
+            now=at,
+            basis=services.settings.budget_cost_basis,
+            currency=services.settings.currency,
+        ).row
+        note = anomaly_answered_note(
+            row.answer,
+            row.user_id,
+            row.at,
+            row.scope,
+            dimension=row.dimension,
+            value=row.value,
+            level=row.level,
+            month=row.anomaly_day.strftime("%B"),
+            currency=row.currency,
+        )
+    print(f"{at:%b %d}  {post.channel:<10} {plain(note)}")
+    return post
 
 
 def _block_texts(block: dict[str, Any]) -> list[str]:

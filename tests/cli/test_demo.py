@@ -193,3 +193,24 @@ def test_the_readme_shows_what_the_demo_writes_and_posts(two_runs: TwoRuns) -> N
     assert shown and all(line in printed for line in shown), [
         line for line in shown if line not in printed
     ]
+
+
+def test_the_demo_answers_an_anomaly_expected_and_its_next_days_are_quiet(
+    two_runs: TwoRuns,
+) -> None:
+    """Section 8: recsys's Nov 18 spike names its drivers; its owner answers Expected."""
+    alerts = two_runs.first.split("== 8. Budget alerts")[1].split("\n== ")[0]
+    lines = alerts.splitlines()
+    assert "Nov 18  C0RECSYS   Unusual spend for model:recsys on Nov 18" in alerts
+    answered = [line for line in lines if "Expected, said @U0AAA111" in line]
+    assert len(answered) == 1 and answered[0].startswith("Nov 19  C0RECSYS")
+    assert "resource i-recsystrain01 up to" in answered[0]
+    # the training instance stays up on Nov 19 and 20 below the accepted level: recsys is quiet,
+    # while the organisation-wide training stage (not answered) still alerts
+    assert not [line for line in lines if "Unusual spend for model:recsys on Nov 19" in line]
+    assert not [line for line in lines if "Unusual spend for model:recsys on Nov 20" in line]
+    assert "Unusual spend for stage:training on Nov 20" in alerts
+    post = alerts.split("The anomaly answered Expected, as posted in C0RECSYS:")[1]
+    assert "Drivers (against their own usual day):" in post
+    assert "• resource i-recsystrain01: " in post
+    assert "[ Expected ] [ Not expected ]" in post

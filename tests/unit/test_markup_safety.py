@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import bot.slack.blocks
 from bot.anomalies.detect import Anomaly, Baseline
+from bot.anomalies.drivers import Driver as SpendDriver
 from bot.audit.trail import AuditEntry
 from bot.budgets.board import BudgetBoard, BudgetBoardRow
 from bot.budgets.drivers import Driver, Drivers
@@ -265,6 +266,8 @@ def case_budget_alert(draw: Any) -> Built:
 
 def case_anomaly_alert(draw: Any) -> Built:
     resource = st.tuples(hostile(1024), money, st.booleans())
+    dimension = st.sampled_from(["service", "usage_type", "resource_id", "run"])
+    spend_driver = st.builds(SpendDriver, dimension, hostile(1024), money, money)
     anomaly = Anomaly(
         draw(st.sampled_from(["spend", "gpu"])),
         draw(hostile(120)),
@@ -274,6 +277,8 @@ def case_anomaly_alert(draw: Any) -> Built:
         draw(money),
         draw(hostile()),
         many(draw, draw(count), resource),
+        many(draw, draw(count), spend_driver),
+        draw(money),
     )
     return alert_blocks.build_anomaly_alert(anomaly, alert_ctx(draw))
 
@@ -548,6 +553,18 @@ def case_replace_actions(draw: Any) -> Built:
                     draw(st.one_of(st.sampled_from(VALID_USERS), hostile(40))), WHEN
                 ),
                 alert_blocks.raised_note(draw(hostile(40)), draw(hostile(250)), "$1,200", WHEN),
+                alert_blocks.anomaly_answered_note(
+                    draw(st.sampled_from(["expected", "not_expected"])),
+                    draw(st.one_of(st.sampled_from(VALID_USERS), hostile(40))),
+                    WHEN,
+                    draw(hostile(250)),
+                    dimension=draw(st.one_of(st.none(), st.just("resource_id"))),
+                    value=draw(hostile(1024)),
+                    level=draw(st.one_of(st.none(), money)),
+                    month=draw(hostile(20)),
+                    currency="USD",
+                    owners=draw(users),
+                ),
             ]
         )
     )

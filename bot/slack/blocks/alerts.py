@@ -9,6 +9,8 @@ from decimal import Decimal
 from typing import Any
 
 from bot.anomalies.detect import Anomaly
+from bot.anomalies.drivers import Driver as SpendDriver
+from bot.anomalies.drivers import dimension_label
 from bot.budgets.drivers import Driver
 from bot.budgets.evaluate import BudgetStatus
 from bot.budgets.plan import ACTUAL, EXCEEDED, BudgetAlert
@@ -30,6 +32,9 @@ SNOOZE_ACTION = "budget_snooze"
 RAISE_ACTION = "budget_raise"
 RAISE_CALLBACK = "budget_raise_submit"
 ACTIONS_BLOCK = "budget_alert_actions"
+EXPECTED_ACTION = "anomaly_expected"
+NOT_EXPECTED_ACTION = "anomaly_not_expected"
+ANOMALY_ACTIONS_BLOCK = "anomaly_actions"
 AMOUNT_BLOCK = "amount"
 
 Blocks = list[dict[str, Any]]
@@ -182,7 +187,7 @@ def _budget_buttons(status: BudgetStatus) -> dict[str, Any]:
 
 
 def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Blocks]:
-    """Render an anomaly: the day against its baseline, the excess in dollars, suspects."""
+    """Render an anomaly: the day against its baseline, the excess, its drivers, the answers."""
     money = lambda value: format_money(value, ctx.currency)  # noqa: E731
     day = anomaly.day.strftime("%b %-d")
     baseline = anomaly.baseline
@@ -201,6 +206,11 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
             f"(median of {baseline.days} days, normal up to {money(baseline.ceiling)}): "
             f"*{money(anomaly.excess_cost)}* more than usual."
         )
+        if anomaly.expected > 0:
+            body += (
+                f" {money(anomaly.expected)} of it was answered Expected this month; "
+                "the rest is beyond what was expected."
+            )
     headline = phrase.format(anomaly.scope)  # plain text: the header
     headline_md = phrase.format(escape(clip(anomaly.scope, 200)))
     lines = [body]
@@ -212,6 +222,10 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
             increases.append(f"• {code(clip(resource, 120))} +{growth:,.1f} GPU-hours{note}")
         room = MAX_SECTION_TEXT - len(body) - len(owners) - 100
         lines.append("Largest increases:\n" + fit_lines(increases, room))
+    if anomaly.drivers:
+        drivers = [_driver_line(d, money) for d in anomaly.drivers]
+        room = MAX_SECTION_TEXT - len(body) - len(owners) - 100
+        lines.append("Drivers (against their own usual day):\n" + fit_lines(drivers, room))
     if owners:
         lines.append(owners)
     text = f":rotating_light: {headline_md}: {money(anomaly.excess_cost)} above usual."
@@ -220,7 +234,91 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
         _section(":rotating_light: " + "\n".join(lines)),
         _context(f"Details: {code(command_hint(anomaly.scope))} · {escape(ctx.basis)} cost"),
     ]
+    if anomaly.kind == "spend":
+        if anomaly.drivers:
+            top = anomaly.drivers[0]
+            blocks.append(
+                _context(
+                    f"Expected accepts {_driver_name(top)} up to {money(top.amount)} a day "
+                    f"until the end of {anomaly.day:%B}; more than that still alerts. "
+                    "Owners and admins answer."
+                )
+            )
+        blocks.append(_anomaly_buttons(anomaly))
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
+
+
+def _driver_name(driver: SpendDriver) -> str:
+    """Return `resource `i-abc`` (mrkdwn, the value escaped inside code)."""
+    return f"{dimension_label(driver.dimension)} {code(clip(driver.value, 120))}"
+
+
+def _driver_line(driver: SpendDriver, money: Callable[[Decimal], str]) -> str:
+    return (
+        f"• {_driver_name(driver)}: {money(driver.amount)} "
+        f"(usual {money(driver.usual)}, +{money(driver.rise)})"
+    )
+
+
+def _anomaly_buttons(anomaly: Anomaly) -> dict[str, Any]:
+    """Return the Expected and Not expected buttons, each carrying the anomaly's key and amount."""
+    value = json.dumps(
+        {
+            "key": anomaly.dedupe_key,
+            "amount": f"{anomaly.value:f}",
+            "excess": f"{anomaly.excess_cost:f}",
+        },
+        ensure_ascii=False,
+    )
+    elements = [
+        {
+            "type": "button",
+            "action_id": EXPECTED_ACTION,
+            "value": value,
+            "style": "primary",
+            "text": {"type": "plain_text", "text": "Expected"},
+        },
+        {
+            "type": "button",
+            "action_id": NOT_EXPECTED_ACTION,
+            "value": value,
+            "text": {"type": "plain_text", "text": "Not expected"},
+        },
+    ]
+    return {"type": "actions", "block_id": ANOMALY_ACTIONS_BLOCK, "elements": elements}
+
+
+def anomaly_answered_note(
+    answer: str,
+    user_id: str,
+    when: dt.datetime,
+    scope: str,
+    *,
+    dimension: str | None,
+    value: str | None,
+    level: Decimal | None,
+    month: str,
+    currency: str,
+    owners: Iterable[str] = (),
+) -> str:
+    """Say who answered an anomaly and what it means (mrkdwn, for replace_actions)."""
+    who = f"{users([user_id])} on {format_when(when)}"
+    driver = (
+        f"{dimension_label(dimension)} {code(clip(value, 120))}"
+        if dimension is not None and value is not None
+        else None
+    )
+    if answer == "expected":
+        if driver is None or level is None:
+            return f":white_check_mark: Expected, said {who}. No driver rose that day."
+        return (
+            f":white_check_mark: Expected, said {who}: {driver} up to "
+            f"{format_money(level, currency)} a day does not alert again for "
+            f"{code(clip(scope, 200))} until the end of {escape(month)}."
+        )
+    look = f" {_mentions(owners)} please look into it" if owners else " Please look into it"
+    about = f", starting with {driver}" if driver else ""
+    return f":mag: Not expected, said {who}: this anomaly stays open.{look}{about}."
 
 
 def build_unallocated_alert(
@@ -247,7 +345,7 @@ def build_unallocated_alert(
 
 def replace_actions(blocks: Blocks, note: str) -> Blocks:
     """Return the alert's blocks with its buttons replaced by a note saying who did what."""
-    kept = [b for b in blocks if b.get("block_id") != ACTIONS_BLOCK]
+    kept = [b for b in blocks if b.get("block_id") not in (ACTIONS_BLOCK, ANOMALY_ACTIONS_BLOCK)]
     return [*kept, _context(note)]
 
 

@@ -1,0 +1,108 @@
+"""Anomaly buttons: Expected and Not expected (owners and admins only), answered once."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from slack_bolt import Ack, App, BoltContext
+from slack_sdk import WebClient
+from sqlalchemy.orm import Session
+
+from bot.anomalies.answers import answer_anomaly, parse_amount
+from bot.anomalies.detect import EXPECTED, NOT_EXPECTED
+from bot.slack.blocks.alerts import (
+    EXPECTED_ACTION,
+    NOT_EXPECTED_ACTION,
+    anomaly_answered_note,
+    replace_actions,
+)
+from bot.slack.error_boundary import guarded
+from bot.slack.middleware import services_of, unit_of_work_of
+from bot.slack.mrkdwn import users
+from bot.slack.notifier import SLACK_FAILURES
+
+log = logging.getLogger(__name__)
+
+
+def _where(body: dict[str, Any]) -> tuple[str, str, str]:
+    """Return (channel, message ts, user) of a button click."""
+    container = body.get("container") or {}
+    channel = container.get("channel_id") or (body.get("channel") or {}).get("id", "")
+    ts = container.get("message_ts") or (body.get("message") or {}).get("ts", "")
+    return channel, ts, (body.get("user") or {}).get("id", "")
+
+
+def _tell(client: WebClient, channel: str, user: str, text: str) -> None:
+    try:
+        client.chat_postEphemeral(channel=channel, user=user, text=text)
+    except SLACK_FAILURES as exc:
+        log.warning("could not tell %s: %s", user, exc)
+
+
+def answer_clicked(
+    ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient, context: BoltContext
+) -> None:
+    """Record the answer (once), then replace the post's buttons with who answered what."""
+    ack()
+    services = services_of(context)
+    settings = services.settings
+    channel, ts, user = _where(body)
+    answer = EXPECTED if action.get("action_id") == EXPECTED_ACTION else NOT_EXPECTED
+    try:
+        value = json.loads(action.get("value") or "{}")
+    except json.JSONDecodeError:
+        value = {}  # the key is then missing: the service says the button names no anomaly
+    key = str(value.get("key", ""))
+    now = services.clock()
+
+    def step(session: Session) -> tuple[str, bool, str]:
+        result = answer_anomaly(
+            session=session,
+            key=key,
+            answer=answer,
+            user_id=user,
+            amount=parse_amount(value.get("amount")),
+            excess=parse_amount(value.get("excess")),
+            now=now,
+            basis=settings.budget_cost_basis,
+            currency=settings.currency,
+        )
+        row = result.row
+        note = anomaly_answered_note(
+            row.answer,
+            row.user_id,
+            row.at,
+            row.scope,
+            dimension=row.dimension,
+            value=row.value,
+            level=row.level,
+            month=row.anomaly_day.strftime("%B"),
+            currency=row.currency,
+            owners=result.owners,
+        )
+        return note, result.recorded, row.user_id
+
+    note, recorded, answered_by = unit_of_work_of(context)(step)
+    if not recorded:
+        _tell(
+            client,
+            channel,
+            user,
+            f"This anomaly was already answered by {users([answered_by])}; nothing was changed.",
+        )
+    message = body.get("message") or {}
+    blocks = replace_actions(message.get("blocks") or [], note)
+    try:
+        client.chat_update(channel=channel, ts=ts, text=message.get("text") or note, blocks=blocks)
+    except SLACK_FAILURES as exc:  # recorded already: tell the clicker, keep the answer
+        log.warning("anomaly %s answered, message not updated: %s", key, exc)
+        if recorded:
+            _tell(client, channel, user, f"{note} (The post itself could not be updated.)")
+
+
+def register(app: App) -> None:
+    """Wire the anomaly answer buttons."""
+    app.action(EXPECTED_ACTION)(guarded(answer_clicked))
+    app.action(NOT_EXPECTED_ACTION)(guarded(answer_clicked))
