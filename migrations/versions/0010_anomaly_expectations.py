@@ -1,6 +1,6 @@
 """anomaly expectations: owners' Expected / Not expected answers to anomaly posts
 
-Revision ID: 0012_anomaly_expectations
+Revision ID: 0010_anomaly_expectations
 Revises: 0009_model_gate_policy
 Create Date: 2026-12-03 19:00:00
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0012_anomaly_expectations"
+revision: str = "0010_anomaly_expectations"
 down_revision: str | None = "0009_model_gate_policy"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
