@@ -212,9 +212,18 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
             increases.append(f"• {code(clip(resource, 120))} +{growth:,.1f} GPU-hours{note}")
         room = MAX_SECTION_TEXT - len(body) - len(owners) - 100
         lines.append("Largest increases:\n" + fit_lines(increases, room))
+    run_note = ""
+    if anomaly.run is not None:
+        rise = (
+            f"+{anomaly.run.increase:,.1f} GPU-hours"
+            if anomaly.kind == "gpu"
+            else f"+{money(anomaly.run.increase)}"
+        )
+        lines.append(f"Driven by run {code(clip(anomaly.run.run, 120))}: {rise} over its usual.")
+        run_note = f" Driven by run {code(clip(anomaly.run.run, 120))}."
     if owners:
         lines.append(owners)
-    text = f":rotating_light: {headline_md}: {money(anomaly.excess_cost)} above usual."
+    text = f":rotating_light: {headline_md}: {money(anomaly.excess_cost)} above usual.{run_note}"
     blocks: Blocks = [
         _header(headline),
         _section(":rotating_light: " + "\n".join(lines)),
