@@ -62,7 +62,8 @@ def test_the_spend_anomaly_names_the_run_with_the_largest_rise(session: Session)
 
     text, blocks = build_anomaly_alert(by_scope["model:recsys"], AlertContext(channel="C1"))
     body = blocks[1]["text"]["text"]
-    assert "Driven by run `retry &lt;!here&gt; ˋloopˋ`: +$450 over its usual." in body
+    named = "Driven by run `retry &lt;!here&gt; ˋloopˋ`: +$450 over its usual"
+    assert f"{named} (new: not in the baseline)." in body
     assert "<!here>" not in body and "<!here>" not in text
     assert text.endswith("Driven by run `retry &lt;!here&gt; ˋloopˋ`.")
 
@@ -107,5 +108,6 @@ def test_a_gpu_anomaly_names_the_run_by_its_gpu_hours(session: Session) -> None:
     assert (anomaly.run.run, anomaly.run.increase) == ("orphan-pods", Decimal(34))
     _text, blocks = build_anomaly_alert(anomaly, AlertContext(channel="C1"))
     assert (
-        "Driven by run `orphan-pods`: +34.0 GPU-hours over its usual." in blocks[1]["text"]["text"]
+        "Driven by run `orphan-pods`: +34.0 GPU-hours over its usual (new"
+        in blocks[1]["text"]["text"]
     )

@@ -219,7 +219,10 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
             if anomaly.kind == "gpu"
             else f"+{money(anomaly.run.increase)}"
         )
-        lines.append(f"Driven by run {code(clip(anomaly.run.run, 120))}: {rise} over its usual.")
+        new = " (new: not in the baseline)" if anomaly.run.increase == anomaly.run.value else ""
+        lines.append(
+            f"Driven by run {code(clip(anomaly.run.run, 120))}: {rise} over its usual{new}."
+        )
         run_note = f" Driven by run {code(clip(anomaly.run.run, 120))}."
     if owners:
         lines.append(owners)
