@@ -212,20 +212,12 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
             increases.append(f"• {code(clip(resource, 120))} +{growth:,.1f} GPU-hours{note}")
         room = MAX_SECTION_TEXT - len(body) - len(owners) - 100
         lines.append("Largest increases:\n" + fit_lines(increases, room))
-    run_note = ""
-    if anomaly.run is not None:
-        rise = (
-            f"+{anomaly.run.increase:,.1f} GPU-hours"
-            if anomaly.kind == "gpu"
-            else f"+{money(anomaly.run.increase)}"
-        )
-        new = " (new: not in the baseline)" if anomaly.run.increase == anomaly.run.value else ""
-        lines.append(
-            f"Driven by run {code(clip(anomaly.run.run, 120))}: {rise} over its usual{new}."
-        )
-        run_note = f" Driven by run {code(clip(anomaly.run.run, 120))}."
+    run_line = _driving_run_line(anomaly, money)
+    if run_line:
+        lines.append(run_line)
     if owners:
         lines.append(owners)
+    run_note = f" Driven by run {code(clip(anomaly.run.run, 120))}." if anomaly.run else ""
     text = f":rotating_light: {headline_md}: {money(anomaly.excess_cost)} above usual.{run_note}"
     blocks: Blocks = [
         _header(headline),
@@ -233,6 +225,16 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
         _context(f"Details: {code(command_hint(anomaly.scope))} · {escape(ctx.basis)} cost"),
     ]
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
+
+
+def _driving_run_line(anomaly: Anomaly, money: Callable[[Decimal], str]) -> str:
+    """Return the line naming the run that drove the anomaly, or "" when none did."""
+    if anomaly.run is None:
+        return ""
+    run = anomaly.run
+    rise = f"+{run.increase:,.1f} GPU-hours" if anomaly.kind == "gpu" else f"+{money(run.increase)}"
+    fresh = " (new: not in the baseline)" if run.increase == run.value else ""
+    return f"Driven by run {code(clip(run.run, 120))}: {rise} over its usual{fresh}."
 
 
 def build_unallocated_alert(
