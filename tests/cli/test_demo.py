@@ -193,3 +193,44 @@ def test_the_readme_shows_what_the_demo_writes_and_posts(two_runs: TwoRuns) -> N
     assert shown and all(line in printed for line in shown), [
         line for line in shown if line not in printed
     ]
+
+
+def test_the_demo_shows_cost_per_training_run(two_runs: TwoRuns) -> None:
+    """Sections 6 and 6b name recsys's runs at their raw-file cost; the alerts name the run."""
+    import csv
+    import gzip
+    import json
+    from decimal import Decimal
+
+    from bot.demo.run import DATA
+    from bot.money import format_money
+
+    with gzip.open(DATA / "billing-focus.csv.gz", "rt", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    retry = sum(
+        (
+            Decimal(r["BilledCost"])
+            for r in rows
+            if r["Tags"] != "NULL" and json.loads(r["Tags"]).get("ml:run") == "recsys-v42-retry"
+        ),
+        Decimal(0),
+    )
+    model = two_runs.first.split("== 6. Slack: /mlcost model recsys")[1].split("\n== ")[0]
+    assert f"top runs        1. recsys-v42-retry {format_money(retry, 'USD')}, " in model
+    runs = two_runs.first.split("== 6b. Cost per training run")[1].split("\n== ")[0]
+    lines = runs.splitlines()
+    assert lines[4].split()[:3] == ["recsys", "recsys-v42-retry", "training"]
+    assert f"{format_money(retry, 'USD')}" in lines[4]
+    assert any(line.startswith("recsys  (no run)") for line in lines)
+    recsys = sum(
+        (
+            Decimal(r["BilledCost"])
+            for r in rows
+            if r["ChargePeriodStart"].startswith("2026-11") and '"ml:model": "recsys"' in r["Tags"]
+        ),
+        Decimal(0),
+    )  # the run lines and the (no run) line add up to the model's month
+    assert f"attributed: {format_money(recsys, 'USD')}  unallocated: $0" in lines
+    assert "Unusual spend for model:recsys on Nov 18: $1,483 above usual. Driven by run " in (
+        two_runs.first
+    )
