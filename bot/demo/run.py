@@ -58,7 +58,6 @@ def run_demo(services: AppServices, folder: Path, progress: Progress | None = No
         lambda: load_value_metrics(services),
         lambda: show_spend(services),
         lambda: show_slack_model_report(services, charts),
-        lambda: show_run_costs(services),
         lambda: show_slack_team_report(services, charts),
         lambda: show_alerts(services),
         lambda: run_unit_economics_demo(services, charts),
@@ -358,6 +357,7 @@ def show_slack_model_report(services: AppServices, charts: DemoCharts) -> None:
         "/mlcost model recsys: daily spend by stage, burn against budget, forecast",
     )
     print(f"chart           charts/{name} (what the bot uploads to the channel)")
+    show_run_costs(services)  # section 6b, in the same step
 
 
 def _print_top_runs(runs: list[Any], money: Callable[[Decimal], str]) -> None:
