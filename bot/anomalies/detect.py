@@ -16,7 +16,7 @@ import dataclasses
 import datetime as dt
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -71,6 +71,15 @@ def is_anomalous(value: Decimal, baseline: Baseline, *, min_excess: Decimal) -> 
 
 
 @dataclass(frozen=True)
+class RunDriver:
+    """The training run that drove an anomaly: its value that day and its rise over its usual."""
+
+    run: str
+    value: Decimal  # dollars (spend) or GPU-hours (gpu), like the anomaly's
+    increase: Decimal
+
+
+@dataclass(frozen=True)
 class Anomaly:
     """An unusual day for a model or a stage."""
 
@@ -84,6 +93,7 @@ class Anomaly:
     resources: list[tuple[str, Decimal, bool]] = field(default_factory=list)  # (id, +value, new)
     drivers: list[Driver] = field(default_factory=list)  # spend: what rose most that day
     expected: Decimal = ZERO  # spend: the part owners answered Expected (not judged)
+    run: RunDriver | None = None  # the run with the largest rise that day, when runs exist
 
     @property
     def dedupe_key(self) -> str:
@@ -233,7 +243,55 @@ def find_anomalies_between(
                     currency=currency,
                 )
             )
-    return anomalies
+    return [
+        _with_driving_run(session, a, first_day=first_day, cost=cost, currency=currency)
+        for a in anomalies
+    ]
+
+
+def _with_driving_run(
+    session: Session, anomaly: Anomaly, *, first_day: dt.date, cost: Any, currency: str
+) -> Anomaly:
+    """Return the anomaly naming the run that drove it (unchanged when no run rose that day)."""
+    kind, _, name = anomaly.scope.partition(":")
+    scope = DailySpend.model if kind == "model" else DailySpend.stage
+    measure = DailySpend.gpu_hours if anomaly.kind == "gpu" else cost
+    run = driving_run(
+        session,
+        day=anomaly.day,
+        first_day=first_day,
+        measure=measure,
+        where=[scope == name, DailySpend.currency == currency],
+    )
+    return anomaly if run is None else replace(anomaly, run=run)
+
+
+def driving_run(
+    session: Session, *, day: dt.date, first_day: dt.date, measure: Any, where: Sequence[Any]
+) -> RunDriver | None:
+    """Return the run whose `measure` rose most on `day` over its own baseline median.
+
+    A run's baseline is the median of its days in the anomaly's baseline window (a day without
+    the run counts as zero), so a run that starts that day rises by all of its spend.
+    """
+    history = _baseline_days(day, first_day)
+    rows = session.execute(
+        select(DailySpend.run, DailySpend.day, func.sum(measure))
+        .where(
+            *where,
+            DailySpend.run.is_not(None),
+            DailySpend.day >= (history[0] if history else day),
+            DailySpend.day <= day,
+        )
+        .group_by(DailySpend.run, DailySpend.day)
+    ).all()
+    best: RunDriver | None = None
+    for run, values in sorted(_series(rows).items()):
+        value = values.get(day, ZERO)
+        increase = value - robust_baseline([values.get(d, ZERO) for d in history]).median
+        if increase > 0 and (best is None or increase > best.increase):
+            best = RunDriver(run=run, value=value, increase=increase)
+    return best
 
 
 def _on_day(

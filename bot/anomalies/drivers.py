@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-DRIVER_DIMENSIONS: tuple[str, ...] = ("service", "usage_type", "resource_id")
+DRIVER_DIMENSIONS: tuple[str, ...] = ("service", "usage_type", "resource_id", "run")
 DIMENSION_LABELS = {"usage_type": "usage type", "resource_id": "resource"}
 TOP_DRIVERS = 3
 ZERO = Decimal(0)

@@ -1,4 +1,4 @@
-"""`mlcost report spend --month YYYY-MM --by model,stage --format table|csv|json`."""
+"""`mlcost report spend --month YYYY-MM --by model,stage|run [--model M] --format csv|json`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from bot.money import CostBasis, column_places, format_money_places
 if TYPE_CHECKING:
     from bot.cli.context import CliContext
     from bot.periods import Period
-    from bot.spend.reports import SpendReport, SpendTotals
+    from bot.spend.reports import SpendLine, SpendReport, SpendTotals
 
 
 def register(commands: Any) -> None:
@@ -25,7 +25,12 @@ def register(commands: Any) -> None:
     sub = parser.add_subparsers(dest="report", required=True)
     spend = sub.add_parser("spend", help="spend per group with reconciled totals")
     spend.add_argument("--month", help="YYYY-MM (default: this month)")
-    spend.add_argument("--by", default="model,stage", help="dimensions, e.g. model,stage")
+    spend.add_argument(
+        "--by",
+        default="model,stage",
+        help="dimensions, e.g. model,stage; or run alone: one line per training run",
+    )
+    spend.add_argument("--model", help="only this model's spend (its runs, with --by run)")
     spend.add_argument("--format", choices=["table", "csv", "json"], default="table")
     spend.add_argument(
         "--cost",
@@ -58,17 +63,27 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print spend per group for a month."""
     from bot.ingest.rollup import ledger_day_range
     from bot.periods import month_of, month_period
+    from bot.registry.catalog import find_model
     from bot.spend.reports import check_currency_setting, parse_dimensions, spend_report
+    from bot.spend.runs import run_report
 
     period = month_period(args.month) if args.month else month_of(ctx.services.clock().date())
+    by = parse_dimensions(args.by, allow_run=True)
     with ctx.session() as session:
+        model = find_model(session, args.model).name if args.model else None
         check_currency_setting(session, ctx.settings.currency)
-        report = spend_report(
-            session=session,
-            period=period,
-            by=parse_dimensions(args.by),
-            basis=CostBasis(args.cost),
-        )
+        if by == ["run"]:
+            report = run_report(
+                session=session, period=period, basis=CostBasis(args.cost), model=model
+            )
+        else:
+            report = spend_report(
+                session=session,
+                period=period,
+                by=by,
+                basis=CostBasis(args.cost),
+                where=None if model is None else {"model": model},
+            )
         coverage = None if report.lines else ledger_day_range(session)
     print(render(report, args.format), end="")
     if not report.lines:  # on stderr: CSV and JSON on stdout stay data
@@ -125,7 +140,7 @@ def _render_csv(report: SpendReport) -> str:
     for line in report.lines:
         writer.writerow(
             [
-                *(_cell(line.group[k]) for k in report.by),
+                *(_label(report, line, k) for k in report.by),
                 line.currency,
                 line.cost,
                 line.gpu_hours,
@@ -154,7 +169,7 @@ def _render_table(report: SpendReport) -> str:
     }
     body = [
         [
-            *(_cell(line.group[k]) for k in report.by),
+            *(_label(report, line, k) for k in report.by),
             format_money_places(line.cost, line.currency, places.get(line.currency, 2)),
             f"{line.gpu_hours:,.1f}",
         ]
@@ -215,10 +230,14 @@ def _totals_lines(
     ]
 
 
-def _cell(value: object) -> str:
-    if value is None:
-        return "(unallocated)"
-    return value.isoformat() if isinstance(value, dt.date) else str(value)
+def _label(report: SpendReport, line: SpendLine, name: str) -> str:
+    """Return one cell: a run report's spend without a run is one `(no run)` line over all."""
+    value = line.group[name]
+    if value is not None:
+        return value.isoformat() if isinstance(value, dt.date) else str(value)
+    if "run" in report.by and line.group["run"] is None:
+        return "(no run)" if name == "run" else ""
+    return "(unallocated)"
 
 
 class _Buffer:

@@ -238,6 +238,8 @@ class DailySpend(Base):
         Index("ix_daily_spend_day_model", "day", "model"),
         Index("ix_daily_spend_day_team", "day", "team"),
         Index("ix_daily_spend_scope", "provider", "billing_account", "day"),
+        # a model's runs over a window: its month's runs, the run behind an anomaly
+        Index("ix_daily_spend_model_day_run", "model", "day", "run"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -264,6 +266,8 @@ class DailySpend(Base):
     team: Mapped[str | None] = mapped_column(String(100))
     model_tag_value: Mapped[str | None] = mapped_column(String(256))
     attribution: Mapped[str] = mapped_column(String(40))
+    # the training run (ml:run tag or SageMaker training job), not the ingestion run (run_id)
+    run: Mapped[str | None] = mapped_column(String(256))
     billed_cost: Mapped[Decimal] = mapped_column(Money)
     effective_cost: Mapped[Decimal] = mapped_column(Money)
     usage_quantity: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))

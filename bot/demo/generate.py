@@ -228,6 +228,27 @@ def _spike(resource: Resource, day: dt.date) -> float:
     return 1.0
 
 
+# recsys's training runs (the `ml:run` tag on its training instance): name, first day, last day.
+RECSYS_RUNS = (
+    ("recsys-v38-baseline", dt.date(2026, 9, 1), dt.date(2026, 9, 14)),
+    ("recsys-v39-two-tower", dt.date(2026, 9, 15), dt.date(2026, 10, 4)),
+    ("recsys-v40-longer-context", dt.date(2026, 10, 5), dt.date(2026, 10, 25)),
+    ("recsys-v41-hpo-sweep", dt.date(2026, 10, 26), dt.date(2026, 11, 9)),
+    ("recsys-v42-full-retrain", dt.date(2026, 11, 10), dt.date(2026, 11, 17)),
+    # the runaway: a retry loop relaunching the job, three days at 3.5x (see _spike)
+    ("recsys-v42-retry", dt.date(2026, 11, 18), dt.date(2026, 11, 20)),
+    ("recsys-v43-distill", dt.date(2026, 11, 21), dt.date(2026, 11, 30)),
+)
+
+
+def _tags(resource: Resource, day: dt.date) -> dict[str, str]:
+    """Return a resource's tags on a day: recsys's training instance also names its run."""
+    if resource.resource_id != "i-recsystrain01":
+        return resource.tags
+    run = next(name for name, first, last in RECSYS_RUNS if first <= day <= last)
+    return {**resource.tags, "ml:run": run}
+
+
 def generate_rows() -> list[dict[str, str]]:
     """Return the FOCUS rows, one per resource and day."""
     rng = random.Random(20261202)
@@ -243,6 +264,7 @@ def generate_rows() -> list[dict[str, str]]:
             units = res.daily_units * weekday * trend * rng.uniform(0.85, 1.15) * _spike(res, day)
             quantity = Decimal(f"{units:.6f}")
             billed = (quantity * res.rate).quantize(Decimal("0.000001"))
+            tags = _tags(res, day)
             # Savings Plans cover GPU training at about 28 % off in effective cost.
             effective = billed * Decimal("0.72") if "BoxUsage:p" in res.usage_type else billed
             rows.append(
@@ -266,7 +288,7 @@ def generate_rows() -> list[dict[str, str]]:
                     "ServiceName": res.service,
                     "SkuId": res.usage_type,
                     "SubAccountId": res.sub_account,
-                    "Tags": json.dumps(res.tags) if res.tags else "NULL",
+                    "Tags": json.dumps(tags) if tags else "NULL",
                     "x_UsageType": res.usage_type,
                     "x_InstanceType": res.instance_type or "NULL",
                 }

@@ -366,6 +366,7 @@ def show_slack_model_report(services: AppServices, charts: DemoCharts) -> None:
         if report.top_resources
         else ""
     )
+    _print_top_runs(report.top_runs, money)
     print(f"cost basis      {report.basis}")
     name = f"model-recsys-{DEMO_MONTH}.png"
     charts.write(
@@ -374,6 +375,29 @@ def show_slack_model_report(services: AppServices, charts: DemoCharts) -> None:
         "/mlcost model recsys: daily spend by stage, burn against budget, forecast",
     )
     print(f"chart           charts/{name} (what the bot uploads to the channel)")
+    show_run_costs(services)  # section 6b, in the same step
+
+
+def _print_top_runs(runs: list[Any], money: Callable[[Decimal], str]) -> None:
+    """Print the model report's most expensive runs, one line each."""
+    for rank, run in enumerate(runs, 1):
+        print(
+            f"{'top runs' if rank == 1 else '':<15} {rank}. {run.run} {money(run.cost)}, "
+            f"{run.gpu_hours:,.0f} GPU-h ({run.first_day:%d %b}–{run.last_day:%d %b})"
+        )
+
+
+def show_run_costs(services: AppServices) -> None:
+    """Section 6b: cost per training run, as `mlcost report spend --by run --model recsys`."""
+    from bot.spend.runs import run_report
+
+    section(
+        f"6b. Cost per training run (mlcost report spend --by run --model recsys "
+        f"--month {DEMO_MONTH})"
+    )
+    with services.unit_of_work() as session:
+        runs = run_report(session=session, period=month_period(DEMO_MONTH), model="recsys")
+    print(render(runs, "table"), end="")
 
 
 def show_slack_team_report(services: AppServices, charts: DemoCharts) -> None:

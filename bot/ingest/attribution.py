@@ -11,6 +11,7 @@ from bot.ingest.gpu import gpu_count
 
 TRAINING, SERVING, STORAGE, DATA, OTHER = "training", "serving", "storage", "data", "other"
 ML_STAGES = (TRAINING, SERVING, STORAGE, DATA)
+RUN_MAX_LENGTH = 256  # the ledger's run column (AWS tag values are at most 256 characters)
 
 _STAGE_ALIASES = {
     TRAINING: (
@@ -58,6 +59,10 @@ _STAGE_ALIASES = {
 }
 _ALIAS_TO_STAGE = {alias: stage for stage, aliases in _STAGE_ALIASES.items() for alias in aliases}
 
+# A SageMaker training job's ARN, as billing carries it in the resource id: the name is the run.
+_TRAINING_JOB_ARN_RE = re.compile(
+    r"^arn:aws[a-z-]*:sagemaker:[^:]*:[^:]*:training-job/(?P<name>[^/]+)$"
+)
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NON_WORD_RE = re.compile(r"[^a-z0-9]+")
 
@@ -200,6 +205,7 @@ class Attribution:
     team: str | None
     model_tag_value: str | None
     rule: str
+    run: str | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +217,7 @@ class AttributionRules:
     model_tag_keys: tuple[str, ...] = ("ml_model", "model")
     stage_tag_keys: tuple[str, ...] = ("ml_stage", "stage")
     team_tag_keys: tuple[str, ...] = ("team",)
+    run_tag_keys: tuple[str, ...] = ("ml_run",)
     stage_rules: tuple[StageRule, ...] = DEFAULT_STAGE_RULES
 
     @classmethod
@@ -222,6 +229,7 @@ class AttributionRules:
         stage_tag_keys: Iterable[str],
         team_tag_keys: Iterable[str],
         extra_stage_rules: Iterable[StageRule] = (),
+        run_tag_keys: Iterable[str] = ("ml:run",),
     ) -> AttributionRules:
         """Build rules with tag keys normalised; custom stage rules run before the defaults."""
         return cls(
@@ -230,12 +238,18 @@ class AttributionRules:
             model_tag_keys=tuple(normalize_tag_key(k) for k in model_tag_keys),
             stage_tag_keys=tuple(normalize_tag_key(k) for k in stage_tag_keys),
             team_tag_keys=tuple(normalize_tag_key(k) for k in team_tag_keys),
+            run_tag_keys=tuple(normalize_tag_key(k) for k in run_tag_keys),
             stage_rules=(*extra_stage_rules, *DEFAULT_STAGE_RULES),
         )
 
     def tag_keys_used(self) -> set[str]:
         """Return every normalised tag key attribution reads, so sources read only those."""
-        keys = {*self.model_tag_keys, *self.stage_tag_keys, *self.team_tag_keys}
+        keys = {
+            *self.model_tag_keys,
+            *self.stage_tag_keys,
+            *self.team_tag_keys,
+            *self.run_tag_keys,
+        }
         for model in self.models:
             keys.update(model.tags)
         return keys
@@ -250,6 +264,15 @@ def _first_tag(tags: Mapping[str, str], keys: Iterable[str]) -> str | None:
         if value:
             return value
     return None
+
+
+def training_run(charge: ChargeFacts, rules: AttributionRules) -> str | None:
+    """Return the charge's training run: its run tag, else a SageMaker training job's name."""
+    tagged = _first_tag(charge.tags, rules.run_tag_keys)
+    if tagged:
+        return tagged[:RUN_MAX_LENGTH]
+    found = _TRAINING_JOB_ARN_RE.match(charge.resource_id or "")
+    return found["name"][:RUN_MAX_LENGTH] if found else None
 
 
 def rule_stage(charge: ChargeFacts, rules: AttributionRules) -> str:
@@ -294,6 +317,7 @@ def attribute(
         team=team,
         model_tag_value=tag_value,
         rule=how,
+        run=training_run(charge, rules),
     )
 
 

@@ -45,7 +45,7 @@ _FACT_COLUMNS = (
     "sub_account",
     "unit",
 )
-_ATTRIBUTION_COLUMNS = ("model", "stage", "team", "model_tag_value", "attribution")
+_ATTRIBUTION_COLUMNS = ("model", "stage", "team", "model_tag_value", "attribution", "run")
 # a charge's key columns but its unit (the GPU count has used it), then its attribution
 LEDGER_KEYS = (*(c for c in KEY_COLUMNS if c != "unit"), *_ATTRIBUTION_COLUMNS)
 LEDGER_VALUES = ("billed_cost", "effective_cost", "usage_quantity", "gpu_hours")
@@ -387,6 +387,7 @@ def _attribute_facts(facts: pa.Table, rules: AttributionRules) -> pa.Table:
         found["team"].append(result.team)
         found["model_tag_value"].append(result.model_tag_value)
         found["attribution"].append(result.rule)
+        found["run"].append(result.run)
         hourly = row["unit"].lower() in _HOUR_UNITS
         found["gpus"].append(gpu_count(row["instance_type"]) if hourly else 0)
     columns = {name: facts[name] for name in facts.column_names}

@@ -158,6 +158,8 @@ class AttributionSpec(_Spec):
     model_tag_keys: list[str] = Field(default_factory=lambda: ["ml:model", "model"])
     stage_tag_keys: list[str] = Field(default_factory=lambda: ["ml:stage", "stage"])
     team_tag_keys: list[str] = Field(default_factory=lambda: ["team"])
+    # a training run: `ml:run`, which also matches an OpenCost/Kubernetes label `ml_run`
+    run_tag_keys: list[str] = Field(default_factory=lambda: ["ml:run"])
     stage_rules: list[StageRuleSpec] = Field(default_factory=list)
 
 

@@ -308,5 +308,6 @@ def load_attribution_rules(*, session: Session) -> AttributionRules:
         model_tag_keys=spec.model_tag_keys,
         stage_tag_keys=spec.stage_tag_keys,
         team_tag_keys=spec.team_tag_keys,
+        run_tag_keys=spec.run_tag_keys,
         extra_stage_rules=[StageRule(**r.model_dump()) for r in spec.stage_rules],
     )

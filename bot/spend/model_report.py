@@ -17,6 +17,7 @@ from bot.slack.charts.spend_chart import SpendChart
 from bot.spend.daily import ReportingWindow, forecast_chart, in_period, window_and_currency
 from bot.spend.forecast import Forecast, forecast_month
 from bot.spend.reports import cost_column
+from bot.spend.runs import RunCost, model_top_runs
 
 ZERO = Decimal(0)
 TOP_RESOURCES = 5
@@ -51,6 +52,7 @@ class ModelReport:
     last_month_total: Decimal
     stage_budgets: dict[str, Decimal] = field(default_factory=dict)
     currency: str = "USD"  # the spend's one currency; budgets in others are not compared
+    top_runs: list[RunCost] = field(default_factory=list)  # the month's most expensive runs
 
     @property
     def budget_used(self) -> Decimal | None:
@@ -127,6 +129,13 @@ def model_report(
         last_month_total=in_period(daily, span.previous_month),
         stage_budgets={stage: amount for stage, amount in budgets.items() if stage},
         currency=currency,
+        top_runs=model_top_runs(
+            session=session,
+            model=model.name,
+            start=span.month.start,
+            end=span.as_of + dt.timedelta(days=1),
+            basis=basis,
+        ),
     )
 
 

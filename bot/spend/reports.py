@@ -154,14 +154,21 @@ class SpendReport:
         }
 
 
-def parse_dimensions(text: str) -> list[str]:
-    """Parse `model,stage` into known dimension names."""
+def parse_dimensions(text: str, *, allow_run: bool = False) -> list[str]:
+    """Parse `model,stage` into known dimension names; `run` alone when `allow_run`."""
     names = [part.strip().lower() for part in text.split(",") if part.strip()]
+    if allow_run and "run" in names:
+        if names != ["run"]:
+            raise UsageError(
+                "`--by run` lists training runs on its own (model, run, stage, first and last "
+                "day are its columns); drop the other dimensions"
+            )
+        return names
     unknown = [n for n in names if n not in DIMENSIONS]
     if unknown or not names:
+        choices = [*DIMENSIONS, "run (alone)"] if allow_run else list(DIMENSIONS)
         raise UsageError(
-            f"cannot group by {', '.join(unknown) or 'nothing'}; choose from "
-            f"{', '.join(DIMENSIONS)}"
+            f"cannot group by {', '.join(unknown) or 'nothing'}; choose from {', '.join(choices)}"
         )
     return names
 

@@ -204,7 +204,7 @@ def test_the_demo_answers_an_anomaly_expected_and_its_next_days_are_quiet(
     assert "Nov 18  C0RECSYS   Unusual spend for model:recsys on Nov 18" in alerts
     answered = [line for line in lines if "Expected, said @U0AAA111" in line]
     assert len(answered) == 1 and answered[0].startswith("Nov 19  C0RECSYS")
-    assert "resource i-recsystrain01 up to" in answered[0]
+    assert "run recsys-v42-retry up to" in answered[0]
     # the training instance stays up on Nov 19 and 20 below the accepted level: recsys is quiet,
     # while the organisation-wide training stage (not answered) still alerts
     assert not [line for line in lines if "Unusual spend for model:recsys on Nov 19" in line]
@@ -214,3 +214,44 @@ def test_the_demo_answers_an_anomaly_expected_and_its_next_days_are_quiet(
     assert "Drivers (against their own usual day):" in post
     assert "• resource i-recsystrain01: " in post
     assert "[ Expected ] [ Not expected ]" in post
+
+
+def test_the_demo_shows_cost_per_training_run(two_runs: TwoRuns) -> None:
+    """Sections 6 and 6b name recsys's runs at their raw-file cost; the alerts name the run."""
+    import csv
+    import gzip
+    import json
+    from decimal import Decimal
+
+    from bot.demo.run import DATA
+    from bot.money import format_money
+
+    with gzip.open(DATA / "billing-focus.csv.gz", "rt", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    retry = sum(
+        (
+            Decimal(r["BilledCost"])
+            for r in rows
+            if r["Tags"] != "NULL" and json.loads(r["Tags"]).get("ml:run") == "recsys-v42-retry"
+        ),
+        Decimal(0),
+    )
+    model = two_runs.first.split("== 6. Slack: /mlcost model recsys")[1].split("\n== ")[0]
+    assert f"top runs        1. recsys-v42-retry {format_money(retry, 'USD')}, " in model
+    runs = two_runs.first.split("== 6b. Cost per training run")[1].split("\n== ")[0]
+    lines = runs.splitlines()
+    assert lines[4].split()[:3] == ["recsys", "recsys-v42-retry", "training"]
+    assert f"{format_money(retry, 'USD')}" in lines[4]
+    assert any(line.startswith("recsys  (no run)") for line in lines)
+    recsys = sum(
+        (
+            Decimal(r["BilledCost"])
+            for r in rows
+            if r["ChargePeriodStart"].startswith("2026-11") and '"ml:model": "recsys"' in r["Tags"]
+        ),
+        Decimal(0),
+    )  # the run lines and the (no run) line add up to the model's month
+    assert f"attributed: {format_money(recsys, 'USD')}  unallocated: $0" in lines
+    assert "Unusual spend for model:recsys on Nov 18: $1,483 above usual. Driven by run " in (
+        two_runs.first
+    )

@@ -226,9 +226,13 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
         drivers = [_driver_line(d, money) for d in anomaly.drivers]
         room = MAX_SECTION_TEXT - len(body) - len(owners) - 100
         lines.append("Drivers (against their own usual day):\n" + fit_lines(drivers, room))
+    run_line = _driving_run_line(anomaly, money)
+    if run_line:
+        lines.append(run_line)
     if owners:
         lines.append(owners)
-    text = f":rotating_light: {headline_md}: {money(anomaly.excess_cost)} above usual."
+    run_note = f" Driven by run {code(clip(anomaly.run.run, 120))}." if anomaly.run else ""
+    text = f":rotating_light: {headline_md}: {money(anomaly.excess_cost)} above usual.{run_note}"
     blocks: Blocks = [
         _header(headline),
         _section(":rotating_light: " + "\n".join(lines)),
@@ -319,6 +323,16 @@ def anomaly_answered_note(
     look = f" {_mentions(owners)} please look into it" if owners else " Please look into it"
     about = f", starting with {driver}" if driver else ""
     return f":mag: Not expected, said {who}: this anomaly stays open.{look}{about}."
+
+
+def _driving_run_line(anomaly: Anomaly, money: Callable[[Decimal], str]) -> str:
+    """Return the line naming the run that drove the anomaly, or "" when none did."""
+    if anomaly.run is None:
+        return ""
+    run = anomaly.run
+    rise = f"+{run.increase:,.1f} GPU-hours" if anomaly.kind == "gpu" else f"+{money(run.increase)}"
+    fresh = " (new: not in the baseline)" if run.increase == run.value else ""
+    return f"Driven by run {code(clip(run.run, 120))}: {rise} over its usual{fresh}."
 
 
 def build_unallocated_alert(

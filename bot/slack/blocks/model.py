@@ -48,6 +48,7 @@ def build_model_report_blocks(
             + "*\n"
             + (fit_lines(_resource_lines(report, currency), MAX_SECTION_TEXT - 60) or "None.")
         ),
+        *_runs_section(report, currency, to_date),
         context(
             f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
             f"chart window {span.window.label} · "
@@ -109,6 +110,20 @@ def _resource_lines(report: ModelReport, currency: str) -> list[str]:
         f"{escape(clip(r.stage, 40))}): *{format_money(r.cost, currency)}*"
         for r in report.top_resources
     ]
+
+
+def _runs_section(report: ModelReport, currency: str, to_date: str) -> list[dict[str, Any]]:
+    """Return the month's most expensive training runs as one section (none without runs)."""
+    if not report.top_runs:
+        return []
+    lines = [
+        f"• {code(clip(r.run, 80))} ({escape(clip(r.stage, 40))}, "
+        f"{r.first_day:%d %b}–{r.last_day:%d %b}): *{format_money(r.cost, currency)}* · "
+        f"{r.gpu_hours.quantize(Decimal(1)):,} GPU-h"
+        for r in report.top_runs
+    ]
+    title = f"*Most expensive runs, month {to_date}*\n"
+    return [section(title + fit_lines(lines, MAX_SECTION_TEXT - 60))]
 
 
 def _fallback_text(report: ModelReport, currency: str, to_date: str) -> str:
