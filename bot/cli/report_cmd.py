@@ -123,7 +123,7 @@ def _render_csv(report: SpendReport) -> str:
     for line in report.lines:
         writer.writerow(
             [
-                *(_cell(line.group[k]) for k in report.by),
+                *(_cell(line.group[k], line.idle) for k in report.by),
                 line.currency,
                 line.cost,
                 line.gpu_hours,
@@ -133,7 +133,8 @@ def _render_csv(report: SpendReport) -> str:
     # under the same columns: the name where the groups are, then currency and amount
     pad = [""] * (len(report.by) - 1)
     for totals in report.totals:
-        for name in ("billed", "effective", "attributed", "unallocated"):
+        names = ["billed", "effective", "attributed", "unallocated"]
+        for name in [*names, "idle"] if totals.idle else names:
             writer.writerow([f"total_{name}", *pad, totals.currency, getattr(totals, name), ""])
     return out.text
 
@@ -152,7 +153,7 @@ def _render_table(report: SpendReport) -> str:
     }
     body = [
         [
-            *(_cell(line.group[k]) for k in report.by),
+            *(_cell(line.group[k], line.idle) for k in report.by),
             format_money_places(line.cost, line.currency, places.get(line.currency, 2)),
             f"{line.gpu_hours:,.1f}",
         ]
@@ -195,7 +196,14 @@ def _render_table(report: SpendReport) -> str:
 
 
 def _amounts(totals: SpendTotals) -> list[Decimal]:
-    return [totals.total, totals.billed, totals.effective, totals.attributed, totals.unallocated]
+    return [
+        totals.total,
+        totals.billed,
+        totals.effective,
+        totals.attributed,
+        totals.unallocated,
+        totals.idle,
+    ]
 
 
 def _totals_lines(
@@ -209,13 +217,14 @@ def _totals_lines(
     return [
         f"total {report.basis}{f' {code}' if several else ''}: {money(section.total)}  "
         f"(billed {money(section.billed)}, effective {money(section.effective)})",
-        f"attributed: {money(section.attributed)}  unallocated: {money(section.unallocated)}",
+        f"attributed: {money(section.attributed)}  unallocated: {money(section.unallocated)}"
+        + (f"  idle cluster: {money(section.idle)}" if section.idle else ""),
     ]
 
 
-def _cell(value: object) -> str:
+def _cell(value: object, idle: bool = False) -> str:
     if value is None:
-        return "(unallocated)"
+        return "(idle cluster)" if idle else "(unallocated)"
     return value.isoformat() if isinstance(value, dt.date) else str(value)
 
 
