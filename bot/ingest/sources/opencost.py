@@ -137,7 +137,7 @@ def fetch_json(url: str, timeout: float = HTTP_TIMEOUT_SECONDS) -> Any:
         raise IngestError(f"opencost: cannot reach {url} ({exc.reason})") from None
     except (TimeoutError, OSError) as exc:
         raise IngestError(f"opencost: cannot read {url} ({exc})") from None
-    return parse_json(body, url)
+    return parse_json(body, f"opencost: {url}")
 
 
 def read_json_file(path: str) -> Any:
@@ -205,6 +205,8 @@ class OpenCostSource:
             )
         self.path = location
         self.location = self.url or location
+        # where errors say the problem is: the file, as for every file source, or the URL
+        self.where = f"opencost: {self.url}" if self.url else location
         self.currency = check_currency(default_currency, "MLCOST_CURRENCY")
         self.timeout = timeout
         self._notes: list[str] = []
@@ -229,7 +231,7 @@ class OpenCostSource:
         self, answer: Any, tag_keys: set[str]
     ) -> tuple[list[_Charge], dict[tuple[str, str], tuple[dt.date, dt.date]]]:
         """Turn an answer into charges and, per (provider, account), the days it covers."""
-        where = self.location
+        where = self.where
         if not isinstance(answer, dict) or "data" not in answer:
             raise IngestError(f"{where}: not an OpenCost answer (no 'data')")
         code = answer.get("code")
@@ -256,11 +258,11 @@ class OpenCostSource:
             if allocation_set is None:
                 continue
             if not isinstance(allocation_set, dict):
-                raise IngestError(f"{self.location}: set {index} is not an object of allocations")
+                raise IngestError(f"{self.where}: set {index} is not an object of allocations")
             for key, allocation in allocation_set.items():
                 if not isinstance(allocation, dict):
-                    raise IngestError(f"{self.location}: allocation {key!r} is not an object")
-                charge, days, gap = _allocation_charge(key, allocation, tag_keys, self.location)
+                    raise IngestError(f"{self.where}: allocation {key!r} is not an object")
+                charge, days, gap = _allocation_charge(key, allocation, tag_keys, self.where)
                 charges.append(charge)
                 _widen(spans, (charge.provider, charge.billing_account), days)
                 longer += days[1] - days[0] > dt.timedelta(days=1)
@@ -288,11 +290,11 @@ class OpenCostSource:
         for index, cost_set in enumerate(sets):
             items = cost_set.get("cloudCosts") if isinstance(cost_set, dict) else None
             if not isinstance(items, dict):
-                raise IngestError(f"{self.location}: set {index} has no cloudCosts object")
+                raise IngestError(f"{self.where}: set {index} has no cloudCosts object")
             for key, item in items.items():
                 if not isinstance(item, dict):
-                    raise IngestError(f"{self.location}: cloud cost {key!r} is not an object")
-                charge, days = _cloud_cost_charge(key, item, tag_keys, self.location)
+                    raise IngestError(f"{self.where}: cloud cost {key!r} is not an object")
+                charge, days = _cloud_cost_charge(key, item, tag_keys, self.where)
                 charges.append(charge)
                 _widen(spans, (charge.provider, charge.billing_account), days)
         return charges, spans
