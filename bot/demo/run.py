@@ -14,6 +14,7 @@ from typing import Any
 from bot.bootstrap import AppServices
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
+from bot.demo.opencost import show_kubernetes
 from bot.demo.resource_scan import show_resource_scan
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress
@@ -65,6 +66,7 @@ def run_demo(services: AppServices, folder: Path, progress: Progress | None = No
         lambda: show_resource_scan(services, section, WASTE_AS_OF),
         lambda: show_export_poll(services, folder),
         lambda: show_trust(services),
+        lambda: show_kubernetes(services, folder, section),
         charts.print_list,
     ]
     if progress is not None:
