@@ -182,10 +182,16 @@ def spend_report(
     by: list[str],
     basis: CostBasis = CostBasis.BILLED,
     where: dict[str, str | None] | None = None,
+    include_idle: bool = True,
 ) -> SpendReport:
-    """Aggregate spend in the period by the dimensions: in date order by day, else largest first."""
+    """Aggregate spend in the period by the dimensions: in date order by day, else largest first.
+
+    `include_idle=False` leaves out idle cluster capacity (OpenCost `__idle__`).
+    """
     cost = cost_column(basis)
     in_period = [DailySpend.day >= period.start, DailySpend.day < period.end]
+    if not include_idle:
+        in_period.append(DailySpend.attribution != IDLE)
     for name, value in (where or {}).items():
         in_period.append(
             DIMENSIONS[name] == value if value is not None else DIMENSIONS[name].is_(None)

@@ -18,6 +18,7 @@ from bot.ingest.ledger import ingest
 from bot.ingest.sources.opencost import COST_COMPONENTS, OpenCostSource
 from bot.periods import month_period
 from bot.spend.reports import spend_report
+from bot.spend.unallocated import unallocated_report
 from tests.conftest import DATA
 from tests.support.ledger import assert_rollup_matches_ledger, ledger_totals
 from tests.support.opencost import (
@@ -230,6 +231,10 @@ def test_idle_gpu_hours_labels_and_unmounted_volumes(session: Session, tmp_path:
         line for line in spend.lines if line.group["model"] is None and not line.idle
     ]
     assert unallocated_line.cost == spend.unallocated
+    # what tags would fix: the unallocated spend, not the idle capacity
+    unowned = unallocated_report(session=session, period=month_period("2026-11"))
+    assert unowned.lines.total == spend.unallocated
+    assert unowned.all_spend == spend.billed
 
 
 def test_the_run_label_is_kept_as_a_tag_for_attribution_to_read(tmp_path: Path) -> None:
