@@ -344,3 +344,25 @@ def test_connection_refused_is_clear(session: Session) -> None:
         pass  # the server is gone: its port refuses connections
     with pytest.raises(IngestError, match=r"opencost: cannot reach http://127\.0\.0\.1:\d+/alloc"):
         ingest(OpenCostSource(url, window="1d"), session=session)
+
+
+def test_total_cost_is_booked_and_a_gap_with_its_components_is_named(
+    session: Session, tmp_path: Path
+) -> None:
+    day = dt.date(2026, 11, 3)
+    path = tmp_path / "allocation.json"
+    path.write_text(
+        allocation_answer(
+            [
+                allocation("a", day, namespace="a", cpu="1", ram="1", total="2.50000"),
+                allocation("b", day, namespace="b", cpu="0.00004", ram="0.00004", total="0.0001"),
+            ]
+        )
+    )
+    report = ingest(OpenCostSource(str(path)), session=session)
+    assert report.billed_total == Decimal("2.5001")  # each totalCost, not 2.00008
+    [note] = report.notes
+    assert note == (
+        "1 allocation(s) whose cost components and adjustments differ from totalCost by more "
+        "than 0.0001 (largest: a, -0.50000); totalCost is what is booked"
+    )
