@@ -212,6 +212,7 @@ class OpenCostSource:
         self._notes: list[str] = []
 
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
+        self._notes = []  # a polled source is read again at every poll
         if progress is not None:
             progress.set_total(1, "answers")
         answer = fetch_json(self.url, self.timeout) if self.url else read_json_file(self.path)
