@@ -12,6 +12,7 @@ become tags; the namespace itself is the tag `kubernetes_namespace` (registry `n
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import urllib.error
 import urllib.request
@@ -343,10 +344,9 @@ def _allocation_charge(
     namespace = str(props.get("namespace") or "")
     if namespace in (IDLE_NAME, UNMOUNTED_NAME) or idle:
         namespace = ""
-    total = _amount(allocation.get("totalCost"), f"allocation {name!r} totalCost", where)
-    components = [
-        _amount(allocation.get(f), f"allocation {name!r} {f}", where) for f in COST_COMPONENTS
-    ]
+    subject = f"allocation {name!r}"
+    total = _amount(allocation.get("totalCost"), where, subject, "totalCost")
+    components = [_amount(allocation.get(f), where, subject, f) for f in COST_COMPONENTS]
     parts_sum = sum((c for c in components if c is not None), Decimal(0))
     gap = None
     if total is None:
@@ -435,35 +435,37 @@ def _metric(
     for name in names:
         metric = item.get(name)
         if isinstance(metric, dict) and metric.get("cost") is not None:
-            return _amount(metric["cost"], f"cloud cost {key!r} {name}", where)
+            return _amount(metric["cost"], where, f"cloud cost {key!r}", name)
     return None
 
 
 def _gpu_hours(allocation: Mapping[str, Any], name: str, where: str) -> Decimal:
     """Return gpuHours, else gpuCount x minutes / 60 (zero when neither is given)."""
-    hours = _amount(allocation.get("gpuHours"), f"allocation {name!r} gpuHours", where)
+    subject = f"allocation {name!r}"
+    hours = _amount(allocation.get("gpuHours"), where, subject, "gpuHours")
     if hours is not None:
         return hours
-    count = _amount(allocation.get("gpuCount"), f"allocation {name!r} gpuCount", where)
-    minutes = _amount(allocation.get("minutes"), f"allocation {name!r} minutes", where)
+    count = _amount(allocation.get("gpuCount"), where, subject, "gpuCount")
+    minutes = _amount(allocation.get("minutes"), where, subject, "minutes")
     if count is None or minutes is None:
         return Decimal(0)
     return count * minutes / 60
 
 
-def _amount(value: Any, what: str, where: str) -> Decimal | None:
-    """Return a JSON number as Decimal (None when null); IngestError when not a number."""
+def _amount(value: Any, where: str, subject: str, field: str) -> Decimal | None:
+    """Return a JSON number as Decimal (None when null); IngestError names a bad one."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | Decimal | str):
-        raise IngestError(f"{where}: {what} is not a number ({str(value)[:40]!r})")
-    try:
-        amount = Decimal(str(value))
-    except InvalidOperation:
-        raise IngestError(f"{where}: {what} is not a number ({str(value)[:40]!r})") from None
-    if not amount.is_finite():
-        raise IngestError(f"{where}: {what} is not a finite number")
-    return amount
+    if type(value) is Decimal and value.is_finite():
+        return value  # what parse_float gives: the common case, kept fast
+    if isinstance(value, int | str) and not isinstance(value, bool):
+        try:
+            amount = Decimal(str(value))
+        except InvalidOperation:
+            amount = None
+        if amount is not None and amount.is_finite():
+            return amount
+    raise IngestError(f"{where}: {subject} {field} is not a number ({str(value)[:40]!r})")
 
 
 def _places(amount: Decimal) -> Decimal:
@@ -474,12 +476,21 @@ def _places(amount: Decimal) -> Decimal:
 def _days(window: Mapping[str, Any], what: str, where: str) -> tuple[dt.date, dt.date]:
     """Return [first day, day after the last) of a window, in the window's own time zone."""
     try:
-        start = dt.datetime.fromisoformat(str(window["start"]).replace("Z", "+00:00"))
-        end = dt.datetime.fromisoformat(str(window["end"]).replace("Z", "+00:00"))
+        span = _window_days(str(window["start"]), str(window["end"]))
     except (KeyError, TypeError, ValueError):
         raise IngestError(f"{where}: {what} has no valid window start and end") from None
-    if end < start:
+    if span is None:
         raise IngestError(f"{where}: {what} ends before it starts")
+    return span
+
+
+@functools.lru_cache(maxsize=1024)
+def _window_days(start_text: str, end_text: str) -> tuple[dt.date, dt.date] | None:
+    """Parse a window (allocations of one set share it); None when it ends before it starts."""
+    start = dt.datetime.fromisoformat(start_text.replace("Z", "+00:00"))
+    end = dt.datetime.fromisoformat(end_text.replace("Z", "+00:00"))
+    if end < start:
+        return None
     # a window ending at midnight ends with the day before; any later time counts its day
     after = end.date() if end.time() == dt.time(0) else end.date() + dt.timedelta(days=1)
     return start.date(), max(after, start.date() + dt.timedelta(days=1))
