@@ -156,8 +156,9 @@ class Settings(BaseSettings):
     def poll_source_specs(self) -> list[tuple[str, str | None]]:
         """Return (kind, location) for each source the scheduled poll reads.
 
-        `MLCOST_POLL_SOURCES=cost-explorer,cur:s3://bucket/exports/,focus:s3://bucket/focus/`:
-        the kind is case-insensitive; a location (S3 prefix or folder) is kept as written.
+        `MLCOST_POLL_SOURCES=cost-explorer,cur:s3://bucket/exports/,focus:s3://bucket/focus/`
+        (or `opencost:http://opencost:9003`): the kind is case-insensitive; a location (S3
+        prefix, folder or URL) is kept as written.
         """
         specs: list[tuple[str, str | None]] = []
         for entry in (e.strip() for e in self.poll_sources.split(",")):

@@ -1,4 +1,4 @@
-"""`mlcost ingest focus|cur|cost-explorer|athena ...`: read, attribute, reconcile."""
+"""`mlcost ingest focus|cur|cost-explorer|athena|opencost ...`: read, attribute, reconcile."""
 
 from __future__ import annotations
 
@@ -44,6 +44,17 @@ def register(commands: Any) -> None:
     athena.add_argument("--output", help="s3:// query result location")
     athena.add_argument("--workgroup")
     athena.set_defaults(handler=run_athena)
+    opencost = sub.add_parser(
+        "opencost", help="Kubernetes costs from OpenCost's /allocation (or /cloudCost) API or file"
+    )
+    opencost.add_argument("location", metavar="URL_OR_FILE")
+    opencost.add_argument(
+        "--window", help="OpenCost window for a URL: 7d, yesterday, or START,END in RFC3339"
+    )
+    opencost.add_argument(
+        "--aggregate", help="OpenCost aggregate for a URL, e.g. namespace or namespace,pod"
+    )
+    opencost.set_defaults(handler=run_opencost)
     value_cmd.register_ingest(sub)
 
 
@@ -106,6 +117,19 @@ def run_athena(args: argparse.Namespace, ctx: CliContext) -> int:
         month=args.month,
         output=args.output,
         workgroup=args.workgroup,
+        default_currency=ctx.settings.currency,
+    )
+    return _run(source, ctx)
+
+
+def run_opencost(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Read OpenCost allocations or cloud costs from its API or a saved answer."""
+    from bot.ingest.sources.opencost import OpenCostSource
+
+    source = OpenCostSource(
+        args.location,
+        window=args.window,
+        aggregate=args.aggregate,
         default_currency=ctx.settings.currency,
     )
     return _run(source, ctx)

@@ -150,7 +150,8 @@ def _render_csv(report: SpendReport) -> str:
     # under the same columns: the name where the groups are, then currency and amount
     pad = [""] * (len(report.by) - 1)
     for totals in report.totals:
-        for name in ("billed", "effective", "attributed", "unallocated"):
+        names = ["billed", "effective", "attributed", "unallocated"]
+        for name in [*names, "idle"] if totals.idle else names:
             writer.writerow([f"total_{name}", *pad, totals.currency, getattr(totals, name), ""])
     return out.text
 
@@ -212,7 +213,14 @@ def _render_table(report: SpendReport) -> str:
 
 
 def _amounts(totals: SpendTotals) -> list[Decimal]:
-    return [totals.total, totals.billed, totals.effective, totals.attributed, totals.unallocated]
+    return [
+        totals.total,
+        totals.billed,
+        totals.effective,
+        totals.attributed,
+        totals.unallocated,
+        totals.idle,
+    ]
 
 
 def _totals_lines(
@@ -226,18 +234,20 @@ def _totals_lines(
     return [
         f"total {report.basis}{f' {code}' if several else ''}: {money(section.total)}  "
         f"(billed {money(section.billed)}, effective {money(section.effective)})",
-        f"attributed: {money(section.attributed)}  unallocated: {money(section.unallocated)}",
+        f"attributed: {money(section.attributed)}  unallocated: {money(section.unallocated)}"
+        + (f"  idle cluster: {money(section.idle)}" if section.idle else ""),
     ]
 
 
 def _label(report: SpendReport, line: SpendLine, name: str) -> str:
-    """Return one cell: a run report's spend without a run is one `(no run)` line over all."""
+    """Return one cell: a run report's spend without a run is one `(no run)` line over all;
+    spend without an owner is `(unallocated)`, idle cluster capacity `(idle cluster)`."""
     value = line.group[name]
     if value is not None:
         return value.isoformat() if isinstance(value, dt.date) else str(value)
     if "run" in report.by and line.group["run"] is None:
         return "(no run)" if name == "run" else ""
-    return "(unallocated)"
+    return "(idle cluster)" if line.idle else "(unallocated)"
 
 
 class _Buffer:

@@ -15,6 +15,7 @@ from typing import Any
 from bot.bootstrap import AppServices
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
+from bot.demo.opencost import show_kubernetes
 from bot.demo.resource_scan import show_resource_scan
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress
@@ -66,6 +67,7 @@ def run_demo(services: AppServices, folder: Path, progress: Progress | None = No
         lambda: show_resource_scan(services, section, WASTE_AS_OF),
         lambda: show_export_poll(services, folder),
         lambda: show_trust(services),
+        lambda: show_kubernetes(services, folder, section),
         lambda: show_chargeback(services),
         charts.print_list,
     ]
@@ -190,12 +192,12 @@ def show_trust(services: AppServices) -> None:
 
 
 def show_chargeback(services: AppServices) -> None:
-    """Section 15: the month's chargeback, shared costs split by the registry's rules."""
+    """Section 16: the month's chargeback, shared costs split by the registry's rules."""
     from bot.cli.chargeback_cmd import render_chargeback
     from bot.registry.sync import load_chargeback_policy
     from bot.spend.chargeback import chargeback_report
 
-    section(f"15. Chargeback for {DEMO_MONTH} (mlcost report chargeback --month {DEMO_MONTH})")
+    section(f"16. Chargeback for {DEMO_MONTH} (mlcost report chargeback --month {DEMO_MONTH})")
     with services.unit_of_work() as session:
         charges = chargeback_report(
             session=session,

@@ -12,6 +12,10 @@ from bot.ingest.gpu import gpu_count
 TRAINING, SERVING, STORAGE, DATA, OTHER = "training", "serving", "storage", "data", "other"
 ML_STAGES = (TRAINING, SERVING, STORAGE, DATA)
 RUN_MAX_LENGTH = 256  # the ledger's run column (AWS tag values are at most 256 characters)
+# The attribution of idle cluster capacity (OpenCost's `__idle__`): its own line, never spread.
+IDLE = "idle"
+# The tag a Kubernetes charge's namespace is fed to attribution under (registry `namespace:`).
+NAMESPACE_TAG = "kubernetes_namespace"
 
 _STAGE_ALIASES = {
     TRAINING: (
@@ -148,6 +152,8 @@ DEFAULT_STAGE_RULES: tuple[StageRule, ...] = (
     StageRule(DATA, category="databases"),
     StageRule(SERVING, service="*load balancing*"),
     StageRule(SERVING, service="*api gateway*"),
+    StageRule(STORAGE, service="kubernetes", usage_type="*unmounted*"),
+    StageRule(TRAINING, service="kubernetes", usage_type="*gpu*"),
     StageRule(TRAINING, gpu=True),
 )
 
@@ -196,6 +202,7 @@ class ChargeFacts:
     instance_type: str | None = None
     billing_account: str | None = None
     sub_account: str | None = None
+    idle: bool = False  # idle cluster capacity: attributed to no one, on its own line
 
 
 @dataclass(frozen=True)
@@ -287,7 +294,12 @@ def attribute(
     by_name: Mapping[str, ModelMatcher] | None = None,
     stage_of: Callable[[ChargeFacts], str] | None = None,
 ) -> Attribution:
-    """Attribute one charge: explicit tags first, then registry match rules, then stage rules."""
+    """Attribute one charge: explicit tags first, then registry match rules, then stage rules.
+
+    Idle cluster capacity is no one's: model and team stay empty, the stage is `other`.
+    """
+    if charge.idle:
+        return Attribution(model=None, stage=OTHER, team=None, model_tag_value=None, rule=IDLE)
     models = by_name if by_name is not None else rules._by_name()
     tag_value = _first_tag(charge.tags, rules.model_tag_keys)
     model: ModelMatcher | None = None

@@ -17,10 +17,12 @@ from sqlalchemy.orm import Session
 from bot.db.bulk_insert import insert_arrow
 from bot.db.schema import DailySpend, IngestionRun, utcnow
 from bot.errors import IngestError
-from bot.ingest.attribution import AttributionRules, Attributor, ChargeFacts
+from bot.ingest.attribution import IDLE, AttributionRules, Attributor, ChargeFacts
 from bot.ingest.gpu import gpu_count
 from bot.ingest.rollup import ledger_day_range, refresh_rollup
 from bot.ingest.sources.base import (
+    GPU_HOURS_UNIT,
+    IDLE_COLUMN,
     KEY_COLUMNS,
     TAG_PREFIX,
     TAGS_JSON,
@@ -63,22 +65,29 @@ _QUANTITY = pa.decimal128(34, 10)  # times a 3-digit GPU count, still within 38 
 
 @dataclass(frozen=True)
 class CurrencyTotals:
-    """One currency's totals of an ingestion: billed = attributed + unallocated, exactly."""
+    """One currency's totals of an ingestion: billed = attributed + unallocated + idle, exactly.
+
+    `idle` is idle cluster capacity (OpenCost's `__idle__`), kept apart from unallocated spend.
+    """
 
     currency: str
     billed: Decimal
     effective: Decimal
     attributed: Decimal
     unallocated: Decimal
+    idle: Decimal = Decimal(0)
 
     @property
     def reconciled(self) -> bool:
-        """Return whether attributed + unallocated equals billed exactly."""
-        return self.attributed + self.unallocated == self.billed
+        """Return whether attributed + unallocated + idle equals billed exactly."""
+        return self.attributed + self.unallocated + self.idle == self.billed
 
     def as_dict(self) -> dict[str, str]:
         names = ("billed", "effective", "attributed", "unallocated")
-        return {name: str(getattr(self, name)) for name in names}
+        totals = {name: str(getattr(self, name)) for name in names}
+        if self.idle:
+            totals["idle"] = str(self.idle)
+        return totals
 
 
 @dataclass
@@ -142,6 +151,7 @@ class IngestReport:
             f"reconciliation {'OK' if t.reconciled else 'MISMATCH'}: billed {t.billed:.2f} "
             f"{t.currency} = attributed {t.attributed:.2f} {t.currency} + unallocated "
             f"{t.unallocated:.2f} {t.currency}"
+            + (f" + idle {t.idle:.2f} {t.currency}" if t.idle else "")
             for t in self.totals
         ]
 
@@ -188,7 +198,7 @@ def ingest(
         )
     if touched is not None:
         refresh_rollup(session, *touched)
-    totals = _currency_totals(billed, attributed, data)
+    totals = _currency_totals(billed, attributed, written.idle, data)
     _finish_run(run, totals, written=written.rows, replaced=replaced)
     session.flush()
     return IngestReport(
@@ -207,11 +217,12 @@ def ingest(
 
 @dataclass
 class _Written:
-    """What attributing and inserting wrote: rows, billed and attributed per currency, days."""
+    """What attributing and inserting wrote: rows, billed, attributed, idle per currency, days."""
 
     rows: int = 0
     billed: dict[str, Decimal] = field(default_factory=dict)
     attributed: dict[str, Decimal] = field(default_factory=dict)
+    idle: dict[str, Decimal] = field(default_factory=dict)
     touched: tuple[dt.date, dt.date] | None = None
 
 
@@ -238,6 +249,9 @@ def _write_ledger(
             attributed[code] = attributed.get(code, Decimal(0)) + decimal_sum(
                 pc.filter(rows["billed_cost"], pc.is_valid(rows["model"]))
             )
+            idle = decimal_sum(pc.filter(rows["billed_cost"], pc.equal(rows["attribution"], IDLE)))
+            if idle:
+                written.idle[code] = written.idle.get(code, Decimal(0)) + idle
         run_ids = pc.fill_null(pa.nulls(ledger.num_rows, pa.int64()), run_id)
         insert_arrow(
             target, ledger.add_column(0, "run_id", run_ids), connection=session.connection()
@@ -246,7 +260,10 @@ def _write_ledger(
 
 
 def _currency_totals(
-    billed: dict[str, Decimal], attributed: dict[str, Decimal], data: SourceData
+    billed: dict[str, Decimal],
+    attributed: dict[str, Decimal],
+    idle: dict[str, Decimal],
+    data: SourceData,
 ) -> list[CurrencyTotals]:
     """Return the run's totals per currency, in code order."""
     return [
@@ -255,7 +272,10 @@ def _currency_totals(
             billed=billed.get(code, Decimal(0)),
             effective=data.effective_total.get(code, Decimal(0)),
             attributed=attributed.get(code, Decimal(0)),
-            unallocated=billed.get(code, Decimal(0)) - attributed.get(code, Decimal(0)),
+            unallocated=billed.get(code, Decimal(0))
+            - attributed.get(code, Decimal(0))
+            - idle.get(code, Decimal(0)),
+            idle=idle.get(code, Decimal(0)),
         )
         for code in sorted(set(billed) | set(data.billed_total))
     ]
@@ -326,7 +346,8 @@ def attribute_charges(charges: pa.Table, rules: AttributionRules) -> Iterator[pa
     Attribution runs once per distinct set of facts it reads, not once per row.
     """
     tag_cols = [c for c in charges.column_names if c.startswith(TAG_PREFIX) or c == TAGS_JSON]
-    fact_cols = [*_FACT_COLUMNS, *tag_cols]
+    idle_col = [IDLE_COLUMN] if IDLE_COLUMN in charges.column_names else []
+    fact_cols = [*_FACT_COLUMNS, *tag_cols, *idle_col]
     facts = _blank_nulls(charges.select(fact_cols), fact_cols)
     attributed = _attribute_facts(facts.group_by(fact_cols, use_threads=False).aggregate([]), rules)
     for period in pc.unique(charges["billing_period"]):
@@ -339,7 +360,10 @@ def _blank_nulls(table: pa.Table, names: list[str]) -> pa.Table:
     for name in names:
         column = table[name]
         if column.null_count:
-            table = table.set_column(table.column_names.index(name), name, pc.fill_null(column, ""))
+            blank = False if pa.types.is_boolean(column.type) else ""
+            table = table.set_column(
+                table.column_names.index(name), name, pc.fill_null(column, blank)
+            )
     return table
 
 
@@ -380,6 +404,7 @@ def _attribute_facts(facts: pa.Table, rules: AttributionRules) -> pa.Table:
                 instance_type=row["instance_type"] or None,
                 billing_account=row["billing_account"] or None,
                 sub_account=row["sub_account"] or None,
+                idle=bool(row.get(IDLE_COLUMN)),
             )
         )
         found["model"].append(result.model)
@@ -389,7 +414,10 @@ def _attribute_facts(facts: pa.Table, rules: AttributionRules) -> pa.Table:
         found["attribution"].append(result.rule)
         found["run"].append(result.run)
         hourly = row["unit"].lower() in _HOUR_UNITS
-        found["gpus"].append(gpu_count(row["instance_type"]) if hourly else 0)
+        if row["unit"] == GPU_HOURS_UNIT:
+            found["gpus"].append(1)
+        else:
+            found["gpus"].append(gpu_count(row["instance_type"]) if hourly else 0)
     columns = {name: facts[name] for name in facts.column_names}
     for name in _ATTRIBUTION_COLUMNS:
         columns[name] = pa.array(found[name], pa.string())

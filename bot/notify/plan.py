@@ -21,6 +21,7 @@ from bot.budgets.evaluate import evaluate_budgets, ledger_first_day
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
 from bot.config import Settings
 from bot.db.schema import AlertSilence, DailySpend, OutboxMessage
+from bot.ingest.attribution import IDLE
 from bot.ingest.ledger import IngestReport
 from bot.notify.delivery import DeliveryReport
 from bot.notify.messages import (
@@ -212,7 +213,12 @@ def plan_unallocated_post(
     total_cost = func.sum(cost)
     rows = session.execute(
         select(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value, total_cost)
-        .where(DailySpend.model.is_(None), DailySpend.day >= monday, DailySpend.day <= sunday)
+        .where(
+            DailySpend.model.is_(None),
+            DailySpend.attribution != IDLE,  # idle cluster capacity: no tag would fix it
+            DailySpend.day >= monday,
+            DailySpend.day <= sunday,
+        )
         .group_by(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value)
         .order_by(DailySpend.currency, total_cost.desc())
     ).all()

@@ -55,8 +55,8 @@ def configured_sources(
 ) -> list[PolledSource]:
     """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES).
 
-    Cost Explorer re-reads its trailing window of days; a CUR or FOCUS export in S3 (or a
-    folder) re-reads its previous and current billing periods. Cost Explorer groups by
+    Cost Explorer and OpenCost re-read their trailing window of days; a CUR or FOCUS export in
+    S3 (or a folder) re-reads its previous and current billing periods. Cost Explorer groups by
     `model_tag_key` (registry.sync.cost_explorer_tag_key decides it). AWS clients come from
     `aws` when the source is built (at fetch time) unless one is given.
     """
@@ -90,9 +90,23 @@ def configured_sources(
                 )
 
             sources.append(PolledSource(f"{kind}:{location}", kind, build_export))
+        elif kind == "opencost" and location:
+
+            def build_opencost(location: str = location) -> SpendSource:
+                from bot.ingest.sources.opencost import OpenCostSource, opencost_window
+
+                start = today - dt.timedelta(days=settings.poll_lookback_days)
+                return OpenCostSource(
+                    location,
+                    window=opencost_window(start, today),
+                    default_currency=settings.currency,
+                )
+
+            sources.append(PolledSource(f"opencost:{location}", "opencost", build_opencost))
         else:
             raise MlcostError(
                 f"MLCOST_POLL_SOURCES: cannot poll {kind + (':' + location if location else '')!r};"
-                " use cost-explorer, cur:s3://bucket/prefix/ or focus:s3://bucket/prefix/"
+                " use cost-explorer, cur:s3://bucket/prefix/, focus:s3://bucket/prefix/"
+                " or opencost:http://opencost:9003"
             )
     return sources

@@ -60,6 +60,8 @@ class MatchSpec(_Spec):
     tags: dict[str, str | list[str]] = Field(default_factory=dict)
     resource_ids: list[str] = Field(default_factory=list)
     accounts: list[str] = Field(default_factory=list)
+    # Kubernetes namespace(s) (OpenCost allocations); a list means any of
+    namespace: str | list[str] = Field(default_factory=list)
 
 
 FAMILY_RE = re.compile(r"^[a-z][a-z0-9-]*$")

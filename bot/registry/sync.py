@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from bot.config import Settings
 from bot.db.schema import Admin, AuditLog, Budget, MLModel, Owner, RegistrySetting, Team
-from bot.ingest.attribution import AttributionRules, ModelMatcher, StageRule
+from bot.ingest.attribution import NAMESPACE_TAG, AttributionRules, ModelMatcher, StageRule
 from bot.ingest.attribution import normalize_tag_key as _norm
 from bot.registry.spec import (
     AttributionSpec,
@@ -293,6 +293,9 @@ def load_attribution_rules(*, session: Session) -> AttributionRules:
             _norm(k): tuple(x.lower() for x in ([v] if isinstance(v, str) else v))
             for k, v in match.tags.items()
         }
+        if match.namespace:
+            namespaces = [match.namespace] if isinstance(match.namespace, str) else match.namespace
+            tags[NAMESPACE_TAG] = tuple(n.lower() for n in namespaces)
         matchers.append(
             ModelMatcher(
                 name=model.name,

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, Team
 from bot.errors import UsageError
+from bot.ingest.attribution import IDLE
 from bot.money import CENT, ZERO, CostBasis
 from bot.periods import Period
 from bot.registry.spec import ChargebackSpec
@@ -31,7 +32,7 @@ from bot.spend.reports import cost_column
 
 POOLS = ("unallocated", "idle", "support", "tax")
 COLUMNS = ("direct", *POOLS)
-IDLE_ATTRIBUTION = "idle"
+IDLE_ATTRIBUTION = IDLE  # OpenCost's idle cluster capacity (bot/ingest/sources/opencost.py)
 
 
 def shared_pool(*, charge_category: str | None, service: str | None, attribution: str) -> str:

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend
 from bot.errors import CurrencyError, UsageError
+from bot.ingest.attribution import IDLE
 from bot.money import CostBasis
 from bot.periods import Period
 
@@ -44,11 +45,12 @@ class SpendLine:
     cost: Decimal
     gpu_hours: Decimal
     currency: str = "USD"
+    idle: bool = False  # idle cluster capacity (no model), kept apart from unallocated spend
 
 
 @dataclass(frozen=True)
 class SpendTotals:
-    """One currency's totals: attributed + unallocated = the basis total, exactly."""
+    """One currency's totals: attributed + unallocated + idle = the basis total, exactly."""
 
     currency: str
     billed: Decimal
@@ -56,9 +58,10 @@ class SpendTotals:
     total: Decimal
     attributed: Decimal
     unallocated: Decimal
+    idle: Decimal = Decimal(0)  # idle cluster capacity (OpenCost `__idle__`)
 
     def as_json(self) -> dict[str, str]:
-        names = ("billed", "effective", "total", "attributed", "unallocated")
+        names = ("billed", "effective", "total", "attributed", "unallocated", "idle")
         return {"currency": self.currency, **{name: str(getattr(self, name)) for name in names}}
 
 
@@ -122,6 +125,11 @@ class SpendReport:
         return self._single("unallocated")
 
     @property
+    def idle(self) -> Decimal:
+        """Return the one currency's idle cluster cost."""
+        return self._single("idle")
+
+    @property
     def currency(self) -> str | None:
         """Return the one currency of the report (None when empty); refuse several."""
         totals = self.single()
@@ -146,6 +154,7 @@ class SpendReport:
                     "currency": line.currency,
                     "cost": str(line.cost),
                     "gpu_hours": str(line.gpu_hours),
+                    **({"idle": True} if line.idle else {}),
                 }
                 for line in self.lines
             ],
@@ -180,25 +189,35 @@ def spend_report(
     by: list[str],
     basis: CostBasis = CostBasis.BILLED,
     where: dict[str, str | None] | None = None,
+    include_idle: bool = True,
 ) -> SpendReport:
-    """Aggregate spend in the period by the dimensions: in date order by day, else largest first."""
+    """Aggregate spend in the period by the dimensions: in date order by day, else largest first.
+
+    `include_idle=False` leaves out idle cluster capacity (OpenCost `__idle__`).
+    """
     cost = cost_column(basis)
     in_period = [DailySpend.day >= period.start, DailySpend.day < period.end]
+    if not include_idle:
+        in_period.append(DailySpend.attribution != IDLE)
     for name, value in (where or {}).items():
         in_period.append(
             DIMENSIONS[name] == value if value is not None else DIMENSIONS[name].is_(None)
         )
     columns = [DIMENSIONS[name].label(name) for name in by]
+    # grouped by model, idle cluster cost is a line of its own, not part of "(unallocated)"
+    idle = (DailySpend.attribution == IDLE).label("idle")
+    split = [idle] if "model" in by else []
     currency = DailySpend.currency.label("currency")
     query = (
         select(
             *columns,
+            *split,
             currency,
             func.sum(cost).label("cost"),
             func.sum(DailySpend.gpu_hours).label("gpu"),
         )
         .where(*in_period)
-        .group_by(*columns, currency)
+        .group_by(*columns, *split, currency)
         # a series by day reads in date order; any other grouping, largest first
         .order_by(currency, *([DIMENSIONS["day"]] if "day" in by else []), func.sum(cost).desc())
     )
@@ -206,7 +225,13 @@ def spend_report(
     for row in session.execute(query):
         group = {name: row._mapping[name] for name in by}
         report.lines.append(
-            SpendLine(group, Decimal(row.cost or 0), Decimal(row.gpu or 0), row.currency)
+            SpendLine(
+                group,
+                Decimal(row.cost or 0),
+                Decimal(row.gpu or 0),
+                row.currency,
+                idle=bool(split and row.idle and row._mapping["model"] is None),
+            )
         )
     report.totals = _totals(session, in_period, basis)
     report.estimated_days = int(
@@ -221,8 +246,10 @@ def spend_report(
 
 
 def _totals(session: Session, in_period: list[Any], basis: CostBasis) -> list[SpendTotals]:
-    """Return the period's totals per currency: billed, effective, attributed, unallocated."""
+    """Return the period's totals per currency: billed, effective, attributed, unallocated, idle."""
     cost = cost_column(basis)
+    no_model = DailySpend.model.is_(None)
+    idle = and_(no_model, DailySpend.attribution == IDLE)
     currency = DailySpend.currency.label("currency")
     totals = []
     for row in session.execute(
@@ -231,7 +258,8 @@ def _totals(session: Session, in_period: list[Any], basis: CostBasis) -> list[Sp
             func.sum(DailySpend.billed_cost),
             func.sum(DailySpend.effective_cost),
             func.sum(cost).filter(DailySpend.model.is_not(None)),
-            func.sum(cost).filter(DailySpend.model.is_(None)),
+            func.sum(cost).filter(no_model, DailySpend.attribution != IDLE),
+            func.sum(cost).filter(idle),
         )
         .where(*in_period)
         .group_by(currency)
@@ -246,6 +274,7 @@ def _totals(session: Session, in_period: list[Any], basis: CostBasis) -> list[Sp
                 total=billed if basis == CostBasis.BILLED else effective,
                 attributed=Decimal(row[3] or 0),
                 unallocated=Decimal(row[4] or 0),
+                idle=Decimal(row[5] or 0),
             )
         )
     return totals

@@ -22,10 +22,18 @@ class UnallocatedReport:
 def unallocated_report(
     *, session: Session, period: Period, basis: CostBasis = CostBasis.BILLED, currency: str = "USD"
 ) -> UnallocatedReport:
-    """Group the period's unallocated spend by model tag value and service, in one currency."""
+    """Group the period's unallocated spend by model tag value and service, in one currency.
+
+    Idle cluster capacity is no one's on purpose, not for want of a tag: it is left out.
+    """
     currency = display_currency(session, setting=currency, period=period, what="Spend")
     lines = spend_report(
-        session=session, period=period, by=["tag", "service"], basis=basis, where={"model": None}
+        session=session,
+        period=period,
+        by=["tag", "service"],
+        basis=basis,
+        where={"model": None},
+        include_idle=False,
     )
     everything = spend_report(session=session, period=period, by=["category"], basis=basis)
     return UnallocatedReport(lines, everything.total, currency)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
+import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -67,7 +69,7 @@ def test_the_second_run_prints_exactly_what_the_first_printed(two_runs: TwoRuns)
     # the waste posts need the value metrics: they are in both runs, not only in the second
     assert "Nov 15  C0RISK     Waste in the week of Nov 9–Nov 15" in first
     assert "reconciliation OK" in first
-    assert "4 teams, 12 models, 8 budgets (28 created, 0 updated)" in first
+    assert "4 teams, 13 models, 8 budgets (29 created, 0 updated)" in first
 
 
 def test_the_demo_writes_one_real_png_per_chart_kind_and_names_the_folder(
@@ -106,6 +108,27 @@ def test_a_rerun_replaces_ingested_data_and_never_doubles_it(two_runs: TwoRuns) 
         poll = next(line for line in out.splitlines() if line.startswith("re-read "))
         assert "(billing periods 2026-11, 2026-12): 1,470 rows, replaced 1,470 ledger rows" in poll
         assert "2026-11 billed $94,587 before, $94,587 after" in poll
+
+
+def test_the_demo_ingests_the_eks_cluster_with_its_idle_line(two_runs: TwoRuns) -> None:
+    """Section 15: speech-asr's spend and GPU-hours, idle apart, against the raw answer."""
+    from bot.demo.opencost import allocation_answer
+
+    raw = json.loads(json.dumps(allocation_answer()), parse_float=Decimal)
+    allocations = [a for day in raw["data"] for a in day.values()]
+    total = sum((a["totalCost"] for a in allocations), Decimal(0))
+    idle = sum((a["totalCost"] for a in allocations if a["name"] == "__idle__"), Decimal(0))
+    asr = [a for a in allocations if a["properties"].get("namespace") == "asr-train"]
+    asr_cost = sum((a["totalCost"] for a in asr), Decimal(0))
+    asr_gpu_hours = sum((a["gpuHours"] for a in asr), Decimal(0))
+    k8s = two_runs.first.split("== 15. Kubernetes via OpenCost")[1].split("\n== ")[0]
+    assert (
+        f"reconciliation OK: billed {total:.2f} USD = attributed {asr_cost:.2f} USD + "
+        f"unallocated {total - asr_cost - idle:.2f} USD + idle {idle:.2f} USD"
+    ) in k8s
+    assert re.search(rf"speech-asr +training +\${asr_cost:,.2f} +{asr_gpu_hours:,.1f}\n", k8s), k8s
+    assert re.search(rf"\(idle cluster\) +other +\${idle:,.2f} ", k8s), k8s
+    assert f"idle cluster: ${idle:,.2f}" in k8s
 
 
 def test_terminal_lines_of_the_demo_carry_no_slack_markup(two_runs: TwoRuns) -> None:

@@ -211,7 +211,7 @@ def test_the_demo_counts_its_steps_on_stderr_when_its_output_is_redirected(
     code, out, err = run_cli(monkeypatch, capsys, True, "demo", "--dir", str(tmp_path / "d"))
     assert code == 0
     assert "== 1. Registry" in out and "\r" not in out
-    assert final_line(err).startswith("mlcost demo  [################]  13/13 steps")
+    assert final_line(err).startswith("mlcost demo  [################]  15/15 steps")
 
 
 def test_on_a_terminal_the_demo_s_headings_are_its_progress(

@@ -37,6 +37,10 @@ KEY_COLUMNS = (
 VALUE_COLUMNS = ("billed", "effective", "quantity")
 TAG_PREFIX = "tag."
 TAGS_JSON = "tags_json"
+# Optional boolean key column: true on a charge for idle cluster capacity (attribution "idle").
+IDLE_COLUMN = "idle"
+# A unit whose quantity already counts GPU-hours (OpenCost allocations): one GPU per unit.
+GPU_HOURS_UNIT = "GPU-hours"
 DEFAULT_CURRENCY = "USD"
 _CURRENCY_RE = re.compile(r"^[A-Z]{3}$")
 
