@@ -18,7 +18,7 @@ from bot.db.bulk_insert import insert_arrow
 from bot.db.schema import DailySpend, IngestionRun, utcnow
 from bot.errors import IngestError
 from bot.ingest.attribution import AttributionRules, Attributor, ChargeFacts
-from bot.ingest.gpu import gpu_count
+from bot.ingest.gpu import gpus_per_unit
 from bot.ingest.rollup import ledger_day_range, refresh_rollup
 from bot.ingest.sources.base import (
     KEY_COLUMNS,
@@ -33,7 +33,6 @@ from bot.ingest.sources.base import (
 )
 from bot.registry.sync import load_attribution_rules
 
-_HOUR_UNITS = {"hrs", "hours", "hour", "hr", "h"}
 # What attribution (and the GPU count) looks at; it runs once per distinct combination.
 _FACT_COLUMNS = (
     "service",
@@ -387,8 +386,7 @@ def _attribute_facts(facts: pa.Table, rules: AttributionRules) -> pa.Table:
         found["team"].append(result.team)
         found["model_tag_value"].append(result.model_tag_value)
         found["attribution"].append(result.rule)
-        hourly = row["unit"].lower() in _HOUR_UNITS
-        found["gpus"].append(gpu_count(row["instance_type"]) if hourly else 0)
+        found["gpus"].append(gpus_per_unit(row["instance_type"], row["unit"]))
     columns = {name: facts[name] for name in facts.column_names}
     for name in _ATTRIBUTION_COLUMNS:
         columns[name] = pa.array(found[name], pa.string())
