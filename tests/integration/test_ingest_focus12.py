@@ -301,3 +301,16 @@ def test_gcp_native_shape_parquet_with_repeated_label_records(
         select(func.sum(DailySpend.gpu_hours)).where(DailySpend.instance_type == "a3-highgpu-8g")
     )
     assert a3 == Decimal(8 * (24 + 10 + 24))
+
+
+def test_malformed_label_records_are_refused_by_column(session: Session, tmp_path: Path) -> None:
+    load_registry(session, REGISTRY_12)
+    data = frame()
+    gcp = data[data["ProviderName"] == "Google Cloud"].drop(columns=["Tags"]).copy()
+    gcp.iloc[3, gcp.columns.get_loc("x_Labels")] = '[{"key": "ml_model", "value": '
+    broken = tmp_path / "gcp-bad-labels.csv"
+    gcp.to_csv(broken, index=False)
+    before = ledger_totals(session)
+    with pytest.raises(IngestError, match="gcp-bad-labels.csv: column x_Labels is not JSON"):
+        ingest(FocusSource([str(broken)]), session=session)
+    assert ledger_totals(session) == before

@@ -234,7 +234,9 @@ def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
         as_decimal(get("PricingQuantity"), n, "PricingQuantity"),
         as_string(get("PricingUnit"), n),
     )
-    tags = _first_present(_mapping_text(get("Tags"), n), _mapping_text(get("x_Labels"), n))
+    tags = _first_present(
+        _mapping_text(get("Tags"), n, "Tags"), _mapping_text(get("x_Labels"), n, "x_Labels")
+    )
     return pa.table(
         {
             "day": day,
@@ -277,17 +279,17 @@ def _instance_types(cols: dict[str, Any], description: pa.Array, n: int) -> pa.A
     found = as_string(cols.get("x_InstanceType"), n)
     for name in ("SkuPriceDetails", "x_SkuDetails", "x_SystemLabels"):
         if name in cols:
-            found = _first_present(found, _instance_in_mapping(cols[name], n))
+            found = _first_present(found, _instance_in_mapping(cols[name], n, name))
     in_text = pc.struct_field(pc.extract_regex(description, _INSTANCE_IN_TEXT), [0])
     return _first_present(found, pc.fill_null(in_text, ""))
 
 
-def _instance_in_mapping(column: Any, n: int) -> pa.Array:
+def _instance_in_mapping(column: Any, n: int, what: str) -> pa.Array:
     cache: dict[str, str] = {}
     out = []
-    for raw in _mapping_text(column, n).to_pylist():
+    for raw in _mapping_text(column, n, what).to_pylist():
         if raw not in cache:
-            mapping = json.loads(raw) if raw else {}
+            mapping = _loads_object(raw)
             value = next(
                 (
                     str(v)
@@ -303,24 +305,37 @@ def _instance_in_mapping(column: Any, n: int) -> pa.Array:
     return pa.array(out, pa.string())
 
 
-def _mapping_text(column: Any, n: int) -> pa.Array:
+def _loads_object(raw: str) -> dict[str, Any]:
+    """Parse a JSON object; anything else (blank, malformed, a list) reads as no keys."""
+    try:
+        value = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _mapping_text(column: Any, n: int, what: str) -> pa.Array:
     """Return a key-value column (JSON text, a Parquet struct/map, or GCP's [{key, value}]) as
     JSON objects in text; empty where there is none."""
     if column is None:
         return as_string(None, n)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        text = as_string(column, n)
+        if not pc.any(pc.starts_with(pc.utf8_ltrim_whitespace(text), "[")).as_py():
+            return text  # JSON objects already (the common case): no per-row work here
     cache: dict[Any, str] = {}
     out = []
     for raw in column.to_pylist():
         key = raw if isinstance(raw, str) or raw is None else json.dumps(raw, default=str)
         if key not in cache:
-            cache[key] = _as_object_text(raw)
+            cache[key] = _as_object_text(raw, what)
         out.append(cache[key])
     return pa.array(out, pa.string())
 
 
-def _as_object_text(raw: Any) -> str:
+def _as_object_text(raw: Any, what: str) -> str:
     value = raw
     if isinstance(raw, str):
         text = raw.strip()
@@ -329,7 +344,7 @@ def _as_object_text(raw: Any) -> str:
         try:
             value = json.loads(text)
         except json.JSONDecodeError:
-            raise IngestError(f"a key-value column is not JSON: {text[:80]!r}") from None
+            raise IngestError(f"column {what} is not JSON: {text[:80]!r}") from None
     if not value:
         return ""
     if isinstance(value, list):
