@@ -311,6 +311,6 @@ def test_malformed_label_records_are_refused_by_column(session: Session, tmp_pat
     broken = tmp_path / "gcp-bad-labels.csv"
     gcp.to_csv(broken, index=False)
     before = ledger_totals(session)
-    with pytest.raises(IngestError, match="gcp-bad-labels.csv: column x_Labels is not JSON"):
+    with pytest.raises(IngestError, match=r"gcp-bad-labels\.csv: column x_Labels is not JSON"):
         ingest(FocusSource([str(broken)]), session=session)
     assert ledger_totals(session) == before

@@ -198,7 +198,8 @@ def _clean(name: str) -> str:
 
 
 def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
-    cols = {_clean(name): batch[name] for name in batch.column_names}
+    # One array per column: the masks below (replace_with_mask) take arrays, not chunks.
+    cols = {_clean(name): batch[name].combine_chunks() for name in batch.column_names}
     n = batch.num_rows
 
     def get(name: str) -> Any:
@@ -285,24 +286,22 @@ def _instance_types(cols: dict[str, Any], description: pa.Array, n: int) -> pa.A
 
 
 def _instance_in_mapping(column: Any, n: int, what: str) -> pa.Array:
-    cache: dict[str, str] = {}
-    out = []
-    for raw in _mapping_text(column, n, what).to_pylist():
-        if raw not in cache:
-            mapping = _loads_object(raw)
-            value = next(
-                (
-                    str(v)
-                    for k, v in mapping.items()
-                    if k in _INSTANCE_KEYS or k == _GCP_MACHINE_SPEC
-                ),
-                "",
-            )
-            cache[raw] = find_instance_type(value) or (
-                value if _MACHINE_TYPE_RE.fullmatch(value) else ""
-            )
-        out.append(cache[raw])
-    return pa.array(out, pa.string())
+    def machine(raw: str) -> str:
+        mapping = _loads_object(raw)
+        value = next(
+            (str(v) for k, v in mapping.items() if k in _INSTANCE_KEYS or k == _GCP_MACHINE_SPEC),
+            "",
+        )
+        return find_instance_type(value) or (value if _MACHINE_TYPE_RE.fullmatch(value) else "")
+
+    return _per_value(_mapping_text(column, n, what), machine)
+
+
+def _per_value(column: pa.Array, convert: Any) -> pa.Array:
+    """Apply a text conversion once per distinct value of a string column (nulls read as "")."""
+    encoded = pc.dictionary_encode(column)
+    converted = pa.array([convert(v) for v in encoded.dictionary.to_pylist()], pa.string())
+    return pc.fill_null(pc.take(converted, encoded.indices), "")
 
 
 def _loads_object(raw: str) -> dict[str, Any]:
@@ -325,10 +324,11 @@ def _mapping_text(column: Any, n: int, what: str) -> pa.Array:
         text = as_string(column, n)
         if not pc.any(pc.starts_with(pc.utf8_ltrim_whitespace(text), "[")).as_py():
             return text  # JSON objects already (the common case): no per-row work here
-    cache: dict[Any, str] = {}
+        return _per_value(text, lambda raw: _as_object_text(raw, what))
+    cache: dict[str, str] = {}  # Parquet lists, structs and maps, by their JSON
     out = []
     for raw in column.to_pylist():
-        key = raw if isinstance(raw, str) or raw is None else json.dumps(raw, default=str)
+        key = json.dumps(raw, default=str)
         if key not in cache:
             cache[key] = _as_object_text(raw, what)
         out.append(cache[key])
@@ -370,29 +370,44 @@ def _google_usage(
 ) -> tuple[pa.Array, pa.Array]:
     """Count Google Cloud GPU SKU usage in GPU-hours (the ledger counts it one to one) and RAM
     byte-seconds in GiB-hours (a month of a large VM's byte-seconds passes 10^18)."""
+    unit, pricing_unit = pc.cast(unit, pa.string()), pc.cast(pricing_unit, pa.string())
     gpu_rows = pc.and_(
         google, pc.match_substring_regex(description, _GPU_SKU_RE.pattern, ignore_case=True)
     )
     byte_rows = pc.and_(google, pc.equal(pc.utf8_lower(unit), "byte-seconds"))
     if not pc.any(pc.or_(gpu_rows, byte_rows)).as_py():
         return quantity, unit
-    amounts, units = quantity.to_pylist(), unit.to_pylist()
-    priced, priced_units = pricing_quantity.to_pylist(), pricing_unit.to_pylist()
-    for at, is_bytes in enumerate(byte_rows.to_pylist()):
-        if is_bytes:
-            amounts[at] = (amounts[at] / _BYTE_SECONDS_PER_GIB_HOUR).quantize(_QUANTUM)
-            units[at] = "GiB-hours"
-    for at, is_gpu in enumerate(gpu_rows.to_pylist()):
-        if not is_gpu:
-            continue
-        name = units[at].strip().lower()
-        if name in _SECOND_UNITS:
-            hours = (amounts[at] / _SECONDS_PER_HOUR).quantize(_QUANTUM)
-        elif name in HOUR_UNITS or name in GPU_HOUR_UNITS:
-            hours = amounts[at]
-        elif priced_units[at].strip().lower() in HOUR_UNITS:
-            hours = priced[at]
-        else:
-            continue
-        amounts[at], units[at] = hours, "GPU-hours"
-    return pa.array(amounts, COST_TYPE), pa.array(units, pa.string())
+    if pc.any(byte_rows).as_py():
+        gib_hours = [
+            (q / _BYTE_SECONDS_PER_GIB_HOUR).quantize(_QUANTUM)
+            for q in quantity.filter(byte_rows).to_pylist()
+        ]
+        quantity = pc.replace_with_mask(quantity, byte_rows, pa.array(gib_hours, COST_TYPE))
+        unit = pc.replace_with_mask(unit, byte_rows, pa.array(["GiB-hours"] * len(gib_hours)))
+    if not pc.any(gpu_rows).as_py():
+        return quantity, unit
+    picked = zip(
+        quantity.filter(gpu_rows).to_pylist(),
+        unit.filter(gpu_rows).to_pylist(),
+        pricing_quantity.filter(gpu_rows).to_pylist(),
+        pricing_unit.filter(gpu_rows).to_pylist(),
+        strict=True,
+    )
+    amounts, units = [], []
+    for amount, name, priced, priced_unit in picked:
+        hours = _gpu_hours_of(amount, name.strip().lower(), priced, priced_unit.strip().lower())
+        amounts.append(amount if hours is None else hours)
+        units.append(name if hours is None else "GPU-hours")
+    return (
+        pc.replace_with_mask(quantity, gpu_rows, pa.array(amounts, COST_TYPE)),
+        pc.replace_with_mask(unit, gpu_rows, pa.array(units, pa.string())),
+    )
+
+
+def _gpu_hours_of(amount: Decimal, unit: str, priced: Decimal, priced_unit: str) -> Decimal | None:
+    """Return a GPU SKU's usage in hours, or None when its units say nothing about time."""
+    if unit in _SECOND_UNITS:
+        return (amount / _SECONDS_PER_HOUR).quantize(_QUANTUM)
+    if unit in HOUR_UNITS or unit in GPU_HOUR_UNITS:
+        return amount
+    return priced if priced_unit in HOUR_UNITS else None
