@@ -101,13 +101,14 @@ def stage_from_alias(value: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class StageRule:
-    """Assign a stage to charges whose service / usage type / category match (globs)."""
+    """Assign a stage to charges whose service / usage type / category / resource match (globs)."""
 
     stage: str
     service: str | None = None
     usage_type: str | None = None
     category: str | None = None
     gpu: bool | None = None
+    resource: str | None = None
 
     def matches(self, charge: ChargeFacts) -> bool:
         """Return whether every given field of the rule matches the charge."""
@@ -115,6 +116,7 @@ class StageRule:
             (self.service, charge.service),
             (self.usage_type, charge.usage_type),
             (self.category, charge.service_category),
+            (self.resource, charge.resource_id),
         )
         for pattern, value in checks:
             if pattern is not None and not fnmatch.fnmatch((value or "").lower(), pattern.lower()):
@@ -122,6 +124,9 @@ class StageRule:
         return self.gpu is None or self.gpu == (gpu_count(charge.instance_type) > 0)
 
 
+# Service names as each provider's FOCUS export writes them (AWS "Amazon SageMaker", Google Cloud
+# "Vertex AI" / "Kubernetes Engine" / "Cloud Storage", Microsoft "Azure Machine Learning" /
+# "Storage Accounts"); the first rule that matches wins.
 DEFAULT_STAGE_RULES: tuple[StageRule, ...] = (
     StageRule(TRAINING, service="*sagemaker*", usage_type="*train*"),
     StageRule(SERVING, service="*sagemaker*", usage_type="*host*"),
@@ -131,6 +136,15 @@ DEFAULT_STAGE_RULES: tuple[StageRule, ...] = (
     StageRule(STORAGE, service="*sagemaker*", usage_type="*storage*"),
     StageRule(TRAINING, service="*sagemaker*", usage_type="*notebook*"),
     StageRule(SERVING, service="*bedrock*"),
+    # Vertex AI: its SKUs say what they meter ("Online Prediction", "Custom Training", ...).
+    StageRule(SERVING, service="vertex ai*", usage_type="*predict*"),
+    StageRule(SERVING, service="vertex ai*", usage_type="*endpoint*"),
+    StageRule(DATA, service="vertex ai*", usage_type="*feature*"),
+    StageRule(STORAGE, service="vertex ai*", usage_type="*storage*"),
+    StageRule(TRAINING, service="vertex ai*"),
+    # Azure Machine Learning: managed online and batch endpoints serve; compute clusters train.
+    StageRule(SERVING, service="*machine learning*", resource="*/onlineendpoints/*"),
+    StageRule(SERVING, service="*machine learning*", resource="*/batchendpoints/*"),
     StageRule(SERVING, service="*machine learning*", usage_type="*inference*"),
     StageRule(TRAINING, service="*machine learning*"),
     StageRule(STORAGE, service="*simple storage service*"),
@@ -139,6 +153,11 @@ DEFAULT_STAGE_RULES: tuple[StageRule, ...] = (
     StageRule(STORAGE, service="*fsx*"),
     StageRule(STORAGE, service="*glacier*"),
     StageRule(STORAGE, usage_type="*ebs:*"),
+    StageRule(STORAGE, service="cloud storage"),
+    StageRule(STORAGE, service="filestore"),
+    StageRule(STORAGE, service="storage accounts"),
+    StageRule(STORAGE, service="*blob storage*"),
+    StageRule(STORAGE, service="*netapp files*"),
     StageRule(STORAGE, category="storage"),
     StageRule(DATA, service="*glue*"),
     StageRule(DATA, service="*emr*"),
@@ -148,12 +167,24 @@ DEFAULT_STAGE_RULES: tuple[StageRule, ...] = (
     StageRule(DATA, service="*redshift*"),
     StageRule(DATA, service="*data pipeline*"),
     StageRule(DATA, service="*msk*"),
+    StageRule(DATA, service="bigquery*"),
+    StageRule(DATA, service="dataflow"),
+    StageRule(DATA, service="dataproc*"),
+    StageRule(DATA, service="cloud pub/sub"),
+    StageRule(DATA, service="*data factory*"),
+    StageRule(DATA, service="*synapse*"),
+    StageRule(DATA, service="*databricks*"),
+    StageRule(DATA, service="*event hubs*"),
     StageRule(DATA, category="analytics"),
     StageRule(DATA, category="databases"),
     StageRule(SERVING, service="*load balancing*"),
     StageRule(SERVING, service="*api gateway*"),
     StageRule(STORAGE, service="kubernetes", usage_type="*unmounted*"),
     StageRule(TRAINING, service="kubernetes", usage_type="*gpu*"),
+    # Managed Kubernetes control planes (GKE, AKS) mostly host long-running services; their GPU
+    # nodes are billed as VMs (Compute Engine, Virtual Machines) and fall to the GPU rule below.
+    StageRule(SERVING, service="kubernetes engine"),
+    StageRule(SERVING, service="azure kubernetes service"),
     StageRule(TRAINING, gpu=True),
 )
 
@@ -340,14 +371,34 @@ class Attributor:
         self.rules = rules
         self._by_name = rules._by_name()
         self._stages: dict[tuple[str | None, ...], str] = {}
+        self._resource_services = [
+            (rule.service or "*").lower() for rule in rules.stage_rules if rule.resource
+        ]
+        self._by_resource: dict[str, bool] = {}
 
     def __call__(self, charge: ChargeFacts) -> Attribution:
         return attribute(charge, self.rules, self._by_name, self._rule_stage)
 
     def _rule_stage(self, charge: ChargeFacts) -> str:
         # Stage rules read only these fields; many charges share them.
-        key = (charge.service, charge.usage_type, charge.service_category, charge.instance_type)
+        key: tuple[str | None, ...] = (
+            charge.service,
+            charge.usage_type,
+            charge.service_category,
+            charge.instance_type,
+        )
+        if self._reads_resource(charge.service):
+            key += (charge.resource_id,)
         stage = self._stages.get(key)
         if stage is None:
             stage = self._stages[key] = rule_stage(charge, self.rules)
         return stage
+
+    def _reads_resource(self, service: str) -> bool:
+        # Only a rule with a resource pattern makes the resource part of the memo key.
+        found = self._by_resource.get(service)
+        if found is None:
+            name = (service or "").lower()
+            found = any(fnmatch.fnmatch(name, p) for p in self._resource_services)
+            self._by_resource[service] = found
+        return found

@@ -42,38 +42,84 @@ _AWS_FAMILY_SIZES: dict[str, dict[str, int]] = {
     "inf2": {"xlarge": 1, "8xlarge": 1, "24xlarge": 6, "48xlarge": 12},
 }
 
+# Google Cloud accelerator-optimised machine types: the GPUs come attached, a fixed number per
+# machine type (cloud.google.com/compute/docs/accelerator-optimized-machines and
+# /compute/docs/gpus). a2-highgpu and a2-megagpu: A100 40GB; a2-ultragpu: A100 80GB; a3-highgpu,
+# a3-megagpu and a3-edgegpu: H100; a3-ultragpu: H200; a4-highgpu: B200; a4x-highgpu: GB200
+# (4 B200 per machine); g2-standard: L4, one up to g2-standard-32 except g2-standard-24 (2).
+_GCP_GPUS: dict[str, int] = {
+    **{f"a2-highgpu-{n}g": n for n in (1, 2, 4, 8)},
+    "a2-megagpu-16g": 16,
+    **{f"a2-ultragpu-{n}g": n for n in (1, 2, 4, 8)},
+    **{f"a3-highgpu-{n}g": n for n in (1, 2, 4, 8)},
+    "a3-megagpu-8g": 8,
+    "a3-edgegpu-8g": 8,
+    "a3-ultragpu-8g": 8,
+    "a4-highgpu-8g": 8,
+    "a4x-highgpu-4g": 4,
+    **{f"g2-standard-{n}": 1 for n in (4, 8, 12, 16, 32)},
+    "g2-standard-24": 2,
+    "g2-standard-48": 4,
+    "g2-standard-96": 8,
+}
+
 _INSTANCE_RE = re.compile(
     r"\b(?:ml\.)?((?:p|g|trn|inf|gr)[0-9][a-z0-9-]*)\.([0-9]*x?large|metal)\b", re.IGNORECASE
 )
+_GCP_RE = re.compile(r"\b(?:a2|a3|a4|a4x|g2)-(?:high|mega|ultra|edge)?(?:gpu|standard)-[0-9]+g?\b")
 _AZURE_RE = re.compile(r"\bStandard_N[CDV][A-Za-z0-9_]*", re.IGNORECASE)
+# Azure N-series sizes (learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/*):
+# NC (K80, retired), NCv3 (V100), NCasT4_v3 (T4), NC A100 v4, NC H100 v5, NVadsA10 v5 / NV, ND
+# A100 v4 (ND96asr_v4: 40GB, ND96amsr_A100_v4: 80GB), ND H100 v5 / H200 v5, NDv2 (V100).
 _AZURE_GPUS = {
     "standard_nc6": 1,
     "standard_nc12": 2,
     "standard_nc24": 4,
+    "standard_nc6s_v3": 1,
+    "standard_nc12s_v3": 2,
+    "standard_nc24s_v3": 4,
+    "standard_nc24rs_v3": 4,
     "standard_nc4as_t4_v3": 1,
     "standard_nc8as_t4_v3": 1,
     "standard_nc16as_t4_v3": 1,
     "standard_nc64as_t4_v3": 4,
+    "standard_nc8ads_a10_v4": 1,
+    "standard_nc16ads_a10_v4": 1,
+    "standard_nc32ads_a10_v4": 2,
     "standard_nc24ads_a100_v4": 1,
     "standard_nc48ads_a100_v4": 2,
     "standard_nc96ads_a100_v4": 4,
+    "standard_nc40ads_h100_v5": 1,
+    "standard_nc80adis_h100_v5": 2,
+    "standard_nd40rs_v2": 8,
     "standard_nd96asr_v4": 8,
     "standard_nd96amsr_a100_v4": 8,
     "standard_nd96isr_h100_v5": 8,
+    "standard_nd96isr_h200_v5": 8,
     "standard_nv6": 1,
     "standard_nv12": 2,
+    "standard_nv24": 4,
+    "standard_nv36ads_a10_v5": 1,
+    "standard_nv72ads_a10_v5": 2,
 }
+# Usage hours of one instance (GPU-hours = hours x GPUs per instance).
+HOUR_UNITS = frozenset({"hrs", "hours", "hour", "hr", "h", "1 hour"})
+# Usage already counted per GPU (a GPU SKU's hours, as Google Cloud bills them).
+GPU_HOUR_UNITS = frozenset({"gpu-hours", "gpu-hour"})
 
 
 def find_instance_type(text: str | None) -> str | None:
-    """Find a GPU instance type (`g5.4xlarge`, `ml.p4d.24xlarge`) inside free text."""
+    """Find a GPU instance type (`g5.4xlarge`, `Standard_ND96asr_v4`, `a3-highgpu-8g`) in text."""
     if not text:
         return None
     match = _INSTANCE_RE.search(text)
     if match:
         return f"{match.group(1).lower()}.{match.group(2).lower()}"
     azure = _AZURE_RE.search(text)
-    return azure.group(0) if azure else None
+    if azure:
+        return azure.group(0)
+    gcp = _GCP_RE.search(text.lower())
+    return gcp.group(0) if gcp else None
 
 
 def gpu_count(instance_type: str | None) -> int:
@@ -85,8 +131,18 @@ def gpu_count(instance_type: str | None) -> int:
         name = name[3:]
     if name.startswith("standard_"):
         return _AZURE_GPUS.get(name, 0)
+    if name in _GCP_GPUS:
+        return _GCP_GPUS[name]
     family, _, size = name.partition(".")
     return _AWS_FAMILY_SIZES.get(family, {}).get(size, 0)
+
+
+def gpus_per_unit(instance_type: str | None, unit: str | None) -> int:
+    """Return what one unit of usage counts in GPU-hours: GPUs per instance-hour, 1 per GPU-hour."""
+    name = (unit or "").strip().lower()
+    if name in GPU_HOUR_UNITS:
+        return 1
+    return gpu_count(instance_type) if name in HOUR_UNITS else 0
 
 
 def gpu_hours(instance_type: str | None, usage_hours: Decimal) -> Decimal:

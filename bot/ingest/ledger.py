@@ -18,10 +18,9 @@ from bot.db.bulk_insert import insert_arrow
 from bot.db.schema import DailySpend, IngestionRun, utcnow
 from bot.errors import IngestError
 from bot.ingest.attribution import IDLE, AttributionRules, Attributor, ChargeFacts
-from bot.ingest.gpu import gpu_count
+from bot.ingest.gpu import gpus_per_unit
 from bot.ingest.rollup import ledger_day_range, refresh_rollup
 from bot.ingest.sources.base import (
-    GPU_HOURS_UNIT,
     IDLE_COLUMN,
     KEY_COLUMNS,
     TAG_PREFIX,
@@ -35,7 +34,6 @@ from bot.ingest.sources.base import (
 )
 from bot.registry.sync import load_attribution_rules
 
-_HOUR_UNITS = {"hrs", "hours", "hour", "hr", "h"}
 # What attribution (and the GPU count) looks at; it runs once per distinct combination.
 _FACT_COLUMNS = (
     "service",
@@ -413,11 +411,7 @@ def _attribute_facts(facts: pa.Table, rules: AttributionRules) -> pa.Table:
         found["model_tag_value"].append(result.model_tag_value)
         found["attribution"].append(result.rule)
         found["run"].append(result.run)
-        hourly = row["unit"].lower() in _HOUR_UNITS
-        if row["unit"] == GPU_HOURS_UNIT:
-            found["gpus"].append(1)
-        else:
-            found["gpus"].append(gpu_count(row["instance_type"]) if hourly else 0)
+        found["gpus"].append(gpus_per_unit(row["instance_type"], row["unit"]))  # GPU-hours: 1
     columns = {name: facts[name] for name in facts.column_names}
     for name in _ATTRIBUTION_COLUMNS:
         columns[name] = pa.array(found[name], pa.string())

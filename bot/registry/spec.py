@@ -154,6 +154,7 @@ class StageRuleSpec(_Spec):
     service: str | None = None
     usage_type: str | None = None
     category: str | None = None
+    resource: str | None = None
 
 
 class AttributionSpec(_Spec):

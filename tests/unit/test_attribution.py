@@ -3,6 +3,7 @@ from bot.ingest.attribution import (
     STORAGE,
     TRAINING,
     AttributionRules,
+    Attributor,
     ChargeFacts,
     ModelMatcher,
     StageRule,
@@ -82,3 +83,46 @@ def test_custom_stage_rules_run_before_defaults() -> None:
         extra_stage_rules=[StageRule("serving", service="*elastic compute*", gpu=True)],
     )
     assert attribute(facts(instance_type="g5.xlarge"), rules).stage == SERVING
+
+
+def test_resource_stage_rules_split_one_service_and_are_memoised_per_resource() -> None:
+    aml = "Azure Machine Learning"
+    ws = "/subscriptions/s/providers/microsoft.machinelearningservices/workspaces/w"
+    attributor = Attributor(RULES)
+    endpoint = facts(aml, resource_id=f"{ws}/onlineendpoints/ep/deployments/blue")
+    cluster = facts(aml, resource_id=f"{ws}/computes/a100-cluster")
+    assert attributor(endpoint).stage == SERVING
+    assert attributor(cluster).stage == TRAINING
+    assert attributor(endpoint).stage == SERVING  # the memo keys on the resource for AML
+    rules = AttributionRules.build(
+        models=[],
+        teams=[],
+        model_tag_keys=["model"],
+        stage_tag_keys=[],
+        team_tag_keys=[],
+        extra_stage_rules=[StageRule(STORAGE, resource="*/checkpoints/*")],
+    )
+    assert attribute(facts("Cloud Storage", resource_id="b/checkpoints/x"), rules).stage == STORAGE
+
+
+def test_gcp_and_azure_ml_services_get_stages() -> None:
+    def stage(service: str, usage: str | None = None, **kw: object) -> str:
+        return attribute(facts(service, usage_type=usage, **kw), RULES).stage
+
+    assert stage("Vertex AI", "Custom Training: A2 Instance Core running in Americas") == TRAINING
+    assert stage("Vertex AI", "Online Prediction: Nvidia Tesla T4 GPU running in Americas") == (
+        SERVING
+    )
+    assert stage("Kubernetes Engine", "Regional Kubernetes Clusters") == SERVING
+    assert stage("Azure Kubernetes Service") == SERVING
+    assert stage("Cloud Storage") == STORAGE
+    assert stage("Storage Accounts") == STORAGE
+    for data_service in (
+        "BigQuery",
+        "Dataflow",
+        "Azure Data Factory v2",
+        "Azure Synapse Analytics",
+    ):
+        assert stage(data_service) == "data"
+    assert stage("Compute Engine", instance_type="a3-highgpu-8g") == TRAINING
+    assert stage("Virtual Machines", instance_type="Standard_ND96isr_H100_v5") == TRAINING

@@ -1,8 +1,11 @@
-"""FOCUS 1.0-1.2 cost exports (CSV, CSV.gz, Parquet; local or s3://)."""
+"""FOCUS 1.0-1.2 cost exports (CSV, CSV.gz, Parquet; local or s3://), from AWS, Azure, GCP, OCI."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +13,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bot.errors import IngestError
+from bot.ingest.gpu import GPU_HOUR_UNITS, HOUR_UNITS, find_instance_type
 from bot.ingest.sources.base import (
+    COST_TYPE,
     TAGS_JSON,
+    Progress,
+    SourceData,
     as_date,
     as_decimal,
     as_string,
@@ -21,6 +28,56 @@ from bot.ingest.sources.files import FileSource, iter_batches
 from bot.ingest.sources.formats import format_hint
 
 REQUIRED = ("ChargePeriodStart", "BilledCost", "EffectiveCost", "BillingAccountId", "ServiceName")
+# Mandatory since FOCUS 1.0 and read by mlcost: required of a file that declares 1.1 or 1.2
+# columns (a 1.0 file without them falls back to Usage, the charge day's month and the default
+# currency, as early 1.0 exports did).
+REQUIRED_SINCE_1_1 = ("ChargeCategory", "BillingPeriodStart", "BillingCurrency")
+# The columns FOCUS 1.2 requires of every dataset with no applicability condition: the
+# ColumnPresent rules CostAndUsage-D-*-M of the FOCUS validator's model-1.2.json.
+MANDATORY_1_2 = (
+    "BilledCost",
+    "BillingAccountId",
+    "BillingAccountName",
+    "BillingCurrency",
+    "BillingPeriodEnd",
+    "BillingPeriodStart",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargePeriodEnd",
+    "ChargePeriodStart",
+    "ContractedCost",
+    "EffectiveCost",
+    "InvoiceIssuerName",
+    "ListCost",
+    "PricingQuantity",
+    "PricingUnit",
+    "ProviderName",
+    "PublisherName",
+    "ServiceCategory",
+    "ServiceName",
+)
+# Columns a FOCUS version added; a file that has one is at least that version.
+ADDED_IN = {
+    "1.2": (
+        "BillingAccountType",
+        "SubAccountType",
+        "InvoiceId",
+        "PricingCurrency",
+        "PricingCurrencyContractedUnitPrice",
+        "PricingCurrencyEffectiveCost",
+        "PricingCurrencyListUnitPrice",
+    ),
+    "1.1": (
+        "CapacityReservationId",
+        "CapacityReservationStatus",
+        "CommitmentDiscountQuantity",
+        "CommitmentDiscountUnit",
+        "ServiceSubcategory",
+        "SkuMeter",
+        "SkuPriceDetails",
+    ),
+}
 OPTIONAL = (
     "BillingPeriodStart",
     "ProviderName",
@@ -28,6 +85,8 @@ OPTIONAL = (
     "SubAccountId",
     "ServiceCategory",
     "SkuId",
+    "SkuMeter",
+    "SkuPriceDetails",
     "x_UsageType",
     "RegionId",
     "ResourceId",
@@ -35,44 +94,112 @@ OPTIONAL = (
     "ChargeDescription",
     "ConsumedQuantity",
     "ConsumedUnit",
+    "PricingQuantity",
+    "PricingUnit",
     "Tags",
     "x_InstanceType",
+    "x_SkuDetails",
+    "x_SystemLabels",
+    "x_Labels",
     "BillingCurrency",
 )
 _INSTANCE_IN_TEXT = (
     r"(?P<it>(?:ml\.)?(?:p|g|trn|inf|gr)[0-9][a-z0-9-]*\.[0-9]*x?large"
     r"|Standard_N[CDV][A-Za-z0-9_]*)"
 )
+# Where exports put the machine type: Azure's SkuPriceDetails (1.2, "same as AdditionalInfo") and
+# x_SkuDetails carry {"ServiceType": "Standard_NC24ads_A100_v4", ...}; Google Cloud's
+# x_SystemLabels carry compute.googleapis.com/machine_spec.
+_INSTANCE_KEYS = ("ServiceType", "InstanceType", "x_InstanceType", "machine_spec")
+_GCP_MACHINE_SPEC = "compute.googleapis.com/machine_spec"
+# Google Cloud bills a GPU VM as separate core, RAM and GPU SKUs; the GPU SKU's usage counts
+# per GPU ("Nvidia Tesla A100 GPU running in Americas", in seconds).
+_GPU_SKU_RE = re.compile(r"\bGPU\b")
+# A machine type without GPUs is kept as written: Azure sizes and Google Cloud machine types.
+_MACHINE_TYPE_RE = re.compile(r"Standard_[A-Za-z0-9_]+|[a-z][a-z0-9]*-[a-z]+-[0-9]+[a-z]?")
+_SECOND_UNITS = frozenset({"seconds", "second", "s", "sec", "secs"})
+_SECONDS_PER_HOUR = Decimal(3600)
+_BYTE_SECONDS_PER_GIB_HOUR = Decimal(2**30 * 3600)
+_QUANTUM = Decimal("1e-10")
 
 
 class FocusSource(FileSource):
     """Read FOCUS exports; each (provider, billing account, billing period) replaces its rows.
 
-    Each row keeps its BillingCurrency; a row without one is counted in `default_currency`.
+    FOCUS 1.0, 1.1 and 1.2 are told apart by their columns. Each row keeps its BillingCurrency;
+    a row without one is counted in `default_currency`.
     """
 
     kind = "focus"
     currency_field = "BillingCurrency"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._notes: dict[str, None] = {}  # ordered and without repeats
+
+    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
+        """Read every file; note 1.2 files that lack mandatory columns mlcost does not read."""
+        self._notes.clear()
+        data = super().read(tag_keys, progress)
+        data.notes.extend(self._notes)
+        return data
+
     def file_charges(self, path: Path, tag_keys: set[str]) -> Iterator[tuple[int, pa.Table]]:
         """Yield each batch's row count with its canonical charges."""
-        for batch in iter_batches(path, _columns_for):
+
+        def columns_for(names: list[str]) -> list[str]:
+            columns, version, absent = focus_columns(names)
+            if absent:
+                self._notes[
+                    f"a FOCUS {version} file lacks mandatory column(s) {', '.join(absent)} "
+                    "(not conformant; mlcost does not read them)"
+                ] = None
+            return columns
+
+        for batch in iter_batches(path, columns_for):
             yield batch.num_rows, _canonical(batch, tag_keys)
 
 
-def _columns_for(names: list[str]) -> list[str]:
-    stripped = {n.strip().lstrip("\ufeff"): n for n in names}
-    missing = [c for c in REQUIRED if c not in stripped]
+def focus_version(names: list[str]) -> str:
+    """Return "1.2", "1.1" or "1.0": the newest FOCUS version whose added columns the header has."""
+    present = {_clean(n) for n in names}
+    for version, added in ADDED_IN.items():
+        if present.intersection(added):
+            return version
+    return "1.0"
+
+
+def focus_columns(names: list[str]) -> tuple[list[str], str, list[str]]:
+    """Return the columns to read, the FOCUS version, and absent 1.2-mandatory columns not read.
+
+    Raise IngestError naming every missing column mlcost needs.
+    """
+    stripped = {_clean(n): n for n in names}
+    version = focus_version(names)
+    needed = (*REQUIRED, *REQUIRED_SINCE_1_1) if version != "1.0" else REQUIRED
+    missing = [c for c in needed if c not in stripped]
     if "ProviderName" not in stripped and "ServiceProviderName" not in stripped:
         missing.append("ProviderName")
     if missing:
         hint = format_hint(names, "focus")
-        raise IngestError(f"missing FOCUS column(s): {', '.join(missing)}{hint}")
-    return [stripped[c] for c in (*REQUIRED, *OPTIONAL) if c in stripped]
+        what = f"FOCUS {version} column(s)" if version != "1.0" else "FOCUS column(s)"
+        raise IngestError(f"missing {what}: {', '.join(missing)}{hint}")
+    absent = (
+        [c for c in MANDATORY_1_2 if c not in stripped and c != "ProviderName"]
+        if version == "1.2"
+        else []
+    )
+    columns = [stripped[c] for c in (*REQUIRED, *OPTIONAL) if c in stripped]
+    return list(dict.fromkeys(columns)), version, absent
+
+
+def _clean(name: str) -> str:
+    return name.strip().lstrip("\ufeff")
 
 
 def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
-    cols = {name.strip().lstrip("\ufeff"): batch[name] for name in batch.column_names}
+    # One array per column: the masks below (replace_with_mask) take arrays, not chunks.
+    cols = {_clean(name): batch[name].combine_chunks() for name in batch.column_names}
     n = batch.num_rows
 
     def get(name: str) -> Any:
@@ -84,31 +211,38 @@ def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
     period = pc.cast(
         pc.floor_temporal(pc.cast(period, pa.timestamp("s")), unit="month"), pa.date32()
     )
-    provider = get("ProviderName")
-    if provider is None or provider.null_count == n:
-        provider = get("ServiceProviderName")
+    provider = as_string(get("ProviderName"), n)
+    provider = pc.if_else(
+        pc.equal(provider, ""), as_string(get("ServiceProviderName"), n), provider
+    )
+    google = pc.match_substring_regex(provider, "(?i)^google")
     description = as_string(get("ChargeDescription"), n)
-    instance = as_string(get("x_InstanceType"), n)
-    found = pc.struct_field(pc.extract_regex(description, _INSTANCE_IN_TEXT), [0])
-    instance = pc.if_else(pc.equal(instance, ""), pc.fill_null(found, ""), instance)
-    usage_type = as_string(get("x_UsageType"), n)
-    usage_type = pc.if_else(pc.equal(usage_type, ""), as_string(get("SkuId"), n), usage_type)
-    tags = get("Tags")
-    tags_json = (
-        filter_tags_json(
-            pc.cast(tags, pa.string()).combine_chunks()
-            if isinstance(tags, pa.ChunkedArray)
-            else tags,
-            tag_keys,
-        )
-        if tags is not None
-        else as_string(None, n)
+    instance = _instance_types(cols, description, n)
+    usage_type = _first_present(
+        as_string(get("x_UsageType"), n),
+        as_string(get("SkuMeter"), n),
+        # Google Cloud's export has no SkuMeter: its SKU description names what is metered.
+        pc.if_else(google, description, ""),
+        as_string(get("SkuId"), n),
+    )
+    quantity = as_decimal(get("ConsumedQuantity"), n, "ConsumedQuantity")
+    unit = as_string(get("ConsumedUnit"), n)
+    quantity, unit = _google_usage(
+        google,
+        description,
+        quantity,
+        unit,
+        as_decimal(get("PricingQuantity"), n, "PricingQuantity"),
+        as_string(get("PricingUnit"), n),
+    )
+    tags = _first_present(
+        _mapping_text(get("Tags"), n, "Tags"), _mapping_text(get("x_Labels"), n, "x_Labels")
     )
     return pa.table(
         {
             "day": day,
             "billing_period": period,
-            "provider": as_string(provider, n),
+            "provider": provider,
             "billing_account": as_string(cols["BillingAccountId"], n),
             "sub_account": as_string(get("SubAccountId"), n),
             "service": as_string(cols["ServiceName"], n),
@@ -123,11 +257,157 @@ def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
                 as_string(get("ChargeCategory"), n),
             ),
             "currency": as_string(get("BillingCurrency"), n),
-            "unit": as_string(get("ConsumedUnit"), n),
+            "unit": unit,
             "estimated": pa.array([False] * n),
-            TAGS_JSON: tags_json,
+            TAGS_JSON: filter_tags_json(tags, tag_keys),
             "billed": as_decimal(cols["BilledCost"], n, "BilledCost"),
             "effective": as_decimal(cols["EffectiveCost"], n, "EffectiveCost"),
-            "quantity": as_decimal(get("ConsumedQuantity"), n, "ConsumedQuantity"),
+            "quantity": quantity,
         }
     )
+
+
+def _first_present(*columns: pa.Array) -> pa.Array:
+    """Return, row by row, the first non-empty value of the columns."""
+    result = columns[0]
+    for column in columns[1:]:
+        result = pc.if_else(pc.equal(result, ""), column, result)
+    return result
+
+
+def _instance_types(cols: dict[str, Any], description: pa.Array, n: int) -> pa.Array:
+    """Find each row's instance (machine) type where the provider's export carries it."""
+    found = as_string(cols.get("x_InstanceType"), n)
+    for name in ("SkuPriceDetails", "x_SkuDetails", "x_SystemLabels"):
+        if name in cols:
+            found = _first_present(found, _instance_in_mapping(cols[name], n, name))
+    in_text = pc.struct_field(pc.extract_regex(description, _INSTANCE_IN_TEXT), [0])
+    return _first_present(found, pc.fill_null(in_text, ""))
+
+
+def _instance_in_mapping(column: Any, n: int, what: str) -> pa.Array:
+    def machine(raw: str) -> str:
+        mapping = _loads_object(raw)
+        value = next(
+            (str(v) for k, v in mapping.items() if k in _INSTANCE_KEYS or k == _GCP_MACHINE_SPEC),
+            "",
+        )
+        return find_instance_type(value) or (value if _MACHINE_TYPE_RE.fullmatch(value) else "")
+
+    return _per_value(_mapping_text(column, n, what), machine)
+
+
+def _per_value(column: pa.Array, convert: Any) -> pa.Array:
+    """Apply a text conversion once per distinct value of a string column (nulls read as "")."""
+    encoded = pc.dictionary_encode(column)
+    converted = pa.array([convert(v) for v in encoded.dictionary.to_pylist()], pa.string())
+    return pc.fill_null(pc.take(converted, encoded.indices), "")
+
+
+def _loads_object(raw: str) -> dict[str, Any]:
+    """Parse a JSON object; anything else (blank, malformed, a list) reads as no keys."""
+    try:
+        value = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _mapping_text(column: Any, n: int, what: str) -> pa.Array:
+    """Return a key-value column (JSON text, a Parquet struct/map, or GCP's [{key, value}]) as
+    JSON objects in text; empty where there is none."""
+    if column is None:
+        return as_string(None, n)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        text = as_string(column, n)
+        if not pc.any(pc.starts_with(pc.utf8_ltrim_whitespace(text), "[")).as_py():
+            return text  # JSON objects already (the common case): no per-row work here
+        return _per_value(text, lambda raw: _as_object_text(raw, what))
+    cache: dict[str, str] = {}  # Parquet lists, structs and maps, by their JSON
+    out = []
+    for raw in column.to_pylist():
+        key = json.dumps(raw, default=str)
+        if key not in cache:
+            cache[key] = _as_object_text(raw, what)
+        out.append(cache[key])
+    return pa.array(out, pa.string())
+
+
+def _as_object_text(raw: Any, what: str) -> str:
+    value = raw
+    if isinstance(raw, str):
+        text = raw.strip()
+        if not text.startswith("["):
+            return text if text not in ("NULL", "null") else ""
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            raise IngestError(f"column {what} is not JSON: {text[:80]!r}") from None
+    if not value:
+        return ""
+    if isinstance(value, list):
+        pairs = {}
+        for item in value:
+            if isinstance(item, dict):
+                key = item.get("key", item.get("Key"))
+                if key is not None:
+                    pairs[str(key)] = item.get("value", item.get("Value"))
+            elif isinstance(item, (list, tuple)) and len(item) == 2:  # a Parquet map
+                pairs[str(item[0])] = item[1]
+        value = pairs
+    return json.dumps(value, sort_keys=True, default=str) if value else ""
+
+
+def _google_usage(
+    google: pa.Array,
+    description: pa.Array,
+    quantity: pa.Array,
+    unit: pa.Array,
+    pricing_quantity: pa.Array,
+    pricing_unit: pa.Array,
+) -> tuple[pa.Array, pa.Array]:
+    """Count Google Cloud GPU SKU usage in GPU-hours (the ledger counts it one to one) and RAM
+    byte-seconds in GiB-hours (a month of a large VM's byte-seconds passes 10^18)."""
+    unit, pricing_unit = pc.cast(unit, pa.string()), pc.cast(pricing_unit, pa.string())
+    gpu_rows = pc.and_(
+        google, pc.match_substring_regex(description, _GPU_SKU_RE.pattern, ignore_case=True)
+    )
+    byte_rows = pc.and_(google, pc.equal(pc.utf8_lower(unit), "byte-seconds"))
+    if not pc.any(pc.or_(gpu_rows, byte_rows)).as_py():
+        return quantity, unit
+    if pc.any(byte_rows).as_py():
+        gib_hours = [
+            (q / _BYTE_SECONDS_PER_GIB_HOUR).quantize(_QUANTUM)
+            for q in quantity.filter(byte_rows).to_pylist()
+        ]
+        quantity = pc.replace_with_mask(quantity, byte_rows, pa.array(gib_hours, COST_TYPE))
+        unit = pc.replace_with_mask(unit, byte_rows, pa.array(["GiB-hours"] * len(gib_hours)))
+    if not pc.any(gpu_rows).as_py():
+        return quantity, unit
+    picked = zip(
+        quantity.filter(gpu_rows).to_pylist(),
+        unit.filter(gpu_rows).to_pylist(),
+        pricing_quantity.filter(gpu_rows).to_pylist(),
+        pricing_unit.filter(gpu_rows).to_pylist(),
+        strict=True,
+    )
+    amounts, units = [], []
+    for amount, name, priced, priced_unit in picked:
+        hours = _gpu_hours_of(amount, name.strip().lower(), priced, priced_unit.strip().lower())
+        amounts.append(amount if hours is None else hours)
+        units.append(name if hours is None else "GPU-hours")
+    return (
+        pc.replace_with_mask(quantity, gpu_rows, pa.array(amounts, COST_TYPE)),
+        pc.replace_with_mask(unit, gpu_rows, pa.array(units, pa.string())),
+    )
+
+
+def _gpu_hours_of(amount: Decimal, unit: str, priced: Decimal, priced_unit: str) -> Decimal | None:
+    """Return a GPU SKU's usage in hours, or None when its units say nothing about time."""
+    if unit in _SECOND_UNITS:
+        return (amount / _SECONDS_PER_HOUR).quantize(_QUANTUM)
+    if unit in HOUR_UNITS or unit in GPU_HOUR_UNITS:
+        return amount
+    return priced if priced_unit in HOUR_UNITS else None
