@@ -207,3 +207,41 @@ def test_currencies_are_charged_back_separately(session: Session) -> None:
         ("EUR", Decimal("55.00")),
         ("USD", Decimal("100.00")),
     ]
+
+
+FOCUS12 = DATA / "focus12_gcp_azure_sample.csv"
+
+GCP_AZURE_REGISTRY = """\
+teams:
+  - {name: ranking}
+  - {name: platform}
+  - {name: nlp}
+models:
+  - {name: recsys, team: ranking}
+  - {name: search-ranker, team: ranking}
+  - {name: llm-chat, team: nlp}
+chargeback:
+  split: evenly
+  pools: {unallocated: proportional}
+"""
+
+
+def test_gcp_and_azure_focus12_tax_is_its_own_pool_and_the_month_reconciles(
+    session: Session,
+) -> None:
+    load_registry(session, GCP_AZURE_REGISTRY)
+    frame = pd.read_csv(FOCUS12, dtype={"BilledCost": str, "ChargeCategory": str, "Tags": str})
+    ingest(FocusSource([str(FOCUS12)]), session=session)
+    [result] = chargeback_report(
+        session=session,
+        period=month_period("2026-11"),
+        policy=load_chargeback_policy(session=session),
+    )
+    billed = pandas_sum(frame["BilledCost"])
+    tax = pandas_sum(frame.loc[frame["ChargeCategory"] == "Tax", "BilledCost"])
+    assert tax > 0
+    assert result.total == billed.quantize(CENT) == result.ledger_total
+    assert result.column_total("tax") == tax.quantize(CENT)
+    # evenly: the teams that spent each carry a third of the tax, give or take the odd cent
+    shares = [t.cells["tax"] for t in result.teams if t.direct != 0]
+    assert len(shares) == 3 and max(shares) - min(shares) <= CENT
