@@ -26,19 +26,12 @@ from bot.slack.blocks.alerts import (
     replace_actions,
     snoozed_note,
 )
+from bot.slack.clicks import click_origin
 from bot.slack.error_boundary import guarded
 from bot.slack.middleware import services_of, unit_of_work_of
 from bot.slack.notifier import SLACK_FAILURES
 
 log = logging.getLogger(__name__)
-
-
-def _where(body: dict[str, Any]) -> tuple[str, str, str]:
-    """Return (channel, message ts, user) of a button click."""
-    container = body.get("container") or {}
-    channel = container.get("channel_id") or (body.get("channel") or {}).get("id", "")
-    ts = container.get("message_ts") or (body.get("message") or {}).get("ts", "")
-    return channel, ts, (body.get("user") or {}).get("id", "")
 
 
 def _target(body: dict[str, Any]) -> tuple[str, str]:
@@ -70,7 +63,7 @@ def _record_silence(
 def silence_alert(ack: Ack, body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
     """Acknowledge or snooze a budget alert, then replace its buttons with a note."""
     ack()
-    channel, ts, user = _where(body)
+    channel, ts, user = click_origin(body)
     scope, period = _target(body)
     action_id = (body.get("actions") or [{}])[0].get("action_id", "")
     now = services_of(context).clock()
@@ -91,7 +84,7 @@ def open_raise_modal(
 ) -> None:
     """Open the Raise budget modal for the scope's owners (others are refused)."""
     ack()
-    channel, ts, user = _where(body)
+    channel, ts, user = click_origin(body)
     scope, period = _target(body)
     current, currency = unit_of_work_of(context)(
         lambda session: budget_for_raise(session=session, user_id=user, scope=scope)

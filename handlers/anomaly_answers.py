@@ -15,23 +15,16 @@ from bot.anomalies.detect import EXPECTED, NOT_EXPECTED
 from bot.slack.blocks.alerts import (
     EXPECTED_ACTION,
     NOT_EXPECTED_ACTION,
-    anomaly_answered_note,
+    answered_note_for,
     replace_actions,
 )
+from bot.slack.clicks import click_origin
 from bot.slack.error_boundary import guarded
 from bot.slack.middleware import services_of, unit_of_work_of
 from bot.slack.mrkdwn import users
 from bot.slack.notifier import SLACK_FAILURES
 
 log = logging.getLogger(__name__)
-
-
-def _where(body: dict[str, Any]) -> tuple[str, str, str]:
-    """Return (channel, message ts, user) of a button click."""
-    container = body.get("container") or {}
-    channel = container.get("channel_id") or (body.get("channel") or {}).get("id", "")
-    ts = container.get("message_ts") or (body.get("message") or {}).get("ts", "")
-    return channel, ts, (body.get("user") or {}).get("id", "")
 
 
 def _tell(client: WebClient, channel: str, user: str, text: str) -> None:
@@ -48,7 +41,7 @@ def answer_clicked(
     ack()
     services = services_of(context)
     settings = services.settings
-    channel, ts, user = _where(body)
+    channel, ts, user = click_origin(body)
     answer = EXPECTED if action.get("action_id") == EXPECTED_ACTION else NOT_EXPECTED
     try:
         value = json.loads(action.get("value") or "{}")
@@ -70,18 +63,7 @@ def answer_clicked(
             currency=settings.currency,
         )
         row = result.row
-        note = anomaly_answered_note(
-            row.answer,
-            row.user_id,
-            row.at,
-            row.scope,
-            dimension=row.dimension,
-            value=row.value,
-            level=row.level,
-            month=row.anomaly_day.strftime("%B"),
-            currency=row.currency,
-            owners=result.owners,
-        )
+        note = answered_note_for(row, result.owners)
         return note, result.recorded, row.user_id
 
     note, recorded, answered_by = unit_of_work_of(context)(step)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from bot.bootstrap import AppServices
 from bot.db.schema import ResourceFindingRecord
 from bot.slack.blocks.waste_resource import KEEP_ACTION, NOT_WASTE_ACTION, STOP_ACTION
+from bot.slack.clicks import click_origin
 from bot.slack.error_boundary import guarded
 from bot.slack.middleware import services_of, unit_of_work_of
 from bot.slack.notifier import SLACK_FAILURES
@@ -31,14 +32,6 @@ from bot.waste.stopping import run_stop, update_post
 log = logging.getLogger(__name__)
 
 Rendered = tuple[str, list[dict[str, Any]]]
-
-
-def _where(body: dict[str, Any]) -> tuple[str, str, str]:
-    """Return (channel, message ts, user) of a button click."""
-    container = body.get("container") or {}
-    channel = container.get("channel_id") or (body.get("channel") or {}).get("id", "")
-    ts = container.get("message_ts") or (body.get("message") or {}).get("ts", "")
-    return channel, ts, (body.get("user") or {}).get("id", "")
 
 
 def _rendered(session: Session, row: ResourceFindingRecord) -> Rendered:
@@ -63,7 +56,7 @@ def silence_resource(
     """Keep for 7 days / Not waste: record it (owners and admins only), show it on the post."""
     ack()
     services = services_of(context)
-    channel, ts, user = _where(body)
+    channel, ts, user = click_origin(body)
     decision = KEEP if action["action_id"] == KEEP_ACTION else NOT_WASTE
     now = services.clock()
 
@@ -86,7 +79,7 @@ def stop_resource(
     """Stop it: record the approval and claim the action, show it, and act in the background."""
     ack()
     services = services_of(context)
-    channel, ts, user = _where(body)
+    channel, ts, user = click_origin(body)
 
     def claim(session: Session) -> tuple[StopApproval, Rendered | None]:
         approval = approve_stop(

@@ -9,6 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from bot.cli.arguments import add_cost_basis_argument
 from bot.money import CostBasis, format_money_places
 
 if TYPE_CHECKING:
@@ -24,12 +25,7 @@ def register(reports: Any) -> None:
     )
     parser.add_argument("--month", help="YYYY-MM (default: last month)")
     parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    parser.add_argument(
-        "--cost",
-        choices=[basis.value for basis in CostBasis],
-        default=CostBasis.BILLED.value,
-        help="billed (invoice) or effective (amortised) cost",
-    )
+    add_cost_basis_argument(parser)
     parser.set_defaults(handler=run_chargeback)
 
 

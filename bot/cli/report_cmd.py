@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from bot.cli import chargeback_cmd
-from bot.cli.arguments import day_argument
+from bot.cli.arguments import add_cost_basis_argument, day_argument
 from bot.money import CostBasis, column_places, format_money_places
 
 if TYPE_CHECKING:
@@ -32,12 +32,7 @@ def register(commands: Any) -> None:
     )
     spend.add_argument("--model", help="only this model's spend (its runs, with --by run)")
     spend.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    spend.add_argument(
-        "--cost",
-        choices=[basis.value for basis in CostBasis],
-        default=CostBasis.BILLED.value,
-        help="billed (invoice) or effective (amortised) cost",
-    )
+    add_cost_basis_argument(spend)
     spend.set_defaults(handler=run_spend)
     waste = sub.add_parser(
         "waste",

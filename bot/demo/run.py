@@ -489,7 +489,7 @@ def answer_demo_anomaly(
 ) -> PlannedPost | None:
     """Answer recsys's first spend anomaly Expected, as its owner would the next morning."""
     from bot.anomalies.answers import answer_anomaly
-    from bot.slack.blocks.alerts import anomaly_answered_note
+    from bot.slack.blocks.alerts import answered_note_for
 
     post = next(
         (p for p in planned if p.dedupe_key.startswith(f"anomaly:spend:{ANSWERED_MODEL}:")), None
@@ -511,17 +511,7 @@ def answer_demo_anomaly(
             basis=services.settings.budget_cost_basis,
             currency=services.settings.currency,
         ).row
-        note = anomaly_answered_note(
-            row.answer,
-            row.user_id,
-            row.at,
-            row.scope,
-            dimension=row.dimension,
-            value=row.value,
-            level=row.level,
-            month=row.anomaly_day.strftime("%B"),
-            currency=row.currency,
-        )
+        note = answered_note_for(row)
     print(f"{at:%b %d}  {post.channel:<10} {plain(note)}")
     return post
 

@@ -234,15 +234,16 @@ def spend_report(
             )
         )
     report.totals = _totals(session, in_period, basis)
-    report.estimated_days = int(
-        session.scalar(
-            select(func.count(func.distinct(DailySpend.day))).where(
-                *in_period, DailySpend.estimated.is_(True)
-            )
-        )
-        or 0
-    )
+    report.estimated_days = estimated_days(session, in_period)
     return report
+
+
+def estimated_days(session: Session, in_period: Sequence[Any]) -> int:
+    """Count the days in the conditions whose spend includes provider estimates."""
+    query = select(func.count(func.distinct(DailySpend.day))).where(
+        *in_period, DailySpend.estimated.is_(True)
+    )
+    return int(session.scalar(query) or 0)
 
 
 def _totals(session: Session, in_period: list[Any], basis: CostBasis) -> list[SpendTotals]:

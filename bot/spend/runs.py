@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from bot.db.schema import DailySpend
 from bot.money import CostBasis
 from bot.periods import Period
-from bot.spend.reports import SpendLine, SpendReport, _totals, cost_column
+from bot.spend.reports import SpendLine, SpendReport, _totals, cost_column, estimated_days
 
 # The columns of `mlcost report spend --by run`, before currency, cost and GPU-hours.
 RUN_COLUMNS = ["model", "run", "stage", "first_day", "last_day"]
@@ -160,12 +160,5 @@ def run_report(
     for currency in sorted(lines_by_currency):
         report.lines.extend(lines_by_currency[currency])
     report.totals = _totals(session, in_period, basis)
-    report.estimated_days = int(
-        session.scalar(
-            select(func.count(func.distinct(DailySpend.day))).where(
-                *in_period, DailySpend.estimated.is_(True)
-            )
-        )
-        or 0
-    )
+    report.estimated_days = estimated_days(session, in_period)
     return report

@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterable
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from bot.anomalies.detect import Anomaly
 from bot.anomalies.drivers import Driver as SpendDriver
@@ -290,6 +290,36 @@ def _anomaly_buttons(anomaly: Anomaly) -> dict[str, Any]:
         },
     ]
     return {"type": "actions", "block_id": ANOMALY_ACTIONS_BLOCK, "elements": elements}
+
+
+class AnsweredAnomaly(Protocol):
+    """What an anomaly's recorded answer carries (bot.db.schema.AnomalyExpectation)."""
+
+    answer: str
+    user_id: str
+    at: dt.datetime
+    scope: str
+    dimension: str | None
+    value: str | None
+    level: Decimal | None
+    anomaly_day: dt.date
+    currency: str
+
+
+def answered_note_for(row: AnsweredAnomaly, owners: Iterable[str] = ()) -> str:
+    """Say who answered an anomaly and what it means, from its recorded answer."""
+    return anomaly_answered_note(
+        row.answer,
+        row.user_id,
+        row.at,
+        row.scope,
+        dimension=row.dimension,
+        value=row.value,
+        level=row.level,
+        month=row.anomaly_day.strftime("%B"),
+        currency=row.currency,
+        owners=owners,
+    )
 
 
 def anomaly_answered_note(
