@@ -116,7 +116,7 @@ def submit_raise(
     if not meta.get("channel"):
         return
     new = format_money(budget.monthly_amount, budget.currency)
-    text = raised_note(user, str(meta["scope"]), new, services_of(context).clock())
+    text = raised_note(user, str(meta["scope"]), new, services_of(context).clock(), budget.period)
     try:
         client.chat_postMessage(
             channel=meta["channel"], thread_ts=meta.get("ts") or None, text=text

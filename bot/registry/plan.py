@@ -23,7 +23,12 @@ from bot.registry.sync import KEPT_SLACK_CHANGES, export_registry
 
 SLACK_ACTIONS = ("budget.set", "model.owners.set")
 # The fields a Slack-side change sets, per kind of entity: the file reverts it if it changes one.
-SLACK_FIELDS = {"budget": {"monthly", "thresholds", "forecast"}, "model": {"owners", "channel"}}
+SLACK_FIELDS = {
+    "budget": {"monthly", "amount", "period", "thresholds", "forecast"},
+    "model": {"owners", "channel"},
+}
+# the budget fields `/mlcost budget set` changes, kept by --keep-slack-changes
+SLACK_BUDGET_FIELDS = ("monthly", "amount", "period", "thresholds", "forecast")
 
 
 @dataclass(frozen=True)
@@ -182,6 +187,8 @@ def _model_fields(model: Any) -> dict[str, Any]:
 def _budget_fields(budget: Any) -> dict[str, Any]:
     fields = {
         "monthly": budget.monthly,
+        "amount": budget.amount,
+        "period": budget.period,
         "thresholds": list(budget.thresholds),
         "forecast": budget.forecast,
         "forecast_threshold": budget.forecast_threshold,
@@ -245,18 +252,17 @@ def _describe(row: AuditLog) -> tuple[str, str]:
     if row.action == "budget.set":
         before, after = dict(detail.get("before") or {}), dict(detail.get("after") or {})
         if not before:
-            return (
-                f"budget {row.target}",
-                f"created with monthly {_show(_amount(after.get('monthly')))}",
-            )
-        before["monthly"], after["monthly"] = (
-            _amount(before.get("monthly")),
-            _amount(after.get("monthly")),
-        )
+            period = after.get("period", "monthly")
+            amount = after.get("monthly", after.get("amount"))
+            return f"budget {row.target}", f"created with {period} {_show(_amount(amount))}"
+        for values in (before, after):
+            for key in ("monthly", "amount"):
+                if key in values:
+                    values[key] = _amount(values[key])
         parts = [
             f"{key} {_show(before.get(key))} -> {_show(after.get(key))}"
-            for key in ("monthly", "thresholds")
-            if before.get(key) != after.get(key)
+            for key in ("monthly", "amount", "period", "thresholds")
+            if before.get(key) != after.get(key) and (key != "period" or "period" in before)
         ]
         return f"budget {row.target}", ", ".join(parts) or "set again unchanged"
     owners, channel = detail.get("owners") or {}, detail.get("channel") or {}
@@ -312,9 +318,7 @@ def keep_slack_values(
         budgets[budget.scope] = (
             budget
             if old is None
-            else old.model_copy(
-                update={k: getattr(budget, k) for k in ("monthly", "thresholds", "forecast")}
-            )
+            else old.model_copy(update={k: getattr(budget, k) for k in SLACK_BUDGET_FIELDS})
         )
     return wanted.model_copy(update={"models": models, "budgets": list(budgets.values())})
 
