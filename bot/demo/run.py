@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.bootstrap import AppServices
+from bot.budgets.plan import parse_budget_alert_key
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
 from bot.demo.resource_scan import show_resource_scan
@@ -22,7 +23,7 @@ from bot.ingest.sources.focus import FocusSource
 from bot.money import format_money, format_percent
 from bot.notify.outbox import PlannedPost
 from bot.notify.plan import plan_alerts
-from bot.periods import month_period
+from bot.periods import MONTHLY, month_period, period_kind_of_label, period_words
 from bot.registry.spec import load_registry_file
 from bot.registry.sync import import_registry
 from bot.slack.mrkdwn import plain
@@ -406,6 +407,7 @@ def show_alerts(services: AppServices) -> None:
     )
     sent: set[str] = set()
     first: PlannedPost | None = None
+    per_period: list[tuple[dt.date, PlannedPost]] = []  # alerts of budgets not per month
     day = ALERTS_THROUGH.replace(day=1)
     while day <= ALERTS_THROUGH:
         now = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(6), dt.UTC)
@@ -416,6 +418,8 @@ def show_alerts(services: AppServices) -> None:
         for post in report.planned:
             sent.add(post.dedupe_key)
             first = first or (post if post.kind.startswith("budget") else None)
+            if post.kind.startswith("budget") and _period_of_key(post.dedupe_key) != MONTHLY:
+                per_period.append((day, post))
             print(f"{day:%b %d}  {post.channel:<10} {plain(post.text)}")
         day += dt.timedelta(days=1)
     if first is not None:
@@ -423,7 +427,38 @@ def show_alerts(services: AppServices) -> None:
         for block in first.blocks:
             for text in _block_texts(block):
                 print("  " + plain(text).replace("\n", "\n  "))
+    show_period_budget_alerts(per_period)
     print("\nmlcost poll --as-of 2026-11-20 --dry-run prints what would be posted on one day.")
+
+
+def _period_of_key(key: str) -> str:
+    """Return the kind of period (weekly, ...) a budget alert key names."""
+    parsed = parse_budget_alert_key(key)
+    return MONTHLY if parsed is None else period_kind_of_label(parsed[1])
+
+
+def show_period_budget_alerts(alerts: list[tuple[dt.date, PlannedPost]]) -> None:
+    """Print how often each budget per day, week or quarter alerted, and its first alert."""
+    by_scope: dict[str, list[tuple[dt.date, str]]] = {}
+    kinds: dict[str, str] = {}
+    for day, post in alerts:
+        parsed = parse_budget_alert_key(post.dedupe_key)
+        if parsed is not None:
+            by_scope.setdefault(parsed[0], []).append((day, period_words(parsed[1])))
+            kinds[parsed[0]] = period_kind_of_label(parsed[1])
+    for scope, posted in by_scope.items():
+        when = ", ".join(f"{day:%b %-d} ({words})" for day, words in posted)
+        times = "once" if len(posted) == 1 else f"{len(posted)} times"
+        print(
+            f"\n{scope} has a {kinds[scope]} budget: it alerted {times} in the walk, on "
+            f"{when}; each threshold alerts once per period."
+        )
+    if alerts:
+        day, post = alerts[0]
+        print(f"It was posted in {post.channel} as:")
+        for block in post.blocks:
+            for text in _block_texts(block):
+                print("  " + plain(text).replace("\n", "\n  "))
 
 
 def _block_texts(block: dict[str, Any]) -> list[str]:
