@@ -196,10 +196,10 @@ def test_a_weekly_budget_alerts_once_a_week_across_boundaries_and_changes(
         assert cycle(factory, settings, nov(26)) == ["budget:model:alpha:w2026-11-23:actual:100"]
         # a new amount is a new revision: fresh thresholds within the week, then once again
         with session_scope(factory) as session:
-            set_budget(session=session, user_id="U0AAA111", scope="model:alpha", amount=Decimal(1200))
-        assert cycle(factory, settings, nov(26)) == [
-            "budget:model:alpha:w2026-11-23:actual:80:r1"
-        ]
+            set_budget(
+                session=session, user_id="U0AAA111", scope="model:alpha", amount=Decimal(1200)
+            )
+        assert cycle(factory, settings, nov(26)) == ["budget:model:alpha:w2026-11-23:actual:80:r1"]
         assert cycle(factory, settings, nov(26)) == []
         # a new period (weekly -> daily) is a new revision too: the day's 60 of 50 is over
         with session_scope(factory) as session:

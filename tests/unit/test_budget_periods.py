@@ -4,6 +4,7 @@ period's end, and the registry's `amount:` / `period:`."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from decimal import Decimal
 
 import pytest
@@ -17,6 +18,7 @@ from bot.budgets.plan import (
     sent_by_scope,
 )
 from bot.errors import RegistryError, UsageError
+from bot.notify.messages import AlertContext
 from bot.periods import (
     budget_period,
     check_budget_period,
@@ -25,6 +27,7 @@ from bot.periods import (
     period_words,
 )
 from bot.registry.spec import parse_registry, registry_to_yaml
+from bot.slack.blocks.alerts import acknowledged_note, build_budget_alert, build_raise_modal
 from bot.spend.forecast import SpendSummary, forecast_month_end, min_days_known
 
 NOW = dt.datetime(2026, 11, 30, 8, tzinfo=dt.UTC)
@@ -216,3 +219,31 @@ def test_a_bad_budget_period_or_amount_is_named(budget: str, message: str) -> No
     with pytest.raises(RegistryError) as raised:
         parse_registry(text)
     assert message in str(raised.value)
+
+
+def test_alerts_say_the_period_its_unit_and_what_was_spent_in_it() -> None:
+    wed = dt.date(2026, 11, 18)
+    weekly = status("weekly", wed, "850")
+    text, blocks = build_budget_alert(BudgetAlert(weekly, "actual", 80), AlertContext("C0X"))
+    assert text == (
+        ":warning: model:alpha passed 80 % of its weekly budget (week of 2026-11-16): "
+        "$850 of $1,000 / week (85 %)."
+    )
+    body = blocks[1]["text"]["text"]
+    assert "*$850* spent in the week of 2026-11-16 through Nov 18 of a *$1,000 / week* budget" in (
+        body
+    )
+    assert "No forecast yet: only 3 days of this week are known." in body
+    assert json.loads(blocks[-1]["elements"][0]["value"])["period"] == "w2026-11-16"
+    daily = status("daily", wed, "1200")
+    text, blocks = build_budget_alert(BudgetAlert(daily, "actual", 100), AlertContext("C0X"))
+    assert text.startswith(":red_circle: model:alpha is over its daily budget (2026-11-18)")
+    assert "*$1,200* spent on Wed Nov 18 of a *$1,000 / day* budget" in blocks[1]["text"]["text"]
+    assert "No forecast for a daily budget" in blocks[1]["text"]["text"]
+    monthly = status("monthly", wed, "850")
+    text, _ = build_budget_alert(BudgetAlert(monthly, "actual", 80), AlertContext("C0X"))
+    assert text == ":warning: model:alpha passed 80 % of its 2026-11 budget: $850 of $1,000 (85 %)."
+    note = acknowledged_note("U1", NOW, "model:alpha", "q2026-10-01")
+    assert "no more alerts for `model:alpha` in 2026-Q4 unless it is exceeded" in note
+    modal = build_raise_modal("model:alpha", "w2026-11-16", Decimal(1000), "USD", {})
+    assert modal["blocks"][1]["label"]["text"] == "New weekly budget"
