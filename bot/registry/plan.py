@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog
+from bot.periods import per_period
 from bot.registry.spec import RegistrySpec
 from bot.registry.sync import KEPT_SLACK_CHANGES, export_registry
 
@@ -160,7 +161,14 @@ def diff_registry(current: RegistrySpec, wanted: RegistrySpec) -> RegistryDiff:
             _compare(diff, f"model {name}", _model_fields(old_model), _model_fields(model))
     for scope, budget in budgets_new.items():
         if (old_budget := budgets_old.get(scope)) is not None:
-            _compare(diff, f"budget {scope}", _budget_fields(old_budget), _budget_fields(budget))
+            old_fields, new_fields = _budget_fields(old_budget), _budget_fields(budget)
+            if old_budget.period != budget.period:  # one line: `amount 12000 / month -> 500 / week`
+                diff.updated.append(
+                    FieldChange(f"budget {scope}", "amount", _per(old_budget), _per(budget))
+                )
+                for key in ("monthly", "amount", "period"):
+                    old_fields.pop(key), new_fields.pop(key)
+            _compare(diff, f"budget {scope}", old_fields, new_fields)
     _compare(diff, "registry", _settings(current), _settings(wanted))
 
     owners = sum(len(t.owners) for t in current.teams) + sum(len(m.owners) for m in current.models)
@@ -196,6 +204,11 @@ def _budget_fields(budget: Any) -> dict[str, Any]:
     if budget.currency is not None:  # None: the organisation's, filled in by plan_import
         fields["currency"] = budget.currency
     return fields
+
+
+def _per(budget: Any) -> str:
+    """Render a budget's amount and its period: `2000 / week`."""
+    return f"{_show(budget.per_period)} / {per_period(budget.period)}"
 
 
 def _settings(spec: RegistrySpec) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from bot.periods import (
     period_kind_of_label,
     period_words,
 )
+from bot.registry.plan import diff_registry
 from bot.registry.spec import parse_registry, registry_to_yaml
 from bot.slack.blocks.alerts import acknowledged_note, build_budget_alert, build_raise_modal
 from bot.spend.forecast import SpendSummary, forecast_month_end, min_days_known
@@ -247,3 +248,15 @@ def test_alerts_say_the_period_its_unit_and_what_was_spent_in_it() -> None:
     assert "no more alerts for `model:alpha` in 2026-Q4 unless it is exceeded" in note
     modal = build_raise_modal("model:alpha", "w2026-11-16", Decimal(1000), "USD", {})
     assert modal["blocks"][1]["label"]["text"] == "New weekly budget"
+
+
+def test_an_import_that_changes_the_period_says_so_in_one_line() -> None:
+    base = (
+        "teams:\n  - {name: ranking}\nmodels:\n  - {name: alpha, team: ranking}\nbudgets:\n"
+        '  - {scope: "model:alpha", %s}\n'
+    )
+    was = parse_registry(base % "monthly: 12000")
+    diff = diff_registry(was, parse_registry(base % "amount: 500, period: weekly"))
+    assert diff.lines() == ["update budget model:alpha: amount 12000 / month -> 500 / week"]
+    diff = diff_registry(was, parse_registry(base % "monthly: 15000"))
+    assert diff.lines() == ["update budget model:alpha: monthly 12000 -> 15000"]
