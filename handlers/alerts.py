@@ -93,10 +93,11 @@ def open_raise_modal(
     ack()
     channel, ts, user = _where(body)
     scope, period = _target(body)
-    current, currency = unit_of_work_of(context)(
+    current, currency, kind = unit_of_work_of(context)(
         lambda session: budget_for_raise(session=session, user_id=user, scope=scope)
     )
-    view = build_raise_modal(scope, period, current, currency, {"channel": channel, "ts": ts})
+    where = {"channel": channel, "ts": ts}
+    view = build_raise_modal(scope, period, current, currency, where, kind=kind)
     client.views_open(trigger_id=body["trigger_id"], view=view)
 
 

@@ -45,7 +45,6 @@ from bot.spend.forecast import (
 from bot.spend.reports import cost_column
 
 ZERO = Decimal(0)
-HISTORY_BUCKETS = ("last7", *(f"wd{i}" for i in range(7)))
 # (model, team, stage): which dimensions a budget of each shape constrains
 SHAPES: tuple[tuple[bool, bool, bool], ...] = (
     (True, False, False),

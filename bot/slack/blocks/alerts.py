@@ -296,10 +296,16 @@ def raised_note(
 
 
 def build_raise_modal(
-    scope: str, period: str, current: Decimal, currency: str, metadata: dict[str, Any]
+    scope: str,
+    period: str,
+    current: Decimal,
+    currency: str,
+    metadata: dict[str, Any],
+    kind: str | None = None,
 ) -> dict[str, Any]:
-    """Return the Raise budget modal view (`period` is the alert's period label)."""
-    kind = period_kind_of_label(period)
+    """Return the Raise budget modal view (`period` is the alert's period label, `kind` the
+    budget's period now: weekly, ...; by default the alert's)."""
+    kind = kind or period_kind_of_label(period)
     return {
         "type": "modal",
         "callback_id": RAISE_CALLBACK,
