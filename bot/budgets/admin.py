@@ -40,11 +40,11 @@ def audit_values(budget: Budget) -> dict[str, Any]:
     """Return a budget as its audit records show it: amount (as the registry names it), period,
     thresholds."""
     key = "monthly" if budget.period == MONTHLY else "amount"
-    return {
-        key: str(budget.monthly_amount),
-        "period": budget.period,
-        "thresholds": budget.thresholds,
-    }
+    values = {key: str(budget.monthly_amount), "period": budget.period}
+    values["thresholds"] = budget.thresholds
+    # in the order PostgreSQL's JSONB keeps keys (shorter first), so the trail reads the same
+    # on SQLite and PostgreSQL
+    return dict(sorted(values.items(), key=lambda item: (len(item[0]), item[0])))
 
 
 def check_budget_permission(session: Session, user_id: str, scope: str) -> None:
