@@ -40,8 +40,11 @@ def audit_values(budget: Budget) -> dict[str, Any]:
     """Return a budget as its audit records show it: amount (as the registry names it), period,
     thresholds."""
     key = "monthly" if budget.period == MONTHLY else "amount"
-    values = {key: str(budget.monthly_amount), "period": budget.period}
-    values["thresholds"] = budget.thresholds
+    values: dict[str, Any] = {
+        key: str(budget.monthly_amount),
+        "period": budget.period,
+        "thresholds": budget.thresholds,
+    }
     # in the order PostgreSQL's JSONB keeps keys (shorter first), so the trail reads the same
     # on SQLite and PostgreSQL
     return dict(sorted(values.items(), key=lambda item: (len(item[0]), item[0])))
