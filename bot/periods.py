@@ -81,3 +81,78 @@ def parse_window(text: str, as_of: dt.date) -> Period:
     if _MONTH_RE.match(value):
         return month_period(value)
     raise UsageError(f"{text!r} is not a window; use 30d, 90d or YYYY-MM")
+
+
+# --- budget periods ---------------------------------------------------------------------
+
+DAILY, WEEKLY, MONTHLY, QUARTERLY = "daily", "weekly", "monthly", "quarterly"
+BUDGET_PERIODS = (DAILY, WEEKLY, MONTHLY, QUARTERLY)
+PERIOD_UNITS = {DAILY: "day", WEEKLY: "week", MONTHLY: "month", QUARTERLY: "quarter"}
+# a non-monthly period's label is a letter and its first day (`w2026-11-23`): alert keys and
+# silences name it, so a threshold alerts once per period; a month keeps its `2026-11`
+_LABEL_PREFIX = {DAILY: "d", WEEKLY: "w", QUARTERLY: "q"}
+_LABEL_RE = re.compile(r"^([dwq])(\d{4}-\d{2}-\d{2})$")
+
+
+def check_budget_period(text: str) -> str:
+    """Return a budget period name (`weekly`, ...); UsageError names the ones there are."""
+    word = text.strip().lower()
+    if word not in BUDGET_PERIODS:
+        raise UsageError(
+            f"{text[:40]!r} is not a budget period; use daily, weekly, monthly or quarterly"
+        )
+    return word
+
+
+@lru_cache(maxsize=512)
+def budget_period(kind: str, day: dt.date) -> Period:
+    """Return the period of a `kind` budget containing the day (ISO weeks start on Monday)."""
+    if kind == MONTHLY:
+        return month_of(day)
+    if kind == DAILY:
+        start, end = day, day + dt.timedelta(days=1)
+    elif kind == WEEKLY:
+        start = day - dt.timedelta(days=day.weekday())
+        end = start + dt.timedelta(days=7)
+    elif kind == QUARTERLY:
+        first_month = 3 * ((day.month - 1) // 3) + 1
+        start = dt.date(day.year, first_month, 1)
+        end = (
+            dt.date(day.year + 1, 1, 1)
+            if first_month == 10
+            else start.replace(month=first_month + 3)
+        )
+    else:
+        raise UsageError(f"{kind!r} is not a budget period")
+    return Period(start, end, f"{_LABEL_PREFIX[kind]}{start.isoformat()}")
+
+
+def period_words(label: str) -> str:
+    """Say a budget period label in words: `2026-11`, `week of 2026-11-23`, `2026-Q4`, a day."""
+    match = _LABEL_RE.match(label)
+    if match is None:
+        return label
+    letter, start = match[1], dt.date.fromisoformat(match[2])
+    if letter == "w":
+        return f"week of {start.isoformat()}"
+    if letter == "q":
+        return f"{start.year}-Q{(start.month - 1) // 3 + 1}"
+    return start.isoformat()
+
+
+def per_period(kind: str) -> str:
+    """Return the unit an amount is per: `day`, `week`, `month` or `quarter`."""
+    return PERIOD_UNITS.get(kind, kind)
+
+
+def period_kind_of_label(label: str) -> str:
+    """Return the kind of budget period a label names (`w2026-11-23` -> weekly)."""
+    match = _LABEL_RE.match(label)
+    if match is None:
+        return MONTHLY
+    return {letter: kind for kind, letter in _LABEL_PREFIX.items()}[match[1]]
+
+
+def per_suffix(kind: str) -> str:
+    """Return what follows an amount to say its period: `` for a month, ` / week` otherwise."""
+    return "" if kind == MONTHLY else f" / {per_period(kind)}"

@@ -86,10 +86,11 @@ def open_raise_modal(
     ack()
     channel, ts, user = click_origin(body)
     scope, period = _target(body)
-    current, currency = unit_of_work_of(context)(
+    current, currency, kind = unit_of_work_of(context)(
         lambda session: budget_for_raise(session=session, user_id=user, scope=scope)
     )
-    view = build_raise_modal(scope, period, current, currency, {"channel": channel, "ts": ts})
+    where = {"channel": channel, "ts": ts}
+    view = build_raise_modal(scope, period, current, currency, where, kind=kind)
     client.views_open(trigger_id=body["trigger_id"], view=view)
 
 
@@ -109,7 +110,7 @@ def submit_raise(
     if not meta.get("channel"):
         return
     new = format_money(budget.monthly_amount, budget.currency)
-    text = raised_note(user, str(meta["scope"]), new, services_of(context).clock())
+    text = raised_note(user, str(meta["scope"]), new, services_of(context).clock(), budget.period)
     try:
         client.chat_postMessage(
             channel=meta["channel"], thread_ts=meta.get("ts") or None, text=text

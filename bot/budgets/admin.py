@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog, Budget, utcnow
 from bot.errors import PermissionDenied, UsageError
+from bot.periods import MONTHLY
 from bot.registry.catalog import can_manage_model, can_manage_team, find_model, find_team, is_admin
 from bot.registry.spec import BudgetSpec, parse_scope
 
@@ -28,10 +30,24 @@ def parse_amount(text: str) -> Decimal:
     except ArithmeticError:  # InvalidOperation, and Overflow for e.g. 1e999999k
         raise UsageError(f"{text!r} is not an amount; use e.g. 12000, $12,000 or 12k") from None
     if not value.is_finite() or value < 0 or value > Decimal("1e12"):
-        raise UsageError(f"{text!r} is not a sensible monthly budget")
+        raise UsageError(f"{text!r} is not a sensible budget amount")
     if int(value.normalize().as_tuple().exponent) < -AMOUNT_DECIMALS:
         raise UsageError(f"{text!r} has more than {AMOUNT_DECIMALS} decimal places")
     return value
+
+
+def audit_values(budget: Budget) -> dict[str, Any]:
+    """Return a budget as its audit records show it: amount (as the registry names it), period,
+    thresholds."""
+    key = "monthly" if budget.period == MONTHLY else "amount"
+    values: dict[str, Any] = {
+        key: str(budget.monthly_amount),
+        "period": budget.period,
+        "thresholds": budget.thresholds,
+    }
+    # in the order PostgreSQL's JSONB keeps keys (shorter first), so the trail reads the same
+    # on SQLite and PostgreSQL
+    return dict(sorted(values.items(), key=lambda item: (len(item[0]), item[0])))
 
 
 def check_budget_permission(session: Session, user_id: str, scope: str) -> None:
@@ -62,17 +78,27 @@ def set_budget(
     thresholds: list[int] | None = None,
     forecast: bool | None = None,
     currency: str = "USD",
+    period: str | None = None,
 ) -> Budget:
     """Create or change a budget after checking permission; audited with who and when.
 
-    A new budget is in `currency` (the organisation's); a changed one keeps its own.
+    A new budget is in `currency` (the organisation's); a changed one keeps its own. A new
+    budget is monthly unless `period` says otherwise; a changed one keeps its period unless
+    `period` is given. A new amount or period is a new revision: its thresholds alert afresh.
     """
+    existing = session.scalars(select(Budget).where(Budget.scope == scope)).first()
+    period = period or (existing.period if existing is not None else MONTHLY)
     spec = BudgetSpec.model_validate(
-        {"scope": scope, "monthly": amount, **({"thresholds": thresholds} if thresholds else {})}
+        {
+            "scope": scope,
+            "amount": amount,
+            "period": period,
+            **({"thresholds": thresholds} if thresholds else {}),
+        }
     )
     check_budget_permission(session, user_id, spec.scope)
     model_name, team_name, stage = parse_scope(spec.scope)
-    budget = session.scalars(select(Budget).where(Budget.scope == spec.scope)).first()
+    budget = existing
     before = None
     if budget is None:
         budget = Budget(
@@ -80,7 +106,8 @@ def set_budget(
             model_name=model_name,
             team_name=team_name,
             stage=stage,
-            monthly_amount=spec.monthly,
+            monthly_amount=spec.per_period,
+            period=spec.period,
             thresholds=spec.thresholds,
             forecast=bool(forecast),
             forecast_threshold=100,
@@ -88,10 +115,11 @@ def set_budget(
         )
         session.add(budget)
     else:
-        before = {"monthly": str(budget.monthly_amount), "thresholds": budget.thresholds}
-        if budget.monthly_amount != spec.monthly:
+        before = audit_values(budget)
+        if (budget.monthly_amount, budget.period) != (spec.per_period, spec.period):
             budget.amount_revision = (budget.amount_revision or 0) + 1  # fresh thresholds
-        budget.monthly_amount = spec.monthly
+        budget.monthly_amount = spec.per_period
+        budget.period = spec.period
         if thresholds:
             budget.thresholds = spec.thresholds
         if forecast is not None:
@@ -103,10 +131,7 @@ def set_budget(
             actor=user_id,
             action="budget.set",
             target=spec.scope,
-            detail={
-                "before": before,
-                "after": {"monthly": str(spec.monthly), "thresholds": budget.thresholds},
-            },
+            detail={"before": before, "after": audit_values(budget)},
         )
     )
     session.flush()

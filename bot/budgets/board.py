@@ -1,4 +1,5 @@
-"""Where each budget stands this month: spent, percent used, forecast."""
+"""Where each budget stands in its period (this month, week, day or quarter): spent, percent
+used, forecast to the period's end."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sqlalchemy.orm import Session
 from bot.db.schema import Budget, DailySpend
 from bot.errors import NotFoundError
 from bot.money import CostBasis, percent_of
+from bot.periods import MONTHLY, Period, budget_period
 from bot.spend.daily import ReportingWindow, daily_totals, reporting_window, scope_filters
 from bot.spend.forecast import Forecast, forecast_month
 from bot.spend.reports import cost_column
@@ -31,8 +33,10 @@ class BudgetBoardRow:
     updated_by: str | None
     updated_at: dt.datetime | None
     currency: str = "USD"  # the amount's: spent and forecast count only spend billed in it
-    # the scope's month-to-date spend billed in other currencies, which the budget cannot count
+    # the scope's period-to-date spend billed in other currencies, which the budget cannot count
     not_counted: dict[str, Decimal] = field(default_factory=dict)
+    period_kind: str = MONTHLY  # what the amount is per: daily, weekly, monthly, quarterly
+    period: Period | None = None  # the budget's current period; None: the board's month
 
     @property
     def used(self) -> Decimal | None:
@@ -58,16 +62,21 @@ def normalise_scope(text: str) -> str:
     return scope if ":" in scope else f"model:{scope}"
 
 
-def current_amount(session: Session, scope: str) -> Decimal | None:
-    """Return a scope's monthly budget, or None when it has none."""
-    return session.scalar(select(Budget.monthly_amount).where(Budget.scope == scope))
+def current_amount(session: Session, scope: str) -> tuple[Decimal, str] | None:
+    """Return a scope's budget amount and its period kind, or None when it has none."""
+    row = session.execute(
+        select(Budget.monthly_amount, Budget.period).where(Budget.scope == scope)
+    ).first()
+    return None if row is None else (row[0], row[1])
 
 
 def budget_status(
     session: Session, budget: Budget, span: ReportingWindow, basis: CostBasis = CostBasis.BILLED
 ) -> BudgetBoardRow:
-    """Compute one budget's month so far and forecast, from spend in the budget's currency."""
-    start = min(span.month.start, span.query_start())
+    """Compute one budget's period so far and its forecast to the period's end, from spend in
+    the budget's currency."""
+    period = budget_period(budget.period, span.as_of) if budget.period != MONTHLY else span.month
+    start = min(period.start, span.query_start())
     scope = scope_filters(budget.scope)
     end = span.as_of + dt.timedelta(days=1)
     daily = daily_totals(
@@ -77,14 +86,14 @@ def budget_status(
         end=end,
         basis=basis,
     )
-    forecast = forecast_month(daily, span.month, span.as_of)
+    forecast = forecast_month(daily, period, span.as_of)
     cost = cost_column(basis)
     others = session.execute(
         select(DailySpend.currency, func.sum(cost))
         .where(
             *scope,
             DailySpend.currency != budget.currency,
-            DailySpend.day >= span.month.start,
+            DailySpend.day >= period.start,
             DailySpend.day < end,
         )
         .group_by(DailySpend.currency)
@@ -101,6 +110,8 @@ def budget_status(
         budget.updated_at,
         budget.currency,
         {code: Decimal(total or 0) for code, total in others},
+        budget.period,
+        period,
     )
 
 

@@ -1,4 +1,5 @@
-"""What drove a budget's month so far: its top stages, resources and days."""
+"""What drove a budget's period so far (its month, week, day or quarter): top stages, resources
+and days."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from sqlalchemy.orm import Session
 from bot.budgets.evaluate import SHAPES, ZERO, BudgetStatus, scope_sums
 from bot.db.schema import DailySpend, SpendRollup
 from bot.money import CostBasis
-from bot.periods import Period, month_of
+from bot.periods import Period
 from bot.spend.reports import cost_column
 
 
@@ -58,20 +59,37 @@ def top_drivers(
     basis: CostBasis = CostBasis.BILLED,
     limit: int = 3,
 ) -> dict[int, Drivers]:
-    """Return the top stages, resources and days of each budget's month so far.
+    """Return the top stages, resources and days of each budget's period so far.
 
-    Stages and days come from one pass over the month: a sum per day for each budget and stage.
+    Budgets are taken a period at a time (all the monthly ones, then the weekly ones, ...).
+    Stages and days come from one pass over the period: a sum per day for each budget and stage.
     Resources come from a second, summed by (model, team, stage, resource); each budget shape
     rolls those groups up by its own key, filtered to the keys asked about, and ranks them there,
     so no ledger row is joined to the budgets table.
     """
     wanted = list(statuses)
     drivers: dict[int, Drivers] = {s.budget_id: Drivers() for s in wanted}
-    if not wanted:
-        return drivers
+    by_period: dict[Period, list[BudgetStatus]] = {}
+    for status in wanted:
+        by_period.setdefault(status.month, []).append(status)
+    for period, group in by_period.items():
+        _add_period_drivers(session, group, drivers, period=period, basis=basis, limit=limit)
+    return drivers
+
+
+def _add_period_drivers(
+    session: Session,
+    wanted: list[BudgetStatus],
+    drivers: dict[int, Drivers],
+    *,
+    period: Period,
+    basis: CostBasis,
+    limit: int,
+) -> None:
+    """Add the drivers of budgets that share one period (e.g. this month)."""
     cost = cost_column(basis)
     as_of = wanted[0].as_of
-    month = month_of(as_of)
+    month = period
     ids = [s.budget_id for s in wanted]
     days = [month.start + dt.timedelta(days=i) for i in range((as_of - month.start).days + 1)]
     by_stage_day: dict[int, dict[str, dict[dt.date, Decimal]]] = {}
@@ -97,7 +115,6 @@ def top_drivers(
         day_totals = {day: sum((v[day] for v in stages.values()), ZERO) for day in days}
         found.days = [Driver(f"{k:%a %b %-d}", v) for k, v in _top(day_totals, limit)]
     _add_resource_drivers(session, wanted, drivers, cost=cost, month=month, limit=limit)
-    return drivers
 
 
 def _budgets_by_shape(wanted: list[BudgetStatus]) -> dict[int, dict[tuple[str, ...], list[int]]]:
@@ -149,7 +166,7 @@ def _add_resource_drivers(
     month: Period,
     limit: int,
 ) -> None:
-    """Add each budget's top resources of the month so far."""
+    """Add each budget's top resources of its period so far."""
     as_of = wanted[0].as_of
     owners = _budgets_by_shape(wanted)
     columns = (DailySpend.model, DailySpend.team, DailySpend.stage, DailySpend.currency)

@@ -1,4 +1,9 @@
-"""Budget status as of a day: month-to-date spend and forecast for every budget, in SQL.
+"""Budget status as of a day: period-to-date spend and forecast for every budget, in SQL.
+
+A budget is daily, weekly (ISO, Monday to Sunday), monthly or quarterly (calendar quarters):
+its spend counts from the start of its period (bot.periods.budget_period) through as_of, and
+its forecast runs to the end of that period. A daily budget has no forecast: the ledger is
+daily, so the day evaluated is already complete.
 
 One statement aggregates the window of the daily rollup (the ledger summed by day, model, team and
 stage; see bot.ingest.rollup) once, by model, team and stage with one conditional sum per bucket the
@@ -28,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import Budget, DailySpend, SpendRollup
 from bot.money import CostBasis
-from bot.periods import Period, month_of
+from bot.periods import DAILY, MONTHLY, Period, budget_period
 from bot.spend.forecast import (
     HISTORY_DAYS,
     RUN_RATE_DAYS,
@@ -40,7 +45,6 @@ from bot.spend.forecast import (
 from bot.spend.reports import cost_column
 
 ZERO = Decimal(0)
-BUCKETS = ("mtd", "last7", *(f"wd{i}" for i in range(7)))
 # (model, team, stage): which dimensions a budget of each shape constrains
 SHAPES: tuple[tuple[bool, bool, bool], ...] = (
     (True, False, False),
@@ -53,7 +57,11 @@ SHAPES: tuple[tuple[bool, bool, bool], ...] = (
 
 @dataclass(frozen=True)
 class BudgetStatus:
-    """One budget's month so far."""
+    """One budget's period so far.
+
+    `month` is the budget's current period (a calendar month unless `period_kind` says
+    otherwise) and `month_to_date` its spend from the period's first day through as_of.
+    """
 
     budget_id: int
     scope: str
@@ -70,6 +78,7 @@ class BudgetStatus:
     forecast: BudgetForecast | None
     revision: int = 0  # the budget's amount revision: its alerts' keys name it
     currency: str = "USD"  # the amount's: month_to_date and the forecast count only spend in it
+    period_kind: str = MONTHLY  # daily, weekly, monthly or quarterly: what `amount` is per
 
     @property
     def percent(self) -> Decimal | None:
@@ -174,14 +183,28 @@ def scope_sums(
     return list(session.execute(union_all(*selects)))
 
 
+def to_date_bucket(kind: str) -> str:
+    """Return the name of the bucket summing a `kind` budget's period to date."""
+    return f"to_date_{kind}"
+
+
 def budget_sums(
-    *, session: Session, as_of: dt.date, first_day: dt.date, basis: CostBasis = CostBasis.BILLED
+    *,
+    session: Session,
+    as_of: dt.date,
+    first_day: dt.date,
+    basis: CostBasis = CostBasis.BILLED,
+    periods: tuple[str, ...] = (MONTHLY,),
 ) -> dict[int, dict[str, Decimal]]:
-    """Return, per budget id, the month-to-date, last-7-day and per-weekday history sums."""
-    month = month_of(as_of)
+    """Return, per budget id, each period's to-date sum, the last-7-day and per-weekday sums.
+
+    `periods` are the kinds of budget period in use: the window read reaches back to the
+    earliest of their first days (a quarter's, when there is a quarterly budget).
+    """
     history = history_window(as_of, first_day)
+    starts = {kind: budget_period(kind, as_of).start for kind in periods}
     conditions: dict[str, Any] = {
-        "mtd": SpendRollup.day >= month.start,
+        **{to_date_bucket(kind): SpendRollup.day >= start for kind, start in starts.items()},
         "last7": SpendRollup.day >= as_of - dt.timedelta(days=RUN_RATE_DAYS - 1),
     }
     for weekday in range(7):
@@ -191,48 +214,61 @@ def budget_sums(
         session,
         buckets=conditions,
         cost=cost_column(basis, SpendRollup),
-        start=min(month.start, as_of - dt.timedelta(days=HISTORY_DAYS - 1)),
+        start=min(*starts.values(), as_of - dt.timedelta(days=HISTORY_DAYS - 1)),
         end=as_of,
     )
     result: dict[int, dict[str, Decimal]] = {}
     for row in rows:
         values = row._mapping
-        result[int(values["budget_id"])] = {name: Decimal(values[name] or 0) for name in BUCKETS}
+        result[int(values["budget_id"])] = {name: Decimal(values[name] or 0) for name in conditions}
     return result
 
 
 def evaluate_budgets(
-    *, session: Session, as_of: dt.date, basis: CostBasis = CostBasis.BILLED
+    *,
+    session: Session,
+    as_of: dt.date,
+    basis: CostBasis = CostBasis.BILLED,
+    scopes: list[str] | None = None,
 ) -> list[BudgetStatus]:
-    """Return the status of every budget as of a day (spend through that day, inclusive)."""
-    month = month_of(as_of)
-    first_day = ledger_first_day(session) or month.start
-    sums = budget_sums(session=session, as_of=as_of, first_day=first_day, basis=basis)
-    empty = dict.fromkeys(BUCKETS, ZERO)
-    statuses = []
-    rows = session.execute(
-        select(
-            Budget.id,
-            Budget.scope,
-            Budget.model_name,
-            Budget.team_name,
-            Budget.stage,
-            Budget.monthly_amount,
-            Budget.currency,
-            Budget.thresholds,
-            Budget.forecast,
-            Budget.forecast_threshold,
-            Budget.amount_revision,
-        ).order_by(Budget.scope)
+    """Return the status of every budget (or of these scopes) as of a day, through that day."""
+    query = select(
+        Budget.id,
+        Budget.scope,
+        Budget.model_name,
+        Budget.team_name,
+        Budget.stage,
+        Budget.monthly_amount,
+        Budget.period,
+        Budget.currency,
+        Budget.thresholds,
+        Budget.forecast,
+        Budget.forecast_threshold,
+        Budget.amount_revision,
+    ).order_by(Budget.scope)
+    if scopes is not None:
+        query = query.where(Budget.scope.in_(scopes))
+    rows = list(session.execute(query))
+    if not rows:
+        return []
+    periods = tuple(sorted({row.period or MONTHLY for row in rows}))
+    first_day = ledger_first_day(session) or min(budget_period(k, as_of).start for k in periods)
+    sums = budget_sums(
+        session=session, as_of=as_of, first_day=first_day, basis=basis, periods=periods
     )
+    statuses = []
     for row in rows:
-        values = sums.get(row.id, empty)
+        kind = row.period or MONTHLY
+        period = budget_period(kind, as_of)
+        values = sums.get(row.id, {})
+        to_date = values.get(to_date_bucket(kind), ZERO)
         summary = SpendSummary(
             as_of=as_of,
             first_day=first_day,
-            month_to_date=values["mtd"],
-            last_7_days=values["last7"],
-            weekday_totals=tuple(values[f"wd{i}"] for i in range(7)),
+            month_to_date=to_date,
+            last_7_days=values.get("last7", ZERO),
+            weekday_totals=tuple(values.get(f"wd{i}", ZERO) for i in range(7)),
+            period=period,
         )
         statuses.append(
             BudgetStatus(
@@ -246,11 +282,12 @@ def evaluate_budgets(
                 thresholds=tuple(sorted(row.thresholds or [])),
                 forecast_enabled=bool(row.forecast),
                 forecast_threshold=int(row.forecast_threshold or 100),
-                month=month,
+                month=period,
                 as_of=as_of,
-                month_to_date=values["mtd"],
-                forecast=forecast_month_end(summary),
+                month_to_date=to_date,
+                forecast=None if kind == DAILY else forecast_month_end(summary),
                 revision=int(row.amount_revision or 0),
+                period_kind=kind,
             )
         )
     return statuses

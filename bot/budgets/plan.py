@@ -1,12 +1,14 @@
 """Which budget alerts are due: thresholds crossed, forecasts, silences, dedupe keys (pure).
 
-Each (budget amount, month, threshold) is alerted once: a budget whose amount changes (raised
-from an alert, `/mlcost budget set`, a registry import) starts a new revision, and its thresholds
-are alerted afresh for the month. Keys of revision 0 (an amount never changed) have no revision
-suffix, as before revisions existed, so nothing already posted is posted again. When spend
-jumps past several thresholds between two evaluations only the highest is posted: it says
-everything the lower ones would have said.
-Snooze silences a budget until a time; Acknowledge silences it for the rest of the month, except
+Each (budget amount, period, threshold) is alerted once: the key names the budget's period (the
+month `2026-11`, or a letter and the first day of a day, week or quarter: `w2026-11-23`), so a
+threshold alerts once in each period and again in the next. A budget whose amount or period
+changes (raised from an alert, `/mlcost budget set`, a registry import) starts a new revision,
+and its thresholds are alerted afresh for the period. Keys of revision 0 (an amount never
+changed) have no revision suffix, as before revisions existed, so nothing already posted is
+posted again. When spend jumps past several thresholds between two evaluations only the
+highest is posted: it says everything the lower ones would have said.
+Snooze silences a budget until a time; Acknowledge silences it for the rest of the period, except
 that the budget being exceeded (a threshold of 100 % or more) is always posted. Both silence the
 revision they were given for: a changed amount is news again.
 """
@@ -47,7 +49,7 @@ class BudgetAlert:
 
 @dataclass(frozen=True)
 class Silence:
-    """The silences in force for one budget this month."""
+    """The silences in force for one budget this period."""
 
     acknowledged_by: str | None = None
     snoozed_until: dt.datetime | None = None
@@ -55,13 +57,18 @@ class Silence:
 
 
 _KEY = re.compile(
-    r"budget:(?P<scope>.+):(?P<period>\d{4}-\d{2}):(?P<kind>[a-z]+):(?P<threshold>\d+)"
+    r"budget:(?P<scope>.+):(?P<period>\d{4}-\d{2}|[dwq]\d{4}-\d{2}-\d{2}):(?P<kind>[a-z]+)"
+    r":(?P<threshold>\d+)"
     r"(?::r(?P<revision>\d+))?"
 )
 
 
 def budget_alert_key(scope: str, period: str, kind: str, threshold: int, revision: int = 0) -> str:
-    """Return `budget:<scope>:<YYYY-MM>:<kind>:<threshold>`, plus `:r<n>` from revision 1 on."""
+    """Return `budget:<scope>:<period>:<kind>:<threshold>`, plus `:r<n>` from revision 1 on.
+
+    The period is the budget period's label: `2026-11` for a month, `w2026-11-23` for the week
+    starting that Monday, `d2026-11-23` for a day, `q2026-10-01` for a quarter.
+    """
     key = f"budget:{scope}:{period}:{kind}:{threshold}"
     return f"{key}:r{revision}" if revision else key
 
@@ -92,18 +99,23 @@ def budget_alert_revision(key: str) -> int | None:
 
 
 def sent_by_scope(
-    keys: Iterable[str], revisions: Mapping[str, int] | None = None
+    keys: Iterable[str],
+    revisions: Mapping[str, int] | None = None,
+    periods: Mapping[str, str] | None = None,
 ) -> dict[str, set[tuple[str, int]]]:
     """Group alert keys already recorded into {scope: {(kind, threshold)}}.
 
-    Only keys of each scope's current amount revision (`revisions`, 0 when absent) count.
+    Only keys of each scope's current amount revision (`revisions`, 0 when absent) count, and,
+    given `periods` (each scope's current period label), only keys of that period.
     """
     sent: dict[str, set[tuple[str, int]]] = {}
     for key in keys:
         parsed = _parse(key)
         if parsed is None:
             continue
-        scope, _period, kind, threshold, revision = parsed
+        scope, period, kind, threshold, revision = parsed
+        if periods is not None and periods.get(scope) != period:
+            continue
         if revision == (revisions or {}).get(scope, 0):
             sent.setdefault(scope, set()).add((kind, threshold))
     return sent

@@ -80,8 +80,8 @@ def _silence(
     return silence
 
 
-def budget_for_raise(*, session: Session, user_id: str, scope: str) -> tuple[Decimal, str]:
-    """Check the user may change the budget; return its current amount and its currency."""
+def budget_for_raise(*, session: Session, user_id: str, scope: str) -> tuple[Decimal, str, str]:
+    """Check the user may change the budget; return its amount, currency and period (weekly)."""
     budget = find_budget(session, scope)
     check_budget_permission(session, user_id, scope)
-    return budget.monthly_amount, budget.currency
+    return budget.monthly_amount, budget.currency, budget.period

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.bootstrap import AppServices
+from bot.budgets.plan import parse_budget_alert_key
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
 from bot.demo.opencost import show_kubernetes
@@ -24,7 +25,7 @@ from bot.ingest.sources.focus import FocusSource
 from bot.money import format_money, format_percent
 from bot.notify.outbox import PlannedPost
 from bot.notify.plan import plan_alerts
-from bot.periods import month_period
+from bot.periods import MONTHLY, month_period, period_kind_of_label, period_words
 from bot.registry.spec import load_registry_file
 from bot.registry.sync import import_registry
 from bot.slack.mrkdwn import plain
@@ -451,6 +452,7 @@ def show_alerts(services: AppServices) -> None:
     sent: set[str] = set()
     first: PlannedPost | None = None
     anomaly: PlannedPost | None = None
+    per_period: list[tuple[dt.date, PlannedPost]] = []  # alerts of budgets not per month
     day = ALERTS_THROUGH.replace(day=1)
     while day <= ALERTS_THROUGH:
         now = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(6), dt.UTC)
@@ -461,12 +463,15 @@ def show_alerts(services: AppServices) -> None:
         for post in report.planned:
             sent.add(post.dedupe_key)
             first = first or (post if post.kind.startswith("budget") else None)
+            if post.kind.startswith("budget") and _period_of_key(post.dedupe_key) != MONTHLY:
+                per_period.append((day, post))
             print(f"{day:%b %d}  {post.channel:<10} {plain(post.text)}")
         anomaly = anomaly or answer_demo_anomaly(services, report.planned, now)
         day += dt.timedelta(days=1)
     if first is not None:
         print(f"\nThe first budget alert as posted in {first.channel} (as terminal text):")
         print_post(first)
+    show_period_budget_alerts(per_period)
     if anomaly is not None:
         print(f"\nThe anomaly answered Expected, as posted in {anomaly.channel}:")
         print_post(anomaly)
@@ -514,6 +519,34 @@ def answer_demo_anomaly(
         note = answered_note_for(row)
     print(f"{at:%b %d}  {post.channel:<10} {plain(note)}")
     return post
+
+
+def _period_of_key(key: str) -> str:
+    """Return the kind of period (weekly, ...) a budget alert key names."""
+    parsed = parse_budget_alert_key(key)
+    return MONTHLY if parsed is None else period_kind_of_label(parsed[1])
+
+
+def show_period_budget_alerts(alerts: list[tuple[dt.date, PlannedPost]]) -> None:
+    """Print how often each budget per day, week or quarter alerted, and its first alert."""
+    by_scope: dict[str, list[tuple[dt.date, str]]] = {}
+    kinds: dict[str, str] = {}
+    for day, post in alerts:
+        parsed = parse_budget_alert_key(post.dedupe_key)
+        if parsed is not None:
+            by_scope.setdefault(parsed[0], []).append((day, period_words(parsed[1])))
+            kinds[parsed[0]] = period_kind_of_label(parsed[1])
+    for scope, posted in by_scope.items():
+        when = ", ".join(f"{day:%b %-d} ({words})" for day, words in posted)
+        times = "once" if len(posted) == 1 else f"{len(posted)} times"
+        print(
+            f"\n{scope} has a {kinds[scope]} budget: it alerted {times} in the walk, on "
+            f"{when}; each threshold alerts once per period."
+        )
+    if alerts:
+        day, post = alerts[0]
+        print(f"It was posted in {post.channel} as:")
+        print_post(post)
 
 
 def _block_texts(block: dict[str, Any]) -> list[str]:

@@ -16,7 +16,7 @@ from bot.db.schema import AlertSilence, Budget, DailySpend
 from bot.economics.unit_costs import ModelEconomics, economics_for
 from bot.economics.verdicts import unit_cost_gate_failure
 from bot.money import column_places, format_money_places
-from bot.periods import Period, month_of
+from bot.periods import Period, budget_period, month_of, period_words
 from bot.registry.catalog import find_model, model_owner_ids
 from bot.registry.spec import GatePolicySpec
 from bot.registry.sync import load_gate_policy
@@ -197,8 +197,9 @@ def _over_budget_check(session: Session, budgets: Sequence[Budget], as_of: dt.da
     month = month_of(as_of)
     over = []
     for budget in budgets:
+        period = budget_period(budget.period, as_of)  # a weekly budget: this week so far
         spend_filter = [
-            DailySpend.day >= month.start,
+            DailySpend.day >= period.start,
             DailySpend.day <= as_of,
             DailySpend.model == budget.model_name,
             DailySpend.currency == budget.currency,  # a budget counts spend in its currency
@@ -213,7 +214,7 @@ def _over_budget_check(session: Session, budgets: Sequence[Budget], as_of: dt.da
         acknowledged = session.scalars(
             select(AlertSilence).where(
                 AlertSilence.budget_scope == budget.scope,
-                AlertSilence.period == month.label,
+                AlertSilence.period == period.label,
                 AlertSilence.kind == "ack",
             )
         ).first()
@@ -222,7 +223,7 @@ def _over_budget_check(session: Session, budgets: Sequence[Budget], as_of: dt.da
             limit = format_money_places(budget.monthly_amount, budget.currency, places)
             shown = format_money_places(spent, budget.currency, places)
             over.append(
-                f"{budget.scope} is over budget in {month.label}: "
+                f"{budget.scope} is over budget in {period_words(period.label)}: "
                 f"{shown} of {limit} and nobody acknowledged it"
             )
     if over:

@@ -19,7 +19,7 @@ from bot.economics.value_metrics import ValueTotal, primary_metric, value_totals
 from bot.economics.verdicts import Usage, Verdict, VerdictRules, change_pct, judge
 from bot.errors import CurrencyError
 from bot.money import CostBasis
-from bot.periods import Period, previous_month
+from bot.periods import MONTHLY, Period, previous_month
 from bot.spend.reports import cost_column
 
 log = logging.getLogger(__name__)
@@ -245,7 +245,9 @@ def _model_budgets(session: Session, currencies: dict[str, str]) -> dict[str | N
     return {
         b.model_name: b.monthly_amount
         for b in session.scalars(
-            select(Budget).where(Budget.model_name.is_not(None), Budget.stage.is_(None))
+            select(Budget).where(
+                Budget.model_name.is_not(None), Budget.stage.is_(None), Budget.period == MONTHLY
+            )
         )
         if b.currency == currencies.get(b.model_name or "", b.currency)
     }

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from bot.anomalies.detect import Anomaly, find_anomalies_between
@@ -59,20 +59,25 @@ class CycleReport:
 
 def load_silences(
     session: Session,
-    period: str,
+    periods: Mapping[str, str],
     now: dt.datetime,
     revisions: Mapping[str, int] | None = None,
 ) -> dict[str, Silence]:
-    """Return the silences in force this month, by budget scope.
+    """Return the silences in force, by budget scope, each for its budget's current period.
 
-    A silence given for an earlier amount of the budget (`revisions`: each scope's current
+    `periods` maps each scope to its current period's label (`2026-11`, `w2026-11-23`). A
+    silence given for an earlier amount of the budget (`revisions`: each scope's current
     amount revision, 0 when absent) is not in force: the changed amount's alerts are news.
     """
     silences: dict[str, Silence] = {}
     rows = session.scalars(
-        select(AlertSilence).where(AlertSilence.period == period).order_by(AlertSilence.at)
+        select(AlertSilence)
+        .where(AlertSilence.period.in_(sorted(set(periods.values()))))
+        .order_by(AlertSilence.at)
     )
     for row in rows:
+        if periods.get(row.budget_scope) != row.period:
+            continue
         if row.budget_revision != (revisions or {}).get(row.budget_scope, 0):
             continue
         current = silences.get(row.budget_scope, Silence())
@@ -84,10 +89,14 @@ def load_silences(
     return silences
 
 
-def recorded_keys(session: Session, like: str) -> set[str]:
-    """Return the outbox keys matching a LIKE pattern."""
+def recorded_keys(session: Session, *likes: str) -> set[str]:
+    """Return the outbox keys matching any of the LIKE patterns."""
     return set(
-        session.scalars(select(OutboxMessage.dedupe_key).where(OutboxMessage.dedupe_key.like(like)))
+        session.scalars(
+            select(OutboxMessage.dedupe_key).where(
+                or_(*(OutboxMessage.dedupe_key.like(like) for like in likes))
+            )
+        )
     )
 
 
@@ -105,10 +114,12 @@ def plan_budget_posts(
     statuses = evaluate_budgets(session=session, as_of=as_of, basis=basis)
     if not statuses:
         return [], [], 0
-    period = statuses[0].month.label
+    periods = {s.scope: s.month.label for s in statuses}  # each budget's current period
     revisions = {s.scope: s.revision for s in statuses}
-    sent = sent_by_scope([*recorded_keys(session, f"budget:%:{period}:%"), *also_sent], revisions)
-    silences = load_silences(session, period, now, revisions)
+    likes = [f"budget:%:{label}:%" for label in sorted(set(periods.values()))]
+    recorded = recorded_keys(session, *likes)
+    sent = sent_by_scope([*recorded, *also_sent], revisions, periods)
+    silences = load_silences(session, periods, now, revisions)
     due: list[BudgetAlert] = []
     for status in statuses:
         due.extend(

@@ -18,12 +18,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog
+from bot.periods import per_period
 from bot.registry.spec import RegistrySpec
 from bot.registry.sync import KEPT_SLACK_CHANGES, export_registry
 
 SLACK_ACTIONS = ("budget.set", "model.owners.set")
 # The fields a Slack-side change sets, per kind of entity: the file reverts it if it changes one.
-SLACK_FIELDS = {"budget": {"monthly", "thresholds", "forecast"}, "model": {"owners", "channel"}}
+SLACK_FIELDS = {
+    "budget": {"monthly", "amount", "period", "thresholds", "forecast"},
+    "model": {"owners", "channel"},
+}
+# the budget fields `/mlcost budget set` changes, kept by --keep-slack-changes
+SLACK_BUDGET_FIELDS = ("monthly", "amount", "period", "thresholds", "forecast")
 
 
 @dataclass(frozen=True)
@@ -155,7 +161,14 @@ def diff_registry(current: RegistrySpec, wanted: RegistrySpec) -> RegistryDiff:
             _compare(diff, f"model {name}", _model_fields(old_model), _model_fields(model))
     for scope, budget in budgets_new.items():
         if (old_budget := budgets_old.get(scope)) is not None:
-            _compare(diff, f"budget {scope}", _budget_fields(old_budget), _budget_fields(budget))
+            old_fields, new_fields = _budget_fields(old_budget), _budget_fields(budget)
+            if old_budget.period != budget.period:  # one line: `amount 12000 / month -> 500 / week`
+                diff.updated.append(
+                    FieldChange(f"budget {scope}", "amount", _per(old_budget), _per(budget))
+                )
+                for key in ("monthly", "amount", "period"):
+                    old_fields.pop(key), new_fields.pop(key)
+            _compare(diff, f"budget {scope}", old_fields, new_fields)
     _compare(diff, "registry", _settings(current), _settings(wanted))
 
     owners = sum(len(t.owners) for t in current.teams) + sum(len(m.owners) for m in current.models)
@@ -182,6 +195,8 @@ def _model_fields(model: Any) -> dict[str, Any]:
 def _budget_fields(budget: Any) -> dict[str, Any]:
     fields = {
         "monthly": budget.monthly,
+        "amount": budget.amount,
+        "period": budget.period,
         "thresholds": list(budget.thresholds),
         "forecast": budget.forecast,
         "forecast_threshold": budget.forecast_threshold,
@@ -189,6 +204,11 @@ def _budget_fields(budget: Any) -> dict[str, Any]:
     if budget.currency is not None:  # None: the organisation's, filled in by plan_import
         fields["currency"] = budget.currency
     return fields
+
+
+def _per(budget: Any) -> str:
+    """Render a budget's amount and its period: `2000 / week`."""
+    return f"{_show(budget.per_period)} / {per_period(budget.period)}"
 
 
 def _settings(spec: RegistrySpec) -> dict[str, Any]:
@@ -249,18 +269,17 @@ def _describe(row: AuditLog) -> tuple[str, str]:
     if row.action == "budget.set":
         before, after = dict(detail.get("before") or {}), dict(detail.get("after") or {})
         if not before:
-            return (
-                f"budget {row.target}",
-                f"created with monthly {_show(_amount(after.get('monthly')))}",
-            )
-        before["monthly"], after["monthly"] = (
-            _amount(before.get("monthly")),
-            _amount(after.get("monthly")),
-        )
+            period = after.get("period", "monthly")
+            amount = after.get("monthly", after.get("amount"))
+            return f"budget {row.target}", f"created with {period} {_show(_amount(amount))}"
+        for values in (before, after):
+            for key in ("monthly", "amount"):
+                if key in values:
+                    values[key] = _amount(values[key])
         parts = [
             f"{key} {_show(before.get(key))} -> {_show(after.get(key))}"
-            for key in ("monthly", "thresholds")
-            if before.get(key) != after.get(key)
+            for key in ("monthly", "amount", "period", "thresholds")
+            if before.get(key) != after.get(key) and (key != "period" or "period" in before)
         ]
         return f"budget {row.target}", ", ".join(parts) or "set again unchanged"
     owners, channel = detail.get("owners") or {}, detail.get("channel") or {}
@@ -316,9 +335,7 @@ def keep_slack_values(
         budgets[budget.scope] = (
             budget
             if old is None
-            else old.model_copy(
-                update={k: getattr(budget, k) for k in ("monthly", "thresholds", "forecast")}
-            )
+            else old.model_copy(update={k: getattr(budget, k) for k in SLACK_BUDGET_FIELDS})
         )
     return wanted.model_copy(update={"models": models, "budgets": list(budgets.values())})
 

@@ -9,10 +9,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from bot.errors import RegistryError
+from bot.errors import RegistryError, UsageError
 from bot.ingest.attribution import ML_STAGES, OTHER
+from bot.periods import MONTHLY, check_budget_period
 
 USER_ID_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
 CHANNEL_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
@@ -108,8 +116,12 @@ class ModelSpec(_Spec):
 
 
 class BudgetSpec(_Spec):
+    """A budget: `monthly: 12000`, or `amount: 2000` with `period: weekly` (daily, quarterly)."""
+
     scope: str
-    monthly: Decimal = Field(ge=0, max_digits=20, decimal_places=4)
+    monthly: Decimal | None = Field(default=None, ge=0, max_digits=20, decimal_places=4)
+    amount: Decimal | None = Field(default=None, ge=0, max_digits=20, decimal_places=4)
+    period: str = MONTHLY
     thresholds: list[int] = Field(default_factory=lambda: [50, 80, 100])
     forecast: bool = False
     forecast_threshold: int = Field(default=100, ge=1, le=1000)
@@ -122,6 +134,37 @@ class BudgetSpec(_Spec):
         if code is not None and not re.fullmatch(r"[A-Z]{3}", code):
             raise ValueError(f"{code!r} is not a 3-letter ISO 4217 currency code such as USD")
         return code
+
+    @field_validator("period")
+    @classmethod
+    def _period(cls, period: str) -> str:
+        try:
+            return check_budget_period(period)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _one_amount(self) -> BudgetSpec:
+        if self.monthly is not None and self.amount is not None:
+            raise ValueError("give `monthly:` or `amount:`, not both")
+        if self.monthly is None and self.amount is None:
+            raise ValueError(
+                "give the budget's amount: `monthly: 12000`, "
+                "or `amount: 2000` with `period: weekly`"
+            )
+        if self.monthly is not None and self.period != MONTHLY:
+            raise ValueError(
+                f"`monthly:` is the amount of a monthly budget; a {self.period} budget "
+                f"gives `amount:` (e.g. `amount: 2000, period: {self.period}`)"
+            )
+        return self
+
+    @property
+    def per_period(self) -> Decimal:
+        """Return the budget's amount for one period."""
+        amount = self.monthly if self.monthly is not None else self.amount
+        assert amount is not None  # _one_amount
+        return amount
 
     @field_validator("scope")
     @classmethod
@@ -415,8 +458,14 @@ def registry_to_yaml(spec: RegistrySpec) -> str:
     """Render a spec as YAML in the documented format."""
     data = spec.model_dump(mode="json", exclude_defaults=False)
     for budget in data["budgets"]:
-        amount = Decimal(budget["monthly"])
-        budget["monthly"] = int(amount) if amount == amount.to_integral() else float(amount)
+        for key in ("monthly", "amount"):
+            if budget[key] is None:
+                del budget[key]
+            else:
+                amount = Decimal(budget[key])
+                budget[key] = int(amount) if amount == amount.to_integral() else float(amount)
+        if budget["period"] == MONTHLY:
+            del budget["period"]  # the default, as before periods
     for model in data["models"]:
         model["match"] = {k: v for k, v in model["match"].items() if v}
         for key in ("channel", "description", "gate"):

@@ -12,6 +12,7 @@ from bot.config import Settings
 from bot.db.schema import Admin, AuditLog, Budget, MLModel, Owner, RegistrySetting, Team
 from bot.ingest.attribution import NAMESPACE_TAG, AttributionRules, ModelMatcher, StageRule
 from bot.ingest.attribution import normalize_tag_key as _norm
+from bot.periods import MONTHLY
 from bot.registry.spec import (
     AttributionSpec,
     BudgetSpec,
@@ -158,7 +159,8 @@ def _sync_budgets(
             "model_name": model_name,
             "team_name": team_name,
             "stage": stage,
-            "monthly_amount": budget_spec.monthly,
+            "monthly_amount": budget_spec.per_period,
+            "period": budget_spec.period,
             "thresholds": budget_spec.thresholds,
             "forecast": budget_spec.forecast,
             "forecast_threshold": budget_spec.forecast_threshold,
@@ -169,7 +171,10 @@ def _sync_budgets(
             session.add(Budget(scope=budget_spec.scope, updated_by=actor, **values))
             changes["created"] += 1
         elif any(getattr(budget, k) != v for k, v in values.items()):
-            if budget.monthly_amount != budget_spec.monthly:
+            if (budget.monthly_amount, budget.period) != (
+                budget_spec.per_period,
+                budget_spec.period,
+            ):
                 budget.amount_revision = (budget.amount_revision or 0) + 1  # fresh thresholds
             for key, value in values.items():
                 setattr(budget, key, value)
@@ -218,6 +223,14 @@ def _sync_owners(current: list[Owner], wanted: list[str], changes: dict[str, int
         changes["updated"] += 1
 
 
+def _amount_fields(budget: Budget) -> dict[str, Any]:
+    """Return a stored budget's amount as the registry writes it: `monthly:`, else `amount:`."""
+    amount = budget.monthly_amount.normalize()
+    if budget.period == MONTHLY:
+        return {"monthly": amount}
+    return {"amount": amount, "period": budget.period}
+
+
 def export_registry(*, session: Session) -> RegistrySpec:
     """Read the database back into a registry spec."""
     teams = session.scalars(select(Team).options(selectinload(Team.owners)).order_by(Team.name))
@@ -248,7 +261,7 @@ def export_registry(*, session: Session) -> RegistrySpec:
         budgets=[
             BudgetSpec(
                 scope=b.scope,
-                monthly=b.monthly_amount.normalize(),
+                **_amount_fields(b),
                 thresholds=list(b.thresholds),
                 forecast=b.forecast,
                 forecast_threshold=b.forecast_threshold,

@@ -47,11 +47,14 @@ class SpendSummary:
     month_to_date: Decimal
     last_7_days: Decimal
     weekday_totals: tuple[Decimal, ...]  # Monday..Sunday over the history window
+    # the budget period forecast to its end (month_to_date is then this period's to date);
+    # None: the calendar month of as_of
+    period: Period | None = None
 
     @property
     def month(self) -> Period:
-        """Return the calendar month of as_of."""
-        return month_of(self.as_of)
+        """Return the period forecast: the budget's, else the calendar month of as_of."""
+        return self.period or month_of(self.as_of)
 
     @property
     def history_start(self) -> dt.date:
@@ -85,10 +88,17 @@ def history_window(as_of: dt.date, first_day: dt.date) -> list[dt.date]:
 
 
 def summarize_daily(
-    daily: Mapping[dt.date, Decimal], *, as_of: dt.date, first_day: dt.date
+    daily: Mapping[dt.date, Decimal],
+    *,
+    as_of: dt.date,
+    first_day: dt.date,
+    period: Period | None = None,
 ) -> SpendSummary:
-    """Build a SpendSummary from daily totals (missing days within the ledger are zero)."""
-    month_start = month_of(as_of).start
+    """Build a SpendSummary from daily totals (missing days within the ledger are zero).
+
+    `period` is the one forecast (a budget's week or quarter); None: the month of as_of.
+    """
+    month_start = (period or month_of(as_of)).start
     weekday = [ZERO] * 7
     for day in history_window(as_of, first_day):
         weekday[day.weekday()] += daily.get(day, ZERO)
@@ -97,7 +107,7 @@ def summarize_daily(
         (v for d, v in daily.items() if as_of - dt.timedelta(days=RUN_RATE_DAYS - 1) <= d <= as_of),
         ZERO,
     )
-    return SpendSummary(as_of, first_day, mtd, last7, tuple(weekday))
+    return SpendSummary(as_of, first_day, mtd, last7, tuple(weekday), period)
 
 
 def _weekday_counts(days: list[dt.date]) -> tuple[int, ...]:
@@ -108,9 +118,10 @@ def _weekday_counts(days: list[dt.date]) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=64)
-def _calendar(as_of: dt.date, first_day: dt.date) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Return (history days per weekday, remaining days of the month per weekday)."""
-    month_end = month_of(as_of).end
+def _calendar(
+    as_of: dt.date, first_day: dt.date, month_end: dt.date
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Return (history days per weekday, remaining days of the period per weekday)."""
     remaining = [as_of + dt.timedelta(days=i) for i in range(1, (month_end - as_of).days)]
     return _weekday_counts(history_window(as_of, first_day)), _weekday_counts(remaining)
 
@@ -129,7 +140,7 @@ def weekday_rates(summary: SpendSummary) -> tuple[tuple[Decimal, ...], str] | No
     if history <= 0:
         return None
     if history >= SEASONAL_MIN_HISTORY:
-        history_counts, _ = _calendar(summary.as_of, summary.first_day)
+        history_counts, _ = _calendar(summary.as_of, summary.first_day, summary.month.end)
         average = sum(summary.weekday_totals, ZERO) / history
         level = summary.last_7_days / RUN_RATE_DAYS
         rates = tuple(
@@ -162,15 +173,25 @@ def project_remaining(summary: SpendSummary) -> tuple[dict[dt.date, Decimal], st
     return {day: rates[day.weekday()].quantize(QUANTUM) for day in remaining}, method
 
 
+def min_days_known(period: Period) -> int:
+    """Return how many days of a period must be known before it is forecast.
+
+    Five for a month or a quarter; two for a week (a forecast on its last days says little);
+    a day is never forecast (the ledger is daily: a day evaluated is already complete).
+    """
+    return min(MIN_MONTH_DAYS, period.days // 3) if period.days > 1 else period.days + 1
+
+
 def forecast_month_end(summary: SpendSummary) -> BudgetForecast | None:
-    """Forecast the month's total spend, or None while fewer than five days are known."""
-    if summary.month_days_known < MIN_MONTH_DAYS:
+    """Forecast the period's total spend (the month's unless the summary names a budget
+    period), or None while too few of its days are known (fewer than five of a month)."""
+    if summary.month_days_known < min_days_known(summary.month):
         return None
     found = weekday_rates(summary)
     if found is None:
         return None
     rates, method = found
-    _, remaining_counts = _calendar(summary.as_of, summary.first_day)
+    _, remaining_counts = _calendar(summary.as_of, summary.first_day, summary.month.end)
     projected = sum((rates[w] * remaining_counts[w] for w in range(7)), ZERO)
     amount = (summary.month_to_date + projected).quantize(CENT)
     return BudgetForecast(amount=amount, method=method, days_of_data=summary.month_days_known)
@@ -179,6 +200,7 @@ def forecast_month_end(summary: SpendSummary) -> BudgetForecast | None:
 LOOKBACK_DAYS = HISTORY_DAYS  # a series is read this far back for its forecast
 
 METHOD_COMPLETE = "actual (month complete)"
+METHOD_PERIOD_COMPLETE = "actual (period complete)"  # a budget's day, week or quarter
 METHOD_NO_DATA = "no data yet"
 METHOD_RUN_RATE = "run-rate"
 METHOD_WEEKDAY = "weekday run-rate"
@@ -196,13 +218,13 @@ class Forecast:
 
     def describe(self) -> str:
         """Return the method in words, e.g. `weekday run-rate over 28 days`."""
-        if self.method in (METHOD_COMPLETE, METHOD_NO_DATA):
+        if self.method in (METHOD_COMPLETE, METHOD_PERIOD_COMPLETE, METHOD_NO_DATA):
             return self.method
         return f"{self.method} over {self.days_of_data} day{'s' * (self.days_of_data != 1)}"
 
 
 def forecast_month(daily: Mapping[dt.date, Decimal], month: Period, as_of: dt.date) -> Forecast:
-    """Forecast the month's total from daily spend known up to and including as_of.
+    """Forecast the month's (or a budget period's) total from daily spend known through as_of.
 
     The projection is the one budget alerts use (`project_remaining` above), so a
     chart and an alert about the same budget never disagree.
@@ -212,11 +234,12 @@ def forecast_month(daily: Mapping[dt.date, Decimal], month: Period, as_of: dt.da
         ZERO,
     )
     if as_of + dt.timedelta(days=1) >= month.end:
-        return Forecast(actual, METHOD_COMPLETE, 0, actual)
+        complete = METHOD_COMPLETE if month == month_of(month.start) else METHOD_PERIOD_COMPLETE
+        return Forecast(actual, complete, 0, actual)
     known = [day for day in daily if day <= as_of]
     if not known:
         return Forecast(actual, METHOD_NO_DATA, 0, actual)
-    summary = summarize_daily(daily, as_of=as_of, first_day=min(known))
+    summary = summarize_daily(daily, as_of=as_of, first_day=min(known), period=month)
     projected, _words = project_remaining(summary)
     method = METHOD_WEEKDAY if summary.history_days >= SEASONAL_MIN_HISTORY else METHOD_RUN_RATE
     total = actual + sum(projected.values(), ZERO)

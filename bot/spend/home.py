@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from bot.db.schema import DailySpend, MLModel, Team
+from bot.budgets.evaluate import BudgetStatus, evaluate_budgets
+from bot.db.schema import Budget, DailySpend, MLModel, Team
 from bot.money import CostBasis
+from bot.periods import MONTHLY
 from bot.registry.catalog import is_admin, model_owner_ids
 from bot.spend.daily import ReportingWindow, reporting_window
 from bot.spend.reports import display_currency
@@ -26,6 +28,8 @@ class HomeDashboard:
     currency: str = "USD"
     # the user's models' open resource findings (Keep / Not waste ones apart), costliest first
     waste: list[ResourceEntry] = field(default_factory=list)
+    # the user's models' budgets per day, week or quarter, each in its current period
+    period_budgets: list[BudgetStatus] = field(default_factory=list)
 
 
 def owned_models(session: Session, user_id: str) -> list[str]:
@@ -71,4 +75,25 @@ def home_dashboard(
     if names:
         when = now or dt.datetime.combine(today, dt.time(), dt.UTC)
         waste = resource_entries(session=session, now=when, currency=currency, models=names)
-    return HomeDashboard(user_id, span, lines, is_admin(session, user_id), currency, waste)
+    admin = is_admin(session, user_id)
+    board = HomeDashboard(user_id, span, lines, admin, currency, waste)
+    board.period_budgets = period_budgets(session, names, span.as_of, currency)
+    return board
+
+
+def period_budgets(
+    session: Session, models: list[str], as_of: dt.date, currency: str
+) -> list[BudgetStatus]:
+    """Return the models' budgets per day, week or quarter in the currency, as of a day."""
+    scopes = list(
+        session.scalars(
+            select(Budget.scope).where(
+                Budget.model_name.in_(models),
+                Budget.period != MONTHLY,
+                Budget.currency == currency,
+            )
+        )
+    )
+    if not scopes:
+        return []
+    return evaluate_budgets(session=session, as_of=as_of, scopes=scopes)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import STAGES, Budget, DailySpend
 from bot.money import CostBasis, percent_of
+from bot.periods import MONTHLY
 from bot.registry.catalog import find_model, model_owner_ids
 from bot.slack.charts.spend_chart import SpendChart
 from bot.spend.daily import ReportingWindow, forecast_chart, in_period, window_and_currency
@@ -152,11 +153,13 @@ def _month_by_stage(
 
 
 def _budgets_by_stage(session: Session, model: str, currency: str) -> dict[str | None, Decimal]:
-    """Return the model's budgets in the currency by stage (None: the whole model's)."""
+    """Return the model's monthly budgets in the currency by stage (None: the whole model's)."""
     return {
         b.stage: b.monthly_amount
         for b in session.scalars(
-            select(Budget).where(Budget.model_name == model, Budget.currency == currency)
+            select(Budget).where(
+                Budget.model_name == model, Budget.currency == currency, Budget.period == MONTHLY
+            )
         )
     }
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import Budget, DailySpend, MLModel
 from bot.money import CostBasis, percent_of
+from bot.periods import MONTHLY
 from bot.registry.catalog import find_team
 from bot.slack.charts.spend_chart import SpendChart
 from bot.spend.daily import (
@@ -107,10 +108,14 @@ def model_line(
 
 
 def model_budgets(session: Session, currency: str = "USD") -> dict[str, Decimal]:
-    """Return every model's whole-model monthly budget in a currency."""
+    """Return every model's whole-model monthly budget in a currency (a budget per day, week
+    or quarter is not a month's: the App Home and the budget board show those)."""
     rows = session.execute(
         select(Budget.model_name, Budget.monthly_amount).where(
-            Budget.model_name.is_not(None), Budget.stage.is_(None), Budget.currency == currency
+            Budget.model_name.is_not(None),
+            Budget.stage.is_(None),
+            Budget.currency == currency,
+            Budget.period == MONTHLY,
         )
     )
     return {name: amount for name, amount in rows if name is not None}
@@ -150,7 +155,10 @@ def team_report(
             team_daily[day] += value
     team_budget = session.scalar(
         select(Budget.monthly_amount).where(
-            Budget.team_name == team.name, Budget.stage.is_(None), Budget.currency == currency
+            Budget.team_name == team.name,
+            Budget.stage.is_(None),
+            Budget.currency == currency,
+            Budget.period == MONTHLY,
         )
     )
     return TeamReport(

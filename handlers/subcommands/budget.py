@@ -1,4 +1,4 @@
-"""`/mlcost budget list|show [scope]|set <scope> <amount> [--alert 50,80,100]`."""
+"""`/mlcost budget list|show [scope]|set <scope> <amount> [period] [--alert 50,80,100]`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from bot.budgets.admin import parse_amount, set_budget
 from bot.budgets.board import budget_board, current_amount, normalise_scope
 from bot.errors import UsageError
 from bot.money import format_money
+from bot.periods import check_budget_period, per_period, per_suffix
 from bot.slack.blocks.budget import (
     build_budget_list_blocks,
     build_budget_set_blocks,
@@ -19,8 +20,8 @@ from bot.slack.command_args import clip_word, cost_basis, split_options
 from bot.slack.command_router import Invocation, Reply, subcommand
 from bot.slack.permissions import scope_owners_or_admins
 
-USAGE = "budget list | show <scope> | set <scope> <amount> [--alert 50,80,100]"
-SET_USAGE = "budget set <scope> <amount> [--alert 50,80,100]"
+USAGE = "budget list | show <scope> | set <scope> <amount> [period] [--alert 50,80,100]"
+SET_USAGE = "budget set <scope> <amount> [daily|weekly|monthly|quarterly] [--alert 50,80,100]"
 SCOPES = "`model:recsys`, `team:ranking`, `stage:storage` or `model:recsys/stage:training`"
 
 
@@ -38,7 +39,7 @@ def parse_thresholds(text: str) -> list[int]:
 def _scope_to_set(args: list[str]) -> str | None:
     """Return the scope that `budget set <scope> <amount>` would change, else None."""
     words, _options = split_options(args, ["--alert", "--cost"])
-    if len(words) == 3 and words[0].lower() == "set":
+    if len(words) in (3, 4) and words[0].lower() == "set":
         return normalise_scope(words[1])
     return None
 
@@ -51,7 +52,7 @@ def _scope_to_set(args: list[str]) -> str | None:
     permission=scope_owners_or_admins(_scope_to_set),
 )
 def handle_budget_command(inv: Invocation) -> Reply:
-    """List, show or set monthly budgets (owners and admins set)."""
+    """List, show or set budgets, monthly or per day, week or quarter (owners and admins set)."""
     words, options = split_options(inv.args, ["--alert", "--cost"])
     action = words[0].lower() if words else "list"
     rest = words[1:]
@@ -80,13 +81,16 @@ def handle_budget_command(inv: Invocation) -> Reply:
 def _set(inv: Invocation, rest: list[str], options: dict[str, str]) -> Reply:
     if "--cost" in options:
         raise UsageError("`--cost` does not apply to `budget set`")
-    if len(rest) != 2:
+    if len(rest) not in (2, 3):
         raise UsageError(
             f"Usage: `/mlcost {SET_USAGE}`, e.g. "
-            "`/mlcost budget set model:recsys 15000 --alert 50,80,100`"
+            "`/mlcost budget set model:recsys 15000 --alert 50,80,100` or "
+            "`/mlcost budget set model:recsys 2000 weekly`"
         )
     scope = normalise_scope(rest[0])
     amount = parse_amount(rest[1])
+    # no period: a new budget is monthly, a changed one keeps its period
+    period = check_budget_period(rest[2]) if len(rest) == 3 else None
     thresholds = parse_thresholds(options["--alert"]) if "--alert" in options else None
     existing = current_amount(inv.session, scope)
     try:
@@ -97,6 +101,7 @@ def _set(inv: Invocation, rest: list[str], options: dict[str, str]) -> Reply:
             amount=amount,
             thresholds=thresholds,
             currency=inv.settings.currency,
+            period=period,
         )
     except ValidationError as exc:
         problems = "; ".join(
@@ -104,6 +109,10 @@ def _set(inv: Invocation, rest: list[str], options: dict[str, str]) -> Reply:
         )
         raise UsageError(f"{clip_word(problems, 300)}. Scopes look like {SCOPES}") from None
     # a budget keeps its currency when changed; a new one is in the organisation's
-    before = format_money(existing, budget.currency) if existing is not None else None
+    before = None
+    if existing is not None:
+        was_amount, was_period = existing
+        unit = f" / {per_period(was_period)}" if was_period != budget.period else ""
+        before = format_money(was_amount, budget.currency) + (unit or per_suffix(was_period))
     text, blocks = build_budget_set_blocks(budget, before, inv.user_id, budget.currency)
     return Reply(text=text, blocks=blocks, in_channel=True)

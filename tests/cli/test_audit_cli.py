@@ -59,7 +59,7 @@ def test_table_lists_changes_newest_first_with_before_and_after(
     # money exactly as stored; only the keys that changed (thresholds stayed 50, 80, 100)
     assert by_action["budget.setmodel:recsys"].endswith("monthly=12000.0000000000 → monthly=15000")
     assert by_action["budget.setteam:platform"].endswith(
-        "— → monthly=5000.50, thresholds=[50, 80, 100]"
+        "— → period=monthly, monthly=5000.50, thresholds=[50, 80, 100]"
     )
     assert by_action["model.owners.setmodel:recsys"].endswith(
         "owners=[U0AAA111] → owners=[U0AAA111, U0NEW0001]"
@@ -132,7 +132,11 @@ def test_json_is_the_full_record(db: list[str], capsys: pytest.CaptureFixture[st
     assert record["at"] == "2026-11-05T09:00:00+00:00"
     assert record["actor"] == "U0PPP111"
     assert record["before"] is None
-    assert record["after"] == {"monthly": "5000.50", "thresholds": [50, 80, 100]}
+    assert record["after"] == {
+        "monthly": "5000.50",
+        "period": "monthly",
+        "thresholds": [50, 80, 100],
+    }
     assert record["detail"] == {"before": None, "after": record["after"]}
 
 

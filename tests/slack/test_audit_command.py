@@ -42,7 +42,7 @@ def test_since_narrows_and_admin_may_read_a_team(slack: SlackHarness) -> None:
     assert "budget.acknowledge" in body and "model.owners.set" not in body
     reply = reply_to(slack, "audit platform", "U0ADMIN01")
     assert reply["text"] == "Audit trail for team platform: 1 change(s)"
-    assert "— → monthly=5000.50, thresholds=[50, 80, 100]" in section_texts(reply)
+    assert "— → period=monthly, monthly=5000.50, thresholds=[50, 80, 100]" in section_texts(reply)
 
 
 def test_non_owner_is_refused_and_told_who_can(slack: SlackHarness) -> None:

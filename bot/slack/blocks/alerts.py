@@ -16,6 +16,7 @@ from bot.budgets.evaluate import BudgetStatus
 from bot.budgets.plan import ACTUAL, EXCEEDED, BudgetAlert
 from bot.money import format_money, format_percent
 from bot.notify.messages import AlertContext
+from bot.periods import DAILY, MONTHLY, per_period, per_suffix, period_kind_of_label, period_words
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
     MAX_FALLBACK_TEXT,
@@ -111,22 +112,30 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
+def budget_name(status: BudgetStatus) -> str:
+    """Name a budget's current period: `2026-11 budget`, `weekly budget (week of 2026-11-23)`."""
+    if status.period_kind == MONTHLY:
+        return f"{status.month.label} budget"
+    return f"{status.period_kind} budget ({period_words(status.month.label)})"
+
+
 def _budget_crossing(alert: BudgetAlert, money: Callable[[Decimal], str]) -> tuple[str, str, str]:
     """Return (what crossed, its icon, how far past the line or how far to go)."""
     status = alert.status
+    name = budget_name(status)
     if alert.kind == ACTUAL and alert.threshold >= EXCEEDED:
         over = status.month_to_date - status.amount * alert.threshold / 100
         phrase = (
-            f"is over its {status.month.label} budget"
+            f"is over its {name}"
             if alert.threshold == EXCEEDED
-            else f"passed {alert.threshold} % of its {status.month.label} budget"
+            else f"passed {alert.threshold} % of its {name}"
         )
         return phrase, ":red_circle:", f"*{money(over)}* past the {alert.threshold} % line"
     if alert.kind == ACTUAL:
         over = status.month_to_date - status.amount * alert.threshold / 100
-        phrase = f"passed {alert.threshold} % of its {status.month.label} budget"
+        phrase = f"passed {alert.threshold} % of its {name}"
         return phrase, ":warning:", f"{money(over)} past the {alert.threshold} % line"
-    phrase = f"is forecast to pass {alert.threshold} % of its {status.month.label} budget"
+    phrase = f"is forecast to pass {alert.threshold} % of its {name}"
     to_go = money(status.amount * alert.threshold / 100 - status.month_to_date)
     return phrase, ":crystal_ball:", f"{to_go} to go"
 
@@ -137,19 +146,27 @@ def _budget_lines(
     """Return the alert's body: spend against the budget, the forecast, the owners."""
     status = alert.status
     through = status.as_of.strftime("%b %-d")
+    kind, unit = status.period_kind, per_period(status.period_kind)
+    spent_in = "" if kind == MONTHLY else f" in the {period_words(status.month.label)}"
+    if kind == DAILY:
+        spent_in, through = f" on {status.as_of:%a %b %-d}", ""
     lines = [
-        f"*{money(status.month_to_date)}* spent through {through} of a "
-        f"*{money(status.amount)}* budget: *{format_percent(status.percent)}*, {how_much}."
+        f"*{money(status.month_to_date)}* spent{spent_in}"
+        f"{f' through {through}' if through else ''} of a "
+        f"*{money(status.amount)}{per_suffix(kind)}* budget: "
+        f"*{format_percent(status.percent)}*, {how_much}."
     ]
     if status.forecast is not None:
         lines.append(
-            f"Forecast for the month: *{money(status.forecast.amount)}* "
+            f"Forecast for the {unit}: *{money(status.forecast.amount)}* "
             f"({format_percent(status.forecast_percent)}), {status.forecast.method}."
         )
+    elif kind == DAILY:
+        lines.append("No forecast for a daily budget: its day is complete when it is checked.")
     else:
         lines.append(
             f"No forecast yet: only {max(0, (status.as_of - status.month.start).days + 1)}"
-            " days of this month are known."
+            f" days of this {unit} are known."
         )
     if ctx.owners:
         lines.append(f"Owners: {_mentions(ctx.owners)}")
@@ -159,7 +176,10 @@ def _budget_lines(
 def _budget_fallback(alert: BudgetAlert, lead: str, money: Callable[[Decimal], str]) -> str:
     """Return the notification text: spend (or the forecast) against the budget."""
     status = alert.status
-    spent, budget = money(status.month_to_date), money(status.amount)
+    spent, budget = (
+        money(status.month_to_date),
+        money(status.amount) + per_suffix(status.period_kind),
+    )
     if alert.kind == ACTUAL or status.forecast is None:
         return f"{lead}: {spent} of {budget} ({format_percent(status.percent)})."
     return (
@@ -397,7 +417,8 @@ def acknowledged_note(user_id: str, when: dt.datetime, scope: str, period: str) 
     """Say who acknowledged a budget alert (mrkdwn, for replace_actions)."""
     return (
         f":white_check_mark: Acknowledged by {users([user_id])} on {format_when(when)}: "
-        f"no more alerts for {code(scope)} in {escape(period)} unless it is exceeded."
+        f"no more alerts for {code(scope)} in {escape(period_words(period))} unless it is "
+        "exceeded."
     )
 
 
@@ -406,18 +427,27 @@ def snoozed_note(user_id: str, until: dt.datetime) -> str:
     return f":zzz: Snoozed by {users([user_id])} until {format_when(until)}."
 
 
-def raised_note(user_id: str, scope: str, amount: str, when: dt.datetime) -> str:
-    """Say who raised a budget, in the alert's thread (mrkdwn)."""
+def raised_note(
+    user_id: str, scope: str, amount: str, when: dt.datetime, period: str = MONTHLY
+) -> str:
+    """Say who raised a budget, in the alert's thread (mrkdwn); `period` is its kind."""
     return (
-        f":moneybag: {users([user_id])} set the monthly budget of {code(scope)} to "
-        f"{escape(amount)} on {format_when(when)}."
+        f":moneybag: {users([user_id])} set the {period} budget of {code(scope)} to "
+        f"{escape(amount)}{per_suffix(period)} on {format_when(when)}."
     )
 
 
 def build_raise_modal(
-    scope: str, period: str, current: Decimal, currency: str, metadata: dict[str, Any]
+    scope: str,
+    period: str,
+    current: Decimal,
+    currency: str,
+    metadata: dict[str, Any],
+    kind: str | None = None,
 ) -> dict[str, Any]:
-    """Return the Raise budget modal view."""
+    """Return the Raise budget modal view (`period` is the alert's period label, `kind` the
+    budget's period now: weekly, ...; by default the alert's)."""
+    kind = kind or period_kind_of_label(period)
     return {
         "type": "modal",
         "callback_id": RAISE_CALLBACK,
@@ -429,13 +459,13 @@ def build_raise_modal(
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             _section(
-                f"Monthly budget of {code(clip(scope, 200))}: currently "
-                f"*{format_money(current, currency)}*."
+                f"{kind.capitalize()} budget of {code(clip(scope, 200))}: currently "
+                f"*{format_money(current, currency)}{per_suffix(kind)}*."
             ),
             {
                 "type": "input",
                 "block_id": AMOUNT_BLOCK,
-                "label": {"type": "plain_text", "text": "New monthly budget"},
+                "label": {"type": "plain_text", "text": f"New {kind} budget"},
                 "element": {
                     "type": "plain_text_input",
                     "action_id": AMOUNT_BLOCK,

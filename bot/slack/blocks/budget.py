@@ -7,11 +7,19 @@ from typing import Any
 from bot.budgets.board import BudgetBoard, BudgetBoardRow
 from bot.db.schema import Budget
 from bot.money import format_money, format_percent
+from bot.periods import MONTHLY, per_period, per_suffix, period_words
 from bot.slack.blocks.common import basis_words, context, fields, header, month_words, section
 from bot.slack.guard import MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import code, escape, fit_lines, user
 
 MAX_LINES = 40
+
+
+def _period_note(status: BudgetBoardRow) -> str:
+    """Say a non-monthly budget's unit and current period: ` / week (week of 2026-11-23)`."""
+    if status.period_kind == MONTHLY or status.period is None:
+        return ""
+    return f"{per_suffix(status.period_kind)} ({period_words(status.period.label)})"
 
 
 def _status_line(status: BudgetBoardRow, currency: str) -> str:
@@ -22,7 +30,8 @@ def _status_line(status: BudgetBoardRow, currency: str) -> str:
         flag = " :large_orange_circle:"
     return (
         f"• {code(clip(status.scope, 100))} {format_money(status.spent, currency)} of "
-        f"{format_money(status.amount, currency)} · *{format_percent(status.used)}* · "
+        f"{format_money(status.amount, currency)}{_period_note(status)} · "
+        f"*{format_percent(status.used)}* · "
         f"forecast {format_money(status.forecast.amount, currency)} "
         f"({format_percent(status.forecast_used)}){flag}"
         f"{_not_counted(status, ' · ')}"
@@ -52,11 +61,15 @@ def build_budget_list_blocks(board: BudgetBoard, currency: str) -> tuple[str, li
         fit_lines(lines, MAX_SECTION_TEXT)
         or "No budgets yet. Set one: `/mlcost budget set model:recsys 12000`"
     )
+    other_periods = any(s.period_kind != MONTHLY for s in board.statuses)
+    spent = f"spent {month_words(span)}" + (
+        " (a budget per day, week or quarter: in its own period)" if other_periods else ""
+    )
     blocks = [
         header(f"Budgets · {span.month.start:%B %Y}"),
         section(body),
         context(
-            f"{basis_words(board.basis)} · spent {month_words(span)} · :red_circle: over "
+            f"{basis_words(board.basis)} · {spent} · :red_circle: over "
             "budget · :large_orange_circle: forecast over budget"
         ),
     ]
@@ -71,14 +84,23 @@ def build_budget_show_blocks(
     span = board.span
     who = user(status.updated_by) if status.updated_by else "the registry"
     when = f"{status.updated_at:%d %b %Y %H:%M} UTC" if status.updated_at else "unknown"
+    kind = status.period_kind
+    spent_when = month_words(span)
+    if kind != MONTHLY and status.period is not None:
+        spent_when = f"{period_words(status.period.label)}, data through {span.as_of:%b %-d}"
     pairs = [
-        ("Monthly budget", f"*{format_money(status.amount, currency)}*"),
         (
-            f"Spent ({month_words(span)})",
+            f"{kind.capitalize()} budget",
+            f"*{format_money(status.amount, currency)}*{per_suffix(kind)}",
+        ),
+        (
+            f"Spent ({spent_when})",
             f"{format_money(status.spent, currency)} · *{format_percent(status.used)}*",
         ),
         (
-            "Month-end forecast",
+            "Month-end forecast"
+            if kind == MONTHLY
+            else f"Forecast to the {per_period(kind)}'s end",
             f"{format_money(status.forecast.amount, currency)} · "
             f"{format_percent(status.forecast_used)}\n"
             f"_{status.forecast.describe()}_",
@@ -91,7 +113,8 @@ def build_budget_show_blocks(
         pairs.insert(2, ("Other currencies", _not_counted(status, "")))
     text = (
         f"Budget {code(clip(status.scope, 250))}: {format_money(status.spent, currency)} of "
-        f"{format_money(status.amount, currency)} ({format_percent(status.used)}); forecast "
+        f"{format_money(status.amount, currency)}{_period_note(status)} "
+        f"({format_percent(status.used)}); forecast "
         f"{format_money(status.forecast.amount, currency)}."
     )
     blocks = [header(f"Budget {status.scope}"), fields(pairs), context(basis_words(board.basis))]
@@ -102,11 +125,12 @@ def build_budget_set_blocks(
     budget: Budget, before: str | None, user_id: str, currency: str
 ) -> tuple[str, list[dict[str, Any]]]:
     """Confirm a budget change, saying who changed it and what it was."""
-    amount = format_money(budget.monthly_amount, currency)
+    amount = format_money(budget.monthly_amount, currency) + per_suffix(budget.period)
     was = f" (was {escape(before)})" if before else " (new)"
     alerts = ", ".join(f"{t} %" for t in budget.thresholds)
     text = (
-        f"{user(user_id)} set the monthly budget of {code(budget.scope)} to {amount}{was}; "
+        f"{user(user_id)} set the {budget.period} budget of {code(budget.scope)} to "
+        f"{amount}{was}; "
         f"alerts at {alerts}."
     )
     return text, [section(f":white_check_mark: {text}")]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from bot.budgets.evaluate import BudgetStatus
 from bot.money import CostBasis, format_money, format_percent
+from bot.periods import per_suffix, period_words
 from bot.slack.blocks.common import basis_words, context, divider, header, month_words, section
 from bot.slack.blocks.waste_resource import KIND_WORDS
 from bot.slack.guard import clip
@@ -37,11 +39,16 @@ def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
             " :large_orange_circle:" if (line.budget and line.forecast.amount > line.budget) else ""
         )
         to_date = format_money(line.month_to_date, currency)
+        periods = "".join(
+            "\n" + period_budget_line(status, currency)
+            for status in board.period_budgets
+            if status.model_name == line.name
+        )
         blocks.append(
             section(
                 f"*{escape(clip(line.name, 80))}*"
                 f"{alarm}\nMonth to date *{to_date}* · "
-                f"budget {budget} · forecast {forecast}"
+                f"budget {budget} · forecast {forecast}{periods}"
             )
         )
     if len(board.models) > MAX_MODELS:
@@ -62,6 +69,21 @@ def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
         ),
     ]
     return {"type": "home", "blocks": blocks}
+
+
+def period_budget_line(status: BudgetStatus, currency: str) -> str:
+    """Say where a budget per day, week or quarter stands: `Weekly budget (week of ...)`."""
+    stage = f" for {escape(status.stage)}" if status.stage else ""
+    alarm = " :red_circle:" if status.reached(100) and status.amount > 0 else ""
+    forecast = ""
+    if status.forecast is not None:
+        forecast = f" · forecast {format_money(status.forecast.amount, currency)}"
+    return (
+        f"{status.period_kind.capitalize()} budget{stage} ({period_words(status.month.label)}): "
+        f"*{format_money(status.month_to_date, currency)}* of "
+        f"{format_money(status.amount, currency)}{per_suffix(status.period_kind)} · "
+        f"*{format_percent(status.percent)}*{forecast}{alarm}"
+    )
 
 
 def waste_blocks(board: HomeDashboard, currency: str) -> list[dict[str, Any]]:
