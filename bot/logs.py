@@ -110,7 +110,24 @@ def logging_settings() -> tuple[str, list[str]]:
         if secret is not None:
             secrets.append(secret.get_secret_value())
     secrets.extend(database_password(settings.database_url))
+    secrets.extend(poll_source_passwords(settings.poll_sources))
     return settings.log_format, secrets
+
+
+def poll_source_passwords(entries: str) -> list[str]:
+    """Return the passwords in MLCOST_POLL_SOURCES URLs (`opencost:http://user:pw@host`)."""
+    from urllib.parse import quote, unquote, urlsplit
+
+    found: list[str] = []
+    for entry in entries.split(","):
+        _kind, _, location = entry.strip().partition(":")
+        try:
+            password = urlsplit(location).password
+        except ValueError:
+            continue
+        if password:
+            found += [password, unquote(password), quote(unquote(password), safe="")]
+    return list(dict.fromkeys(found))
 
 
 def database_password(url: str) -> list[str]:

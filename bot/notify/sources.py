@@ -102,7 +102,11 @@ def configured_sources(
                     default_currency=settings.currency,
                 )
 
-            sources.append(PolledSource(f"opencost:{location}", "opencost", build_opencost))
+            from bot.ingest.sources.opencost import shown_url
+
+            # the source's name is shown in logs, /healthz and messages: no password in it
+            name = f"opencost:{shown_url(location)}"
+            sources.append(PolledSource(name, "opencost", build_opencost))
         else:
             raise MlcostError(
                 f"MLCOST_POLL_SOURCES: cannot poll {kind + (':' + location if location else '')!r};"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from decimal import Decimal
 
@@ -62,8 +63,13 @@ def test_the_spend_anomaly_names_the_run_with_the_largest_rise(session: Session)
 
     text, blocks = build_anomaly_alert(by_scope["model:recsys"], AlertContext(channel="C1"))
     body = blocks[1]["text"]["text"]
+    # the run is the top driver, so the drivers' list names it and no second line repeats it
+    assert "• run `retry &lt;!here&gt; ˋloopˋ`: $450" in body
+    assert "Driven by run" not in body
+    without_drivers = dataclasses.replace(by_scope["model:recsys"], drivers=[])
+    _text, blocks = build_anomaly_alert(without_drivers, AlertContext(channel="C1"))
     named = "Driven by run `retry &lt;!here&gt; ˋloopˋ`: +$450 over its usual"
-    assert f"{named} (new: not in the baseline)." in body
+    assert f"{named} (new: not in the baseline)." in blocks[1]["text"]["text"]
     assert "<!here>" not in body and "<!here>" not in text
     assert text.endswith("Driven by run `retry &lt;!here&gt; ˋloopˋ`.")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 from decimal import Decimal
@@ -12,10 +13,12 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend
+from bot.config import Settings
+from bot.db.schema import DailySpend, IngestionRun
 from bot.errors import IngestError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.opencost import COST_COMPONENTS, OpenCostSource
+from bot.notify.sources import configured_sources
 from bot.periods import month_period
 from bot.spend.reports import spend_report
 from bot.spend.unallocated import unallocated_report
@@ -369,3 +372,32 @@ def test_total_cost_is_booked_and_a_gap_with_its_components_is_named(
         "1 allocation(s) whose cost components and adjustments differ from totalCost by more "
         "than 0.0001 (largest: a, -0.50000); totalCost is what is booked"
     )
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_shown(
+    session: Session,
+) -> None:
+    load_registry(session, K8S_REGISTRY)
+    answer = Answer(body=cluster_days())
+    with opencost_server(answer) as url:
+        secured = url.replace("http://", "http://reader:s3cr3t-pa55word@")
+        source = OpenCostSource(secured, window="2026-11-03T00:00:00Z,2026-11-05T00:00:00Z")
+        report = ingest(source, session=session)
+    assert report.reconciled
+    assert answer.authorizations == [
+        "Basic " + base64.b64encode(b"reader:s3cr3t-pa55word").decode()
+    ]
+    run = session.scalars(select(IngestionRun)).all()[-1]
+    assert "s3cr3t" not in run.location and "s3cr3t" not in source.where
+    with opencost_server(Answer(status=500, body="down")) as url:
+        secured = url.replace("http://", "http://reader:s3cr3t-pa55word@")
+        with pytest.raises(IngestError) as error:
+            ingest(OpenCostSource(secured, window="1d"), session=session)
+    assert "s3cr3t" not in str(error.value) and "reader:***@127.0.0.1" in str(error.value)
+    [polled] = configured_sources(
+        Settings(MLCOST_POLL_SOURCES=f"opencost:{secured}"),
+        dt.date(2026, 11, 5),
+        model_tag_key="ml:model",
+    )
+    assert "s3cr3t" not in polled.name
+    assert polled.name.startswith("opencost:http://reader:***@127.0.0.1:")

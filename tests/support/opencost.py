@@ -95,6 +95,7 @@ class Answer:
     status: int = 200
     body: str = ""
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    authorizations: list[str] = field(default_factory=list)
 
 
 @contextmanager
@@ -105,6 +106,8 @@ def opencost_server(answer: Answer) -> Iterator[str]:
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
             answer.requests.append((parts.path, dict(parse_qsl(parts.query))))
+            if auth := self.headers.get("Authorization"):
+                answer.authorizations.append(auth)
             body = answer.body.encode()
             self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")

@@ -83,6 +83,7 @@ def test_logging_settings_collect_every_configured_secret(monkeypatch: pytest.Mo
         "AWS_SECRET_ACCESS_KEY": "unit-aws-secret-key",
         "AWS_SESSION_TOKEN": "unit-aws-session-token",
         "MLCOST_DATABASE_URL": "postgresql+psycopg://u:unit-db-password@db:5432/x",
+        "MLCOST_POLL_SOURCES": "cost-explorer,opencost:http://reader:unit-opencost-pw@oc:9003",
         "MLCOST_LOG_FORMAT": "json",
     }
     for key, value in values.items():
@@ -90,7 +91,7 @@ def test_logging_settings_collect_every_configured_secret(monkeypatch: pytest.Mo
     log_format, secrets = logging_settings()
     assert log_format == "json"
     expected = [v for k, v in values.items() if not k.startswith("MLCOST_")]
-    assert {*expected, "unit-db-password"} <= set(secrets)
+    assert {*expected, "unit-db-password", "unit-opencost-pw"} <= set(secrets)
 
 
 def test_an_invalid_log_format_falls_back_to_human(monkeypatch: pytest.MonkeyPatch) -> None:

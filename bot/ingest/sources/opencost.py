@@ -11,6 +11,7 @@ become tags; the namespace itself is the tag `kubernetes_namespace` (registry `n
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import functools
 import json
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import pyarrow as pa
 
@@ -124,21 +125,57 @@ def request_url(location: str, window: str | None, aggregate: str | None = None)
     return urlunsplit((parts.scheme, parts.netloc, path, urlencode(params), ""))
 
 
-def fetch_json(url: str, timeout: float = HTTP_TIMEOUT_SECONDS) -> Any:
-    """GET a URL and parse its JSON (floats as Decimal); IngestError says what went wrong."""
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """Return the URL without `user:password@`, and the Basic Authorization header they make.
+
+    OpenCost behind an authenticating proxy is reached as `http://user:password@host`; the
+    password goes in the header and never into the location mlcost records or prints.
+    """
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.netloc.rpartition("@")[2]
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    header = "Basic " + base64.b64encode(pair.encode()).decode()
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), header
+
+
+def shown_url(url: str) -> str:
+    """Return the URL as messages and logs may show it: any password replaced by `***`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{parts.username or ''}:***@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def fetch_json(
+    url: str,
+    timeout: float = HTTP_TIMEOUT_SECONDS,
+    authorization: str | None = None,
+    shown: str | None = None,
+) -> Any:
+    """GET a URL and parse its JSON (floats as Decimal); IngestError says what went wrong.
+
+    `shown` is the URL as messages name it (its password masked); the URL itself by default.
+    """
+    request = urllib.request.Request(url)
+    if authorization is not None:
+        request.add_header("Authorization", authorization)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read(300).decode("utf-8", "replace").strip()
         raise IngestError(
-            f"opencost: {url} answered HTTP {exc.code}" + (f": {detail}" if detail else "")
+            f"opencost: {shown or url} answered HTTP {exc.code}" + (f": {detail}" if detail else "")
         ) from None
     except urllib.error.URLError as exc:
-        raise IngestError(f"opencost: cannot reach {url} ({exc.reason})") from None
+        raise IngestError(f"opencost: cannot reach {shown or url} ({exc.reason})") from None
     except (TimeoutError, OSError) as exc:
-        raise IngestError(f"opencost: cannot read {url} ({exc})") from None
-    return parse_json(body, f"opencost: {url}")
+        raise IngestError(f"opencost: cannot read {shown or url} ({exc})") from None
+    return parse_json(body, f"opencost: {shown or url}")
 
 
 def read_json_file(path: str) -> Any:
@@ -198,7 +235,12 @@ class OpenCostSource:
         default_currency: str = DEFAULT_CURRENCY,
         timeout: float = HTTP_TIMEOUT_SECONDS,
     ) -> None:
-        self.url = request_url(location, window, aggregate) if is_url(location) else None
+        url = request_url(location, window, aggregate) if is_url(location) else None
+        self.url: str | None = None
+        self._authorization: str | None = None
+        if url is not None:
+            self.url, self._authorization = split_credentials(url)
+        self.shown = shown_url(url) if url else location
         if self.url is None and (window or aggregate):
             raise IngestError(
                 f"opencost: {location} is a saved answer: it covers the window it was saved "
@@ -207,7 +249,7 @@ class OpenCostSource:
         self.path = location
         self.location = self.url or location
         # where errors say the problem is: the file, as for every file source, or the URL
-        self.where = f"opencost: {self.url}" if self.url else location
+        self.where = f"opencost: {self.shown}" if self.url else location
         self.currency = check_currency(default_currency, "MLCOST_CURRENCY")
         self.timeout = timeout
         self._notes: list[str] = []
@@ -216,7 +258,11 @@ class OpenCostSource:
         self._notes = []  # a polled source is read again at every poll
         if progress is not None:
             progress.set_total(1, "answers")
-        answer = fetch_json(self.url, self.timeout) if self.url else read_json_file(self.path)
+        answer = (
+            fetch_json(self.url, self.timeout, self._authorization, self.shown)
+            if self.url
+            else read_json_file(self.path)
+        )
         charges, spans = self._charges(answer, tag_keys)
         grouped = GroupedCharges(default_currency=self.currency)
         rows = len(charges)

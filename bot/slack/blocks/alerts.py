@@ -376,8 +376,13 @@ def anomaly_answered_note(
 
 
 def _driving_run_line(anomaly: Anomaly, money: Callable[[Decimal], str]) -> str:
-    """Return the line naming the run that drove the anomaly, or "" when none did."""
+    """Return the line naming the run that drove the anomaly, or "" when none did.
+
+    A spend anomaly whose drivers already list that run says nothing more.
+    """
     if anomaly.run is None:
+        return ""
+    if any(d.dimension == "run" and d.value == anomaly.run.run for d in anomaly.drivers):
         return ""
     run = anomaly.run
     rise = f"+{run.increase:,.1f} GPU-hours" if anomaly.kind == "gpu" else f"+{money(run.increase)}"
