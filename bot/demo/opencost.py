@@ -149,3 +149,25 @@ def show_kubernetes(services: AppServices, folder: Path, section: Callable[[str]
             where={"provider": "Kubernetes"},
         )
     print(render(spend, "table"), end="")
+    show_idle_cluster_waste(services)
+
+
+def show_idle_cluster_waste(services: AppServices) -> None:
+    """Print the cluster's idle capacity as `mlcost report waste` lists it on the last day."""
+    from bot.money import format_money
+    from bot.slack.blocks.waste import KIND_LABELS, unmarked
+    from bot.waste.checks import RUN_RATE_DAYS, idle_cluster_capacity
+
+    as_of = START + dt.timedelta(days=DAYS - 1)
+    week = (as_of - dt.timedelta(days=RUN_RATE_DAYS - 1), as_of + dt.timedelta(days=1))
+    currency = services.settings.currency
+    with services.unit_of_work() as session:
+        findings = list(idle_cluster_capacity(session, week, currency))
+    print(f"\nmlcost report waste --as-of {as_of} lists the idle capacity as waste:")
+    for finding in findings:
+        print(
+            f"  {format_money(finding.monthly_cost, currency)}/mo  "
+            f"{KIND_LABELS[finding.kind]}: {unmarked(finding.subject)}"
+        )
+        print(f"  {unmarked(finding.evidence)}")
+        print(f"  fix: {unmarked(finding.fix)}")

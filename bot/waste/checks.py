@@ -1,5 +1,6 @@
 """The waste checks, one function each: orphaned spend, stale checkpoints, idle endpoints,
-killed models still spending, serving without autoscaling, idle GPUs and Spot candidates.
+killed models still spending, serving without autoscaling, idle Kubernetes capacity, idle GPUs
+and Spot candidates.
 
 Each finding carries a monthly run-rate (the last week's cost scaled to 30 days), the evidence,
 and the fix.
@@ -19,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, Review, ReviewItem, ValueMetric
 from bot.economics.value_metrics import daily_values, primary_metric
+from bot.ingest.attribution import IDLE
 from bot.periods import Period, trailing_days
 from bot.waste.spot import SpotAdvisor
 
@@ -28,6 +30,9 @@ RUN_RATE_DAYS = 7
 SCALING_DAYS = 14  # two weeks show a weekly traffic pattern
 QUIET_TRAFFIC = Decimal("0.6")  # quiet days carry at most 60 % of busy days' traffic...
 LEVEL_COST = Decimal("0.85")  # ...while serving still costs at least 85 % of busy days
+# A cluster whose idle capacity (OpenCost `__idle__`) is at least this share of its cost is
+# over-provisioned: some headroom is healthy, a fifth of the bill is not.
+IDLE_CLUSTER_SHARE = Decimal("0.20")
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,44 @@ def stale_checkpoints(
             "expire old checkpoints with an S3 lifecycle rule, or move them to a colder tier",
             model=model,
             resource_id=resource,
+        )
+
+
+def idle_cluster_capacity(
+    session: Session, week: tuple[dt.date, dt.date], currency: str
+) -> Iterable[WasteFinding]:
+    """Kubernetes clusters whose idle capacity (nodes paid for, requested by no pod) is a large
+    share of their cost: the ledger's explicit idle line (mlcost ingest opencost)."""
+    is_idle = DailySpend.attribution == IDLE
+    clusters = (
+        select(DailySpend.billing_account)
+        .where(*spend_in(week, currency), is_idle)
+        .distinct()
+        .scalar_subquery()
+    )
+    rows = session.execute(
+        select(
+            DailySpend.billing_account,
+            func.sum(DailySpend.billed_cost).filter(is_idle),
+            func.sum(DailySpend.billed_cost),
+        )
+        .where(*spend_in(week, currency), DailySpend.billing_account.in_(clusters))
+        .group_by(DailySpend.billing_account)
+    )
+    for cluster, idle, total in rows:
+        idle, total = Decimal(idle or 0), Decimal(total or 0)
+        if total <= 0 or idle < total * IDLE_CLUSTER_SHARE:
+            continue
+        share = (idle * 100 / total).quantize(Decimal(1))
+        yield WasteFinding(
+            "idle_cluster",
+            f"cluster `{cluster}`",
+            run_rate(idle),
+            f"{share} % of the cluster's cost over the last {RUN_RATE_DAYS} days paid for "
+            "capacity no pod requested (OpenCost idle)",
+            "scale its node groups down, or let the cluster autoscaler (or Karpenter "
+            "consolidation) remove empty nodes; pack GPU pods onto fewer nodes",
+            resource_id=f"{cluster}/__idle__",
         )
 
 

@@ -30,6 +30,7 @@ from bot.errors import NotFoundError, UsageError
 from bot.waste.checks import (
     RUN_RATE_DAYS,
     WasteFinding,
+    idle_cluster_capacity,
     idle_endpoints,
     idle_gpu_instances,
     killed_still_spending,
@@ -70,6 +71,7 @@ def find_waste(
         *idle_endpoints(session, week, currency),
         *killed_still_spending(session, week, currency),
         *serving_without_autoscaling(session, as_of, currency),
+        *idle_cluster_capacity(session, week, currency),
     ]
     if cloudwatch is not None:
         findings += idle_gpu_instances(session, week, cloudwatch, as_of, currency)

@@ -129,6 +129,13 @@ def test_the_demo_ingests_the_eks_cluster_with_its_idle_line(two_runs: TwoRuns) 
     assert re.search(rf"speech-asr +training +\${asr_cost:,.2f} +{asr_gpu_hours:,.1f}\n", k8s), k8s
     assert re.search(rf"\(idle cluster\) +other +\${idle:,.2f} ", k8s), k8s
     assert f"idle cluster: ${idle:,.2f}" in k8s
+    # the last week's idle share, from the raw answer, makes it waste
+    last_week = [a for day in raw["data"][-7:] for a in day.values()]
+    week_idle = sum((a["totalCost"] for a in last_week if a["name"] == "__idle__"), Decimal(0))
+    week_total = sum((a["totalCost"] for a in last_week), Decimal(0))
+    share = (week_idle * 100 / week_total).quantize(Decimal(1))
+    assert "Idle Kubernetes capacity: cluster eks-ml-training" in k8s
+    assert f"{share} % of the cluster's cost over the last 7 days" in k8s
 
 
 def test_terminal_lines_of_the_demo_carry_no_slack_markup(two_runs: TwoRuns) -> None:

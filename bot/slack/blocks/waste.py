@@ -30,6 +30,7 @@ KIND_LABELS = {
     "idle_gpu": "Idle GPU instance",
     "spot_candidate": "Spot candidate",
     "fixed_serving": "Serving does not scale with traffic",
+    "idle_cluster": "Idle Kubernetes capacity",
 }
 MAX_CLOSED_LINES = 5
 
