@@ -401,3 +401,17 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_shown(
     )
     assert "s3cr3t" not in polled.name
     assert polled.name.startswith("opencost:http://reader:***@127.0.0.1:")
+
+
+def test_a_pods_run_label_becomes_the_ledger_run(session: Session, tmp_path: Path) -> None:
+    load_registry(session, K8S_REGISTRY)
+    path = tmp_path / "allocation.json"
+    path.write_text(cluster_days())
+    ingest(OpenCostSource(str(path)), session=session)
+    runs = session.execute(
+        select(DailySpend.run, func.sum(DailySpend.billed_cost), func.sum(DailySpend.gpu_hours))
+        .where(DailySpend.run.is_not(None))
+        .group_by(DailySpend.run)
+    ).all()
+    # two days of recsys-train/trainer-0: 12.34567 + 3.21 + 196.6 a day, 48 GPU-hours a day
+    assert runs == [("run-42", Decimal("424.31134"), Decimal("96"))]
