@@ -41,6 +41,10 @@ MAD_TO_SIGMA = Decimal("1.4826")
 RELATIVE_FLOOR = Decimal("0.10")
 WORKLOAD_SLACK = Decimal("1.25")  # GPU-hours may grow 25 % more than the workload before we ask
 ZERO = Decimal(0)
+# Anomalies judge usage only. A month's tax, a support plan's or a reservation's fee (Purchase),
+# credits and adjustments land on one day (often the 1st) by how billing works, not by how the
+# workload ran; judged, they would be an "unusual day" every month.
+JUDGED_CHARGES = DailySpend.charge_category == "Usage"
 EXPECTED, NOT_EXPECTED = "expected", "not_expected"
 
 
@@ -183,7 +187,12 @@ def find_anomalies_between(
         return []
     cost = cost_column(basis)
     start = first - dt.timedelta(days=BASELINE_MAX_DAYS)
-    window = [DailySpend.day >= start, DailySpend.day <= last, DailySpend.currency == currency]
+    window = [
+        DailySpend.day >= start,
+        DailySpend.day <= last,
+        DailySpend.currency == currency,
+        JUDGED_CHARGES,
+    ]
     by_model = session.execute(
         select(
             DailySpend.model,
@@ -261,7 +270,7 @@ def _with_driving_run(
         day=anomaly.day,
         first_day=first_day,
         measure=measure,
-        where=[scope == name, DailySpend.currency == currency],
+        where=[scope == name, DailySpend.currency == currency, JUDGED_CHARGES],
     )
     return anomaly if run is None else replace(anomaly, run=run)
 
@@ -343,6 +352,7 @@ def scope_drivers(
                 DailySpend.day >= (history[0] if history else day),
                 DailySpend.day <= day,
                 DailySpend.currency == currency,
+                JUDGED_CHARGES,
             )
             .group_by(column, DailySpend.day)
         ).all()
@@ -415,6 +425,7 @@ def expected_spend(
                     DailySpend.day >= first,
                     DailySpend.day <= last,
                     DailySpend.currency == currency,
+                    JUDGED_CHARGES,
                 )
                 .group_by(column, DailySpend.day)
             ):
