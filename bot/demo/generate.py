@@ -295,6 +295,77 @@ def generate_rows() -> list[dict[str, str]]:
             )
         day += dt.timedelta(days=1)
         index += 1
+    return rows + monthly_rows(rows)
+
+
+SALES_TAX = Decimal("0.06")
+# AWS Business Support: 10 % of the first $10K of usage, 7 % to $80K, 5 % to $250K, 3 % above
+SUPPORT_TIERS = (
+    (Decimal(10_000), Decimal("0.10")),
+    (Decimal(80_000), Decimal("0.07")),
+    (Decimal(250_000), Decimal("0.05")),
+    (None, Decimal("0.03")),
+)
+
+
+def business_support_fee(usage: Decimal) -> Decimal:
+    """Return AWS Business Support's monthly fee on a month's usage (at least $100)."""
+    fee, floor = Decimal(0), Decimal(0)
+    for ceiling, rate in SUPPORT_TIERS:
+        top = usage if ceiling is None else min(usage, ceiling)
+        if top > floor:
+            fee += (top - floor) * rate
+        if ceiling is None or usage <= ceiling:
+            break
+        floor = ceiling
+    return max(fee, Decimal(100)).quantize(Decimal("0.01"))
+
+
+def monthly_rows(usage: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Each month's support plan fee and sales tax, charged on its first day as AWS does.
+
+    Nobody owns them: `mlcost report chargeback` splits them among the teams.
+    """
+    rows = []
+    for period in sorted({r["BillingPeriodStart"] for r in usage}):
+        spent = sum(
+            (Decimal(r["BilledCost"]) for r in usage if r["BillingPeriodStart"] == period),
+            Decimal(0),
+        )
+        support = business_support_fee(spent)
+        tax = ((spent + support) * SALES_TAX).quantize(Decimal("0.01"))
+        start = dt.date.fromisoformat(period[:10])
+        end = next(r["BillingPeriodEnd"] for r in usage if r["BillingPeriodStart"] == period)
+        for cost, category, service, description in (
+            (support, "Purchase", "AWS Support (Business)", "AWS Support (Business) monthly fee"),
+            (tax, "Tax", "Tax", "Sales tax on usage and support"),
+        ):
+            rows.append(
+                {
+                    "BilledCost": str(cost),
+                    "EffectiveCost": str(cost),
+                    "BillingAccountId": ACCOUNT,
+                    "BillingCurrency": "USD",
+                    "BillingPeriodStart": period,
+                    "BillingPeriodEnd": end,
+                    "ChargePeriodStart": f"{start} 00:00:00",
+                    "ChargePeriodEnd": f"{start + dt.timedelta(days=1)} 00:00:00",
+                    "ChargeCategory": category,
+                    "ChargeDescription": description,
+                    "ConsumedQuantity": "NULL",
+                    "ConsumedUnit": "NULL",
+                    "ProviderName": "AWS",
+                    "RegionId": "NULL",
+                    "ResourceId": "NULL",
+                    "ServiceCategory": "Other",
+                    "ServiceName": service,
+                    "SkuId": "NULL",
+                    "SubAccountId": ACCOUNT,
+                    "Tags": "NULL",
+                    "x_UsageType": "NULL",
+                    "x_InstanceType": "NULL",
+                }
+            )
     return rows
 
 

@@ -21,7 +21,6 @@ from bot.budgets.evaluate import evaluate_budgets, ledger_first_day
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
 from bot.config import Settings
 from bot.db.schema import AlertSilence, DailySpend, OutboxMessage
-from bot.ingest.attribution import IDLE
 from bot.ingest.ledger import IngestReport
 from bot.notify.delivery import DeliveryReport
 from bot.notify.messages import (
@@ -33,7 +32,7 @@ from bot.notify.messages import (
 )
 from bot.notify.outbox import PlannedPost, planned_post
 from bot.notify.routing import Router
-from bot.spend.reports import check_currency_setting, cost_column
+from bot.spend.reports import check_currency_setting, cost_column, taggable
 from bot.waste.checks import WasteFinding
 from bot.waste.findings import ResourceEntry, waste_overview
 
@@ -226,7 +225,7 @@ def plan_unallocated_post(
         select(DailySpend.currency, DailySpend.service, DailySpend.model_tag_value, total_cost)
         .where(
             DailySpend.model.is_(None),
-            DailySpend.attribution != IDLE,  # idle cluster capacity: no tag would fix it
+            taggable(),  # idle cluster capacity, tax, support fees: no tag would fix them
             DailySpend.day >= monday,
             DailySpend.day <= sunday,
         )

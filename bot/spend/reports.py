@@ -32,6 +32,20 @@ DIMENSIONS: dict[str, Any] = {
 }
 
 
+def taggable() -> Any:
+    """Return the condition of spend a tag could claim.
+
+    Idle cluster capacity (OpenCost `__idle__`), tax and a support plan's fee are nobody's by
+    nature: the unallocated report and alert leave them out, and `report chargeback` splits them
+    (bot/spend/chargeback.py names the same pools).
+    """
+    return and_(
+        DailySpend.attribution != IDLE,
+        DailySpend.charge_category != "Tax",
+        func.lower(DailySpend.service).not_like("%support%"),
+    )
+
+
 def cost_column(basis: CostBasis, table: Any = DailySpend) -> Any:
     """Return the ledger's (or the rollup's) column for a cost basis."""
     if basis not in tuple(CostBasis):  # a plain string from a caller outside the type checker
@@ -189,16 +203,16 @@ def spend_report(
     by: list[str],
     basis: CostBasis = CostBasis.BILLED,
     where: dict[str, str | None] | None = None,
-    include_idle: bool = True,
+    only_taggable: bool = False,
 ) -> SpendReport:
     """Aggregate spend in the period by the dimensions: in date order by day, else largest first.
 
-    `include_idle=False` leaves out idle cluster capacity (OpenCost `__idle__`).
+    `only_taggable=True` leaves out the spend no tag could claim (see `taggable`).
     """
     cost = cost_column(basis)
     in_period = [DailySpend.day >= period.start, DailySpend.day < period.end]
-    if not include_idle:
-        in_period.append(DailySpend.attribution != IDLE)
+    if only_taggable:
+        in_period.append(taggable())
     for name, value in (where or {}).items():
         in_period.append(
             DIMENSIONS[name] == value if value is not None else DIMENSIONS[name].is_(None)

@@ -24,7 +24,8 @@ def unallocated_report(
 ) -> UnallocatedReport:
     """Group the period's unallocated spend by model tag value and service, in one currency.
 
-    Idle cluster capacity is no one's on purpose, not for want of a tag: it is left out.
+    Idle cluster capacity, tax and support fees are no one's by nature, not for want of a tag:
+    they are left out (`report chargeback` splits them among the teams).
     """
     currency = display_currency(session, setting=currency, period=period, what="Spend")
     lines = spend_report(
@@ -33,7 +34,7 @@ def unallocated_report(
         by=["tag", "service"],
         basis=basis,
         where={"model": None},
-        include_idle=False,
+        only_taggable=True,
     )
     everything = spend_report(session=session, period=period, by=["category"], basis=basis)
     return UnallocatedReport(lines, everything.total, currency)

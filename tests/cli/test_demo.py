@@ -99,15 +99,27 @@ def test_the_demo_shows_the_model_and_team_replies(two_runs: TwoRuns) -> None:
 
 
 def test_a_rerun_replaces_ingested_data_and_never_doubles_it(two_runs: TwoRuns) -> None:
+    import csv
+    import gzip
+
+    from bot.demo.run import DATA
+
+    with gzip.open(DATA / "billing-focus.csv.gz", "rt", encoding="utf-8") as handle:
+        november = [r for r in csv.DictReader(handle) if r["BillingPeriodStart"] >= "2026-11"]
+    billed = sum((Decimal(r["BilledCost"]) for r in november), Decimal(0))
+    effective = sum((Decimal(r["EffectiveCost"]) for r in november), Decimal(0))
     for out in (two_runs.first, two_runs.second):
         total = [line for line in out.splitlines() if line.startswith("total billed")]
         assert total[0] == (
-            "total billed: $94,586.54  (billed $94,586.54, effective $80,920.74)"
+            f"total billed: ${billed:,.2f}  (billed ${billed:,.2f}, effective ${effective:,.2f})"
         )  # one precision: some lines of the table are under $100
         # the export poll re-reads November (December has no folder yet) and replaces it
         poll = next(line for line in out.splitlines() if line.startswith("re-read "))
-        assert "(billing periods 2026-11, 2026-12): 1,470 rows, replaced 1,470 ledger rows" in poll
-        assert "2026-11 billed $94,587 before, $94,587 after" in poll
+        rows = f"{len(november):,}"
+        assert f"(billing periods 2026-11, 2026-12): {rows} rows, replaced {rows} ledger rows" in (
+            poll
+        )
+        assert f"2026-11 billed ${billed:,.0f} before, ${billed:,.0f} after" in poll
 
 
 def test_the_demo_ingests_the_eks_cluster_with_its_idle_line(two_runs: TwoRuns) -> None:
@@ -285,3 +297,34 @@ def test_the_demo_shows_cost_per_training_run(two_runs: TwoRuns) -> None:
     assert "Unusual spend for model:recsys on Nov 18: $1,483 above usual. Driven by run " in (
         two_runs.first
     )
+
+
+def test_the_demo_charges_back_support_and_tax_from_the_raw_billing(two_runs: TwoRuns) -> None:
+    """Section 16: the support fee and the tax of November are split whole among the teams."""
+    import csv
+    import gzip
+
+    from bot.demo.run import DATA
+
+    with gzip.open(DATA / "billing-focus.csv.gz", "rt", encoding="utf-8") as handle:
+        november = [r for r in csv.DictReader(handle) if r["BillingPeriodStart"] >= "2026-11"]
+    support = sum(
+        (Decimal(r["BilledCost"]) for r in november if "Support" in r["ServiceName"]), Decimal(0)
+    )
+    tax = sum(
+        (Decimal(r["BilledCost"]) for r in november if r["ChargeCategory"] == "Tax"), Decimal(0)
+    )
+    assert support > 0 and tax > 0
+    section = two_runs.first.split("== 16. Chargeback")[1].split("\n== ")[0]
+    total_line = next(line for line in section.splitlines() if line.startswith("total "))
+    cells = total_line.split()
+    assert cells[4:6] == [f"${support:,.2f}", f"${tax:,.2f}"]  # direct, unallocated, idle first
+    reconciled = next(line for line in section.splitlines() if line.startswith("reconciles"))
+    assert reconciled == f"reconciles: teams {cells[6]}, ledger {cells[6]}"
+    # support is split evenly among the four teams: no share differs by more than a cent
+    shares = [
+        Decimal(line.split()[4].strip("$").replace(",", ""))
+        for line in section.splitlines()
+        if line.split() and line.split()[0] in ("nlp", "ranking", "risk", "vision")
+    ]
+    assert len(shares) == 4 and max(shares) - min(shares) <= Decimal("0.01")
