@@ -18,7 +18,7 @@ from typing import Any, cast
 from sqlalchemy import Table, func, select
 from sqlalchemy.orm import Session
 
-from bot.anomalies.detect import EXPECTED, NOT_EXPECTED, scope_drivers
+from bot.anomalies.detect import EXPECTED, GPU_HOURS, NOT_EXPECTED, ZERO, scope_drivers
 from bot.anomalies.drivers import Driver
 from bot.db.engine import dialect_insert
 from bot.db.schema import AnomalyExpectation, AuditLog, DailySpend
@@ -133,6 +133,8 @@ def answer_anomaly(
     if standing is not None:
         return Answer(standing, recorded=False, owners=owners)
     driver = _top_driver(session, ref, basis, currency)
+    if ref.kind == "gpu":  # the model's GPU-hours themselves, up to that day's
+        driver = Driver(GPU_HOURS, ref.scope.partition(":")[2], amount, ZERO)
     table = cast(Table, AnomalyExpectation.__table__)
     values = {
         "anomaly_key": key,

@@ -45,6 +45,8 @@ ZERO = Decimal(0)
 # credits and adjustments land on one day (often the 1st) by how billing works, not by how the
 # workload ran; judged, they would be an "unusual day" every month.
 JUDGED_CHARGES = DailySpend.charge_category == "Usage"
+# An Expected GPU-hour anomaly accepts the model's GPU-hours (this pseudo-dimension) up to a level
+GPU_HOURS = "gpu_hours"
 EXPECTED, NOT_EXPECTED = "expected", "not_expected"
 
 
@@ -209,6 +211,7 @@ def find_anomalies_between(
         .where(*window)
         .group_by(DailySpend.stage, DailySpend.day)
     ).all()
+    accepted_gpu = load_gpu_expectations(session, first, last)
     expected = expected_spend(
         session,
         load_expectations(session, first, last),
@@ -237,6 +240,7 @@ def find_anomalies_between(
                 stages=stages,
                 gpu=gpu,
                 expected=expected,
+                accepted_gpu=accepted_gpu,
             )
         )
         day += dt.timedelta(days=1)
@@ -369,6 +373,37 @@ def _months(first: dt.date, last: dt.date) -> list[str]:
     return months
 
 
+def load_gpu_expectations(
+    session: Session, first: dt.date, last: dt.date
+) -> dict[str, list[Expectation]]:
+    """Return, per model, the GPU-hour levels answered Expected in force on some day of the span."""
+    rows = session.scalars(
+        select(AnomalyExpectation).where(
+            AnomalyExpectation.answer == EXPECTED,
+            AnomalyExpectation.kind == "gpu",
+            AnomalyExpectation.dimension == GPU_HOURS,
+            AnomalyExpectation.month.in_(_months(first, last)),
+            AnomalyExpectation.anomaly_day <= last,
+        )
+    )
+    found: dict[str, list[Expectation]] = {}
+    for row in rows:
+        if row.value is None or row.level is None:
+            continue
+        found.setdefault(row.value, []).append(
+            Expectation(
+                scope=row.scope,
+                dimension=GPU_HOURS,
+                value=row.value,
+                month=row.month,
+                since=row.anomaly_day,
+                level=row.level,
+                usual=ZERO,
+            )
+        )
+    return found
+
+
 def load_expectations(
     session: Session, first: dt.date, last: dt.date
 ) -> dict[str, list[Expectation]]:
@@ -448,10 +483,12 @@ def _anomalies_on(
     stages: Mapping[str, Mapping[dt.date, Decimal]],
     gpu: Mapping[str, Mapping[dt.date, Decimal]],
     expected: Mapping[str, Mapping[dt.date, Decimal]] | None = None,
+    accepted_gpu: Mapping[str, Sequence[Expectation]] | None = None,
 ) -> list[Anomaly]:
     """Judge one day; `by_model` holds the per-model rows of its baseline window and the day.
 
-    `expected` holds, per scope (`model:NAME`, `stage:NAME`) and day, the spend answered Expected.
+    `expected` holds, per scope (`model:NAME`, `stage:NAME`) and day, the spend answered Expected;
+    `accepted_gpu`, per model, the GPU-hour levels answered Expected.
     """
     anomalies: list[Anomaly] = []
     expected = expected or {}
@@ -499,6 +536,8 @@ def _anomalies_on(
             and value / baseline.median <= growth * WORKLOAD_SLACK
         ):
             continue  # the model's own workload grew as much: explained
+        if any(e.covers(day) and value <= e.level for e in (accepted_gpu or {}).get(model, ())):
+            continue  # its owners said this many GPU-hours a day are expected this month
         anomaly = Anomaly("gpu", f"model:{model}", day, value, baseline, excess, model)
         anomaly.resources.extend(_gpu_resource_growth(session, model, day, first_day))
         anomalies.append(anomaly)

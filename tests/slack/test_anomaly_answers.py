@@ -209,3 +209,45 @@ def test_an_answer_is_kept_when_the_post_cannot_be_updated(slack: SlackHarness) 
     told = slack.fake.wait_for("chat.postEphemeral")[0].params
     assert told["user"] == "U0BBB111" and "could not be updated" in told["text"]
     assert "<@U0BBB111> please look into it" in told["text"]  # beta's owner is mentioned
+
+
+GAMMA_GPU = "anomaly:gpu:model:gamma:2026-11-10"
+
+
+def seed_gpu_runaway(slack: SlackHarness) -> None:
+    """gamma's GPU box: 10 GPU-hours a day for four weeks, then 40 on Nov 10 at the same cost."""
+    from tests.support.alert_walk import add_spend, seed_walk, spend_row
+
+    seed_walk(slack.session_factory)
+    rows = []
+    for back in range(29):
+        day = dt.date(2026, 11, 10) - dt.timedelta(days=back)
+        hours = "40" if back == 0 else "10"
+        rows.append(
+            spend_row(
+                day, "gamma", "training", "platform", "100", resource="i-gamma-gpu", gpu_hours=hours
+            )
+        )
+    with session_scope(slack.session_factory) as session:
+        add_spend(session, rows)
+
+
+def test_a_gpu_anomaly_carries_the_buttons_and_its_owner_accepts_its_gpu_hours(
+    slack: SlackHarness,
+) -> None:
+    seed_gpu_runaway(slack)
+    cycle(slack, MORNING, checks=("anomalies",))
+    channel, message = posted(slack, GAMMA_GPU)
+    assert channel == "C0PLATFORM"
+    assert "Expected accepts `model:gamma`'s GPU-hours up to 40.0 a day" in block_text(
+        message["blocks"]
+    )
+    click(slack, GAMMA_GPU, "anomaly_expected", "U0AAA111")  # owns alpha, not gamma
+    assert "Nothing was changed" in slack.responses(1)[0]["text"]
+    assert answers(slack) == []
+    click(slack, GAMMA_GPU, "anomaly_expected", "U0PPP111")  # gamma's owner
+    assert answers(slack) == [(GAMMA_GPU, "expected", "U0PPP111", "gpu_hours", "gamma")]
+    assert audited(slack) == [("U0PPP111", "anomaly.expected", "model:gamma")]
+    note = block_text(posted(slack, GAMMA_GPU)[1]["blocks"])
+    assert "GPU-hours of `model:gamma` up to 40.0 a day do not alert again" in note
+    assert "anomaly_expected" not in note  # the buttons were replaced by the answer

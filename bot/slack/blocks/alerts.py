@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any, Protocol
 
-from bot.anomalies.detect import Anomaly
+from bot.anomalies.detect import GPU_HOURS, Anomaly
 from bot.anomalies.drivers import Driver as SpendDriver
 from bot.anomalies.drivers import dimension_label
 from bot.budgets.drivers import Driver
@@ -269,6 +269,15 @@ def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Block
                 )
             )
         blocks.append(_anomaly_buttons(anomaly))
+    elif anomaly.kind == "gpu":
+        blocks.append(
+            _context(
+                f"Expected accepts {code(clip(anomaly.scope, 200))}'s GPU-hours up to "
+                f"{anomaly.value:,.1f} a day until the end of {anomaly.day:%B}; more than that "
+                "still alerts. Owners and admins answer."
+            )
+        )
+        blocks.append(_anomaly_buttons(anomaly))
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
@@ -362,6 +371,13 @@ def anomaly_answered_note(
         if dimension is not None and value is not None
         else None
     )
+    if answer == "expected" and dimension == GPU_HOURS and level is not None:
+        return (
+            f":white_check_mark: Expected, said {who}: GPU-hours of {code(clip(scope, 200))} "
+            f"up to {level:,.1f} a day do not alert again until the end of {escape(month)}."
+        )
+    if dimension == GPU_HOURS:
+        driver = f"GPU-hours of {code(clip(scope, 200))}"
     if answer == "expected":
         if driver is None or level is None:
             return f":white_check_mark: Expected, said {who}. No driver rose that day."
