@@ -211,10 +211,10 @@ def find_anomalies_between(
         .where(*window)
         .group_by(DailySpend.stage, DailySpend.day)
     ).all()
-    accepted_gpu = load_gpu_expectations(session, first, last)
+    accepted_spend, accepted_gpu = load_expectations(session, first, last)
     expected = expected_spend(
         session,
-        load_expectations(session, first, last),
+        accepted_spend,
         first=first,
         last=last,
         basis=basis,
@@ -373,58 +373,37 @@ def _months(first: dt.date, last: dt.date) -> list[str]:
     return months
 
 
-def load_gpu_expectations(
-    session: Session, first: dt.date, last: dt.date
-) -> dict[str, list[Expectation]]:
-    """Return, per model, the GPU-hour levels answered Expected in force on some day of the span."""
-    rows = session.scalars(
-        select(AnomalyExpectation).where(
-            AnomalyExpectation.answer == EXPECTED,
-            AnomalyExpectation.kind == "gpu",
-            AnomalyExpectation.dimension == GPU_HOURS,
-            AnomalyExpectation.month.in_(_months(first, last)),
-            AnomalyExpectation.anomaly_day <= last,
-        )
-    )
-    found: dict[str, list[Expectation]] = {}
-    for row in rows:
-        if row.value is None or row.level is None:
-            continue
-        found.setdefault(row.value, []).append(
-            Expectation(
-                scope=row.scope,
-                dimension=GPU_HOURS,
-                value=row.value,
-                month=row.month,
-                since=row.anomaly_day,
-                level=row.level,
-                usual=ZERO,
-            )
-        )
-    return found
-
-
 def load_expectations(
     session: Session, first: dt.date, last: dt.date
-) -> dict[str, list[Expectation]]:
-    """Return the Expected answers in force on some day of [first, last], by scope."""
+) -> tuple[dict[str, list[Expectation]], dict[str, list[Expectation]]]:
+    """Return the Expected answers in force on some day of [first, last], read once: the spend
+    drivers accepted, by scope, and the GPU-hour levels accepted, by model."""
     rows = session.scalars(
         select(AnomalyExpectation).where(
             AnomalyExpectation.answer == EXPECTED,
-            AnomalyExpectation.kind == "spend",
+            AnomalyExpectation.kind.in_(("spend", "gpu")),
             AnomalyExpectation.month.in_(_months(first, last)),
             AnomalyExpectation.anomaly_day <= last,
             AnomalyExpectation.dimension.is_not(None),
         )
     )
-    found: dict[str, list[Expectation]] = {}
+    spend: dict[str, list[Expectation]] = {}
+    gpu: dict[str, list[Expectation]] = {}
     for row in rows:
-        if row.dimension not in DRIVER_DIMENSIONS or row.value is None:
+        if row.value is None:
+            continue
+        if row.kind == "gpu":
+            if row.dimension != GPU_HOURS or row.level is None:
+                continue
+            found, key = gpu, row.value
+        elif row.dimension in DRIVER_DIMENSIONS:
+            found, key = spend, row.scope
+        else:
             continue  # a dimension this version does not read
-        found.setdefault(row.scope, []).append(
+        found.setdefault(key, []).append(
             Expectation(
                 scope=row.scope,
-                dimension=row.dimension,
+                dimension=row.dimension or GPU_HOURS,
                 value=row.value,
                 month=row.month,
                 since=row.anomaly_day,
@@ -432,7 +411,7 @@ def load_expectations(
                 usual=row.usual or ZERO,
             )
         )
-    return found
+    return spend, gpu
 
 
 def expected_spend(

@@ -613,6 +613,20 @@ class StopApproval:
     previous_result: str | None = None
     user_id: str | None = None  # who approved it
 
+    @classmethod
+    def of(cls, row: ResourceFindingRecord, acts: bool, **extra: Any) -> StopApproval:
+        """Return the approval of a finding's row as it stands (its action count numbers it)."""
+        return cls(
+            row.id,
+            acts,
+            row.action_count,
+            row.kind,
+            row.action,
+            row.region,
+            dict(row.target),
+            **extra,
+        )
+
 
 def approve_stop(
     *, session: Session, finding_id: int, user_id: str, now: dt.datetime
@@ -651,27 +665,9 @@ def approve_stop(
     claimed = result.rowcount  # type: ignore[attr-defined]
     session.refresh(row)
     if claimed != 1:
-        return StopApproval(
-            row.id,
-            False,
-            row.action_count,
-            row.kind,
-            row.action,
-            row.region,
-            row.target,
-            previous_result=row.action_result,
-        )
+        return StopApproval.of(row, False, previous_result=row.action_result)
     _audit(session, row, user_id, "waste_resource_stop", before, now)
-    return StopApproval(
-        row.id,
-        True,
-        row.action_count,
-        row.kind,
-        row.action,
-        row.region,
-        dict(row.target),
-        user_id=user_id,
-    )
+    return StopApproval.of(row, True, user_id=user_id)
 
 
 def claim_stale_stops(*, session: Session, now: dt.datetime) -> list[StopApproval]:
@@ -700,18 +696,7 @@ def claim_stale_stops(*, session: Session, now: dt.datetime) -> list[StopApprova
             continue
         session.refresh(row)
         _audit(session, row, "mlcost", "waste_resource_stop_retry", before, now)
-        claimed.append(
-            StopApproval(
-                row.id,
-                True,
-                row.action_count,
-                row.kind,
-                row.action,
-                row.region,
-                dict(row.target),
-                user_id=row.decided_by,
-            )
-        )
+        claimed.append(StopApproval.of(row, True, user_id=row.decided_by))
     return claimed
 
 
