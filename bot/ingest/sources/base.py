@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
@@ -329,11 +329,15 @@ def filter_tags_json(column: pa.Array, wanted: set[str]) -> pa.Array:
     out = []
     for raw in column.to_pylist():
         if raw not in cache:
-            tags = parse_tags_json(raw) if raw else {}
-            kept = {k: v for k, v in tags.items() if k in wanted}
-            cache[raw] = json.dumps(kept, sort_keys=True) if kept else ""
+            cache[raw] = tags_json(parse_tags_json(raw) if raw else {}, wanted)
         out.append(cache[raw])
     return pa.array(out, pa.string())
+
+
+def tags_json(tags: Mapping[str, str], wanted: set[str]) -> str:
+    """Return the ledger's tags cell: the wanted keys as sorted JSON, or "" when none."""
+    kept = {k: v for k, v in tags.items() if k in wanted}
+    return json.dumps(kept, sort_keys=True) if kept else ""
 
 
 def tag_columns(names: Iterable[str], prefixes: tuple[str, ...]) -> dict[str, str]:

@@ -43,6 +43,7 @@ from bot.ingest.sources.base import (
     check_currency,
     month_start,
     source_data,
+    tags_json,
 )
 
 PROVIDER = "Kubernetes"
@@ -417,7 +418,7 @@ def _allocation_charge(
         usage_type=usage_type,
         region="",
         resource_id=name if name.startswith(cluster + "/") else f"{cluster}/{name}",
-        tags=_tags_json(tags, tag_keys),
+        tags=tags_json(tags, tag_keys),
         idle=idle,
         billed=_places(total),
         effective=_places(total),
@@ -465,7 +466,7 @@ def _cloud_cost_charge(
         usage_type="",
         region=str(props.get("regionID") or ""),
         resource_id=str(props.get("providerID") or ""),
-        tags=_tags_json(normalize_tags(labels if isinstance(labels, dict) else {}), tag_keys),
+        tags=tags_json(normalize_tags(labels if isinstance(labels, dict) else {}), tag_keys),
         idle=False,
         billed=_places(billed),
         effective=_places(billed if effective is None else effective),
@@ -540,11 +541,6 @@ def _window_days(start_text: str, end_text: str) -> tuple[dt.date, dt.date] | No
     # a window ending at midnight ends with the day before; any later time counts its day
     after = end.date() if end.time() == dt.time(0) else end.date() + dt.timedelta(days=1)
     return start.date(), max(after, start.date() + dt.timedelta(days=1))
-
-
-def _tags_json(tags: Mapping[str, str], wanted: set[str]) -> str:
-    kept = {k: v for k, v in tags.items() if k in wanted}
-    return json.dumps(kept, sort_keys=True) if kept else ""
 
 
 def _widen(
