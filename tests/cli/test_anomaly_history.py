@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from bot.cli.poll_cmd import short_history_line
 from tests.support.alert_walk import days
 from tests.support.cli import import_registry_file
 
@@ -119,3 +120,13 @@ def test_a_spike_is_judged_against_the_covered_days_once_there_are_enough(
     ]
     # Nov 14, the re-check window's first day, had 13 covered days before it: not judged
     assert "skipped 2 scopes with less than 14 days of history: model:alpha (13 days)" in out
+
+
+def test_the_skipped_line_names_at_most_ten_scopes() -> None:
+    assert short_history_line({"stage:training": 1}, 14) == (
+        "anomalies: skipped 1 scope with less than 14 days of history: stage:training (1 day)"
+    )
+    many = {f"model:m{i:02}": i for i in range(12)}
+    line = short_history_line(many, 14)
+    assert line.startswith("anomalies: skipped 12 scopes with less than 14 days of history: ")
+    assert line.endswith("model:m09 (9 days), and 2 more")
