@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     anomaly_recheck_days: int = Field(
         default=7, ge=1, le=60, validation_alias="MLCOST_ANOMALY_RECHECK_DAYS"
     )
+    # covered days (with some source's data) a baseline needs; its window is the 28 days before
+    anomaly_min_history_days: int = Field(
+        default=14, ge=1, le=28, validation_alias="MLCOST_ANOMALY_MIN_HISTORY_DAYS"
+    )
     spot_advisor_file: Path | None = Field(
         default=None, validation_alias="MLCOST_SPOT_ADVISOR_FILE"
     )

@@ -92,6 +92,8 @@ def print_cycle(report: CycleReport, *, dry_run: bool, delivering: bool) -> None
         print(f"  {post.channel:<12} {plain(post.text)}")
     for key in report.unroutable:
         print(f"  no channel for {key}: set the model's or team's channel, or finops_channel")
+    if report.short_history:
+        print(short_history_line(report.short_history, report.min_history_days))
     if dry_run:
         return
     print(f"{report.queued} queued in the outbox")
@@ -107,3 +109,15 @@ def print_cycle(report: CycleReport, *, dry_run: bool, delivering: bool) -> None
             "SLACK_BOT_TOKEN is not set: nothing was posted; `mlcost serve` (or a poll with "
             "the token) delivers what is queued"
         )
+
+
+def short_history_line(short_history: dict[str, int], min_days: int, limit: int = 10) -> str:
+    """Return the line naming the scopes not judged for anomalies for lack of history."""
+    scopes = sorted(short_history)
+    named = ", ".join(
+        f"{scope} ({short_history[scope]} day{'' if short_history[scope] == 1 else 's'})"
+        for scope in scopes[:limit]
+    )
+    more = f", and {len(scopes) - limit} more" if len(scopes) > limit else ""
+    count = f"{len(scopes)} scope{'' if len(scopes) == 1 else 's'}"
+    return f"anomalies: skipped {count} with less than {min_days} days of history: {named}{more}"
