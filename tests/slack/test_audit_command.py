@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from sqlalchemy.orm import Session
+
+from bot.registry.spec import parse_registry
+from bot.registry.sync import import_registry
 from tests.support.audit_seed import seed_audit
 from tests.support.slack_app import SlackHarness, seed
 
@@ -81,3 +85,24 @@ def test_hostile_stored_text_is_escaped(slack: SlackHarness) -> None:
 def test_help_lists_audit(slack: SlackHarness) -> None:
     reply = reply_to(slack, "help", "U0AAA111")
     assert "/mlcost audit recsys --since 2026-11-01" in str(reply["blocks"])
+
+
+def test_a_registry_import_shows_each_change_as_money(slack: SlackHarness) -> None:
+    registry = (
+        "teams:\n  - {name: search, channel: C0SEARCH, owners: [U0SSS111]}\n"
+        "models:\n  - {name: embed, team: search, owners: [U0SSS111]}\n"
+        'budgets:\n  - {scope: "model:embed", monthly: 95765}\n'
+    )
+
+    def two_imports(session: Session) -> None:
+        import_registry(parse_registry(registry), session=session, actor="cli:alice")
+        changed = registry.replace("95765", "75135")
+        import_registry(parse_registry(changed), session=session, actor="cli:alice")
+
+    seed(slack, two_imports)
+    reply = reply_to(slack, "audit embed", "U0SSS111")
+    assert reply["text"] == "Audit trail for model embed: 3 change(s)"
+    body = section_texts(reply)
+    assert "`registry.budget.update` `model:embed`\nmonthly=$95,765 → monthly=$75,135" in body
+    assert "`registry.model.create`" in body and "`registry.budget.create`" in body
+    assert "0000000000" not in body
