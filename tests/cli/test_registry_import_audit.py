@@ -144,16 +144,18 @@ def test_each_created_updated_and_removed_entity_shows_under_its_subject(
     database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import_file(capsys, database_url, tmp_path, EMBED)
-    team = audit_json(capsys, database_url, "--subject", "team:search")
-    assert [r["action"] for r in team] == ["registry.team.create"]
-    assert team[0]["before"] is None
-    assert team[0]["after"] == {"channel": "C0SEARCH", "owners": ["U0SSS111"]}
+    team = {r["action"]: r for r in audit_json(capsys, database_url, "--subject", "team:search")}
+    assert set(team) == {"registry.team.create", "registry.budget.create"}  # and its budget
+    assert team["registry.team.create"]["before"] is None
+    assert team["registry.team.create"]["after"] == {"channel": "C0SEARCH", "owners": ["U0SSS111"]}
+    assert team["registry.budget.create"]["after"]["monthly"] == "200000"
+    assert team["registry.budget.create"]["currency"] == "EUR"
     model = {r["action"]: r for r in audit_json(capsys, database_url, "--subject", "model:embed")}
     assert set(model) == {"registry.model.create", "registry.budget.create"}
     assert model["registry.model.create"]["after"]["owners"] == ["U0SSS111"]
     assert model["registry.model.create"]["after"]["team"] == "search"
     code, out = run(capsys, database_url, "audit", "--subject", "team:search")
-    assert code == 0 and "channel=C0SEARCH, owners=[U0SSS111]" in out
+    assert code == 0 and "— → owners=[U0SSS111], channel=C0SEARCH" in out
 
     import_file(capsys, database_url, tmp_path, CHANGED)
     records = audit_json(capsys, database_url, "--subject", "model:embed")
