@@ -172,3 +172,24 @@ def test_each_created_updated_and_removed_entity_shows_under_its_subject(
     assert "monthly=€200,000" in removed and removed.endswith("→ —")
     code, out = run(capsys, database_url, "audit", "--subject", "vision")
     assert {"registry.team.create", "registry.model.create"} <= set(out.split())
+
+
+def test_the_import_is_audited_as_whoever_ran_it(
+    database_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("getpass.getuser", lambda: "alice\x1b[31m")
+    out = import_file(capsys, database_url, tmp_path, EMBED)
+    summary, entities = import_records(capsys, database_url, out)
+    assert {r["actor"] for r in [summary, *entities]} == {"cli:alice[31m"}
+    assert [r["action"] for r in audit_json(capsys, database_url, "--actor", "cli:alice[31m")]
+
+    def no_login() -> str:
+        raise OSError("no login name")
+
+    monkeypatch.setattr("getpass.getuser", no_login)
+    out = import_file(capsys, database_url, tmp_path, EMBED.replace("95765", "1"))
+    summary, entities = import_records(capsys, database_url, out)
+    assert {r["actor"] for r in [summary, *entities]} == {"cli"}
