@@ -25,7 +25,7 @@ from bot.notify.delivery import DeliveryReport, deliver_pending
 from bot.notify.outbox import FindPosted, PlannedPost, enqueue_many
 from bot.notify.plan import ALL_CHECKS, CycleReport, plan_alerts
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
-from bot.notify.sources import source_name
+from bot.notify.sources import DeadlineSource, source_name
 from bot.periods import local_today
 from bot.slack.notifier import Notifier
 
@@ -65,11 +65,13 @@ def fetch_sources(
     *,
     now: dt.datetime | None = None,
     progress: StartTask | None = None,
+    timeout: float | None = None,
 ) -> None:
     """Ingest each source in its own transaction; a failing source does not stop the cycle.
 
     Whatever a source raises is logged (with its traceback unless it is one of our own
     explained errors, credentials masked) and recorded for /healthz until it is next fetched.
+    A source still reading after `timeout` seconds is given up (MLCOST_POLL_SOURCE_TIMEOUT_SECONDS).
     """
     at = now or dt.datetime.now(dt.UTC)
     for source in sources:
@@ -79,7 +81,8 @@ def fetch_sources(
                 _step(progress, f"poll: read {name}") as bar,
                 session_scope(session_factory) as session,
             ):
-                report.fetched.append(ingest(source, session=session, progress=bar))
+                reader = source if timeout is None else DeadlineSource(source, timeout)
+                report.fetched.append(ingest(reader, session=session, progress=bar))
                 clear_source_failure(session=session, source=name)
         except Exception as exc:
             if isinstance(exc, MlcostError):
@@ -128,7 +131,14 @@ def run_cycle(
     day = as_of or default_as_of(now, settings.timezone)
     fetched = CycleReport(as_of=day)
     if not dry_run:
-        fetch_sources(session_factory, sources, fetched, now=now, progress=progress)
+        fetch_sources(
+            session_factory,
+            sources,
+            fetched,
+            now=now,
+            progress=progress,
+            timeout=settings.poll_source_timeout_seconds,
+        )
     with (
         _step(progress, f"poll: check {', '.join(checks)} as of {day}"),
         session_scope(session_factory) as session,
