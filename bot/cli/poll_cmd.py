@@ -68,7 +68,6 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         find_posted=services.find_posted if delivering else None,
         checks=checks,
         dry_run=args.dry_run,
-        clock=services.clock,  # fetching takes time: lease from the clock at claim time
         progress=progress.task,
     )
     print_cycle(report, dry_run=args.dry_run, delivering=delivering)

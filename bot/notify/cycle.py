@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
@@ -21,7 +21,7 @@ from bot.db.engine import session_scope
 from bot.errors import MlcostError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress, SpendSource
-from bot.notify.delivery import DeliveryReport, deliver_pending
+from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_lease
 from bot.notify.outbox import FindPosted, PlannedPost, enqueue_many
 from bot.notify.plan import ALL_CHECKS, CycleReport, plan_alerts
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
@@ -120,13 +120,13 @@ def run_cycle(
     find_posted: FindPosted | None = None,
     checks: Sequence[str] = ALL_CHECKS,
     dry_run: bool = False,
-    clock: Callable[[], dt.datetime] | None = None,
     progress: StartTask | None = None,
 ) -> CycleReport:
     """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending.
 
-    Delivery reads `clock` when it claims each message (fetching may take minutes); without one
-    it delivers as of `now`. `progress` is shown each source's read and each step.
+    Delivery leases by the database's clock, read as it claims each message (fetching may take
+    minutes, and this host's clock may be off). `progress` is shown each source's read and each
+    step.
     """
     day = as_of or default_as_of(now, settings.timezone)
     fetched = CycleReport(as_of=day)
@@ -153,8 +153,6 @@ def run_cycle(
                 session_factory=session_factory,
                 settings=settings,
                 notifier=notifier,
-                now=None if clock is not None else now,
-                clock=clock,
                 find_posted=find_posted,
             )
     return report
@@ -166,17 +164,15 @@ def deliver_outbox(
     settings: Settings,
     notifier: Notifier,
     now: dt.datetime | None = None,
-    clock: Callable[[], dt.datetime] | None = None,
     find_posted: FindPosted | None = None,
 ) -> DeliveryReport:
-    """Deliver every pending outbox message that is due (as of `now`, or by `clock`)."""
+    """Deliver every pending outbox message that is due (by the database's clock, or at `now`)."""
     return deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
         now=now,
-        clock=clock,
         find_posted=find_posted,
-        lease=dt.timedelta(seconds=settings.outbox_lease_seconds),
+        lease=outbox_lease(settings),
     )
 
 

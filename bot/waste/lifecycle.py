@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, selectinload
 
+from bot.db.engine import database_now
 from bot.db.schema import AuditLog, MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, PermissionDenied
 from bot.money import format_money_places
@@ -635,11 +636,12 @@ def approve_stop(
 
     The claim is one conditional UPDATE, so two presses (a retried request, two people) never
     both act: the loser sees the action running or done and changes nothing. A claim left by a
-    process that died while acting expires after ACTING_LEASE.
+    process that died while acting expires after ACTING_LEASE, by the database's clock.
     """
     row = check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
     before = _snapshot(row)
     table = ResourceFindingRecord
+    claimed_at = database_now(session)  # the claim's lease, compared by every process alike
     result = session.execute(
         update(table)
         .where(
@@ -647,13 +649,13 @@ def approve_stop(
             or_(
                 table.action_result.is_(None),
                 (table.action_result != ACTING) & ~table.action_result.startswith("done"),
-                (table.action_result == ACTING) & (table.action_at < now - ACTING_LEASE),
+                (table.action_result == ACTING) & (table.action_at < claimed_at - ACTING_LEASE),
             ),
         )
         .values(
             action_result=ACTING,
             action_count=table.action_count + 1,
-            action_at=now,
+            action_at=claimed_at,
             decision=STOP,
             decided_by=user_id,
             decided_at=now,
@@ -673,13 +675,18 @@ def approve_stop(
 def claim_stale_stops(*, session: Session, now: dt.datetime) -> list[StopApproval]:
     """Re-claim Stop it actions left `acting` longer than ACTING_LEASE (their process died).
 
+    The lease is compared and renewed by the database's clock, not this host's.
+
     Each re-claim is one conditional UPDATE on the claim's time, so of two processes retrying
     the same claim only one acts. The approval keeps its number: the thread reply's outbox key is
     the same, so a reply the dead process queued is not posted twice.
     """
     table = ResourceFindingRecord
+    claimed_at = database_now(session)
     stale = session.scalars(
-        select(table).where(table.action_result == ACTING, table.action_at < now - ACTING_LEASE)
+        select(table).where(
+            table.action_result == ACTING, table.action_at < claimed_at - ACTING_LEASE
+        )
     ).all()
     claimed: list[StopApproval] = []
     for row in stale:
@@ -689,7 +696,7 @@ def claim_stale_stops(*, session: Session, now: dt.datetime) -> list[StopApprova
             .where(
                 table.id == row.id, table.action_result == ACTING, table.action_at == row.action_at
             )
-            .values(action_at=now)
+            .values(action_at=claimed_at)
             .execution_options(synchronize_session=False)
         )
         if result.rowcount != 1:  # type: ignore[attr-defined]
