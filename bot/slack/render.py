@@ -59,6 +59,7 @@ def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
                 message.resources,
                 message.saved_total,
                 message.closed_count,
+                message.stale,
             )
         case GateResultMessage():
             return build_gate_blocks(message.result)
