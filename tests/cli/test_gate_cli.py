@@ -178,3 +178,22 @@ def test_registry_export_and_dry_run_carry_the_gate_policy(
     code, out, _ = run(capsys, *db, "gate", "good", *AS_OF, "--format", "json")
     names = [c["name"] for c in json.loads(out)["checks"]]
     assert names[-2:] == ["max monthly", "instance families"]
+
+
+def test_output_writes_the_report_to_a_file_and_keeps_the_gates_exit_code(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = fed_registry(database_url, tmp_path)
+    capsys.readouterr()
+    report = tmp_path / "gate.json"
+    code, out, _ = run(
+        capsys, *db, "gate", "nobudget", *AS_OF, "--format", "json", "--output", str(report)
+    )
+    assert code == 1 and out == ""
+    assert json.loads(report.read_text())["reasons"] == ["nobudget has no budget"]
+    code, out, _ = run(capsys, *db, "gate", "good", *AS_OF, "--output", str(report))
+    assert code == 0 and report.read_text().startswith("gate PASS: good (as of 2026-11-30)")
+    code, _, err = run(
+        capsys, *db, "gate", "good", *AS_OF, "--output", str(tmp_path / "missing" / "gate.txt")
+    )
+    assert code == 3 and "cannot write --output" in err
