@@ -133,6 +133,7 @@ class SignoffDigestMessage:
     week_start: dt.date
     snapshots: list[dict[str, Any]]
     currency: str
+    stale: str | None = None  # the ledger did not reach the week's end (freshness_line)
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.schema import IngestionRun
+from bot.db.schema import IngestionRun, OutboxMessage
 from bot.notify.plan import plan_waste_posts
 from bot.notify.routing import Router
+from bot.review.signoff import enqueue_digests
 from tests.slack.test_report_commands import all_text
-from tests.support.economics_seed import REGISTRY, add_spend
+from tests.support.economics_seed import REGISTRY, add_spend, seed_review_month
 from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
 from tests.support.waste_surfaces import seed_all
@@ -95,3 +98,20 @@ def test_the_weekly_waste_digest_says_the_week_was_not_covered(session: Session)
     for post in stale:
         shown = all_text(post.blocks)
         assert STALE in shown and "2026-11-30, 13 days before 2026-12-13" in shown
+
+
+def test_the_weekly_signoff_digest_says_the_week_was_not_covered(session: Session) -> None:
+    load_registry(session, REGISTRY)
+    seed_review_month(session)  # October and November 2026: the ledger ends Monday Nov 30
+    now = dt.datetime(2026, 12, 7, 9, 0, tzinfo=dt.UTC)
+    for week_start in (dt.date(2026, 11, 23), dt.date(2026, 11, 30)):
+        assert enqueue_digests(
+            session=session, week_start=week_start, currency="USD", now=now, max_data_age_days=3
+        )
+    digests = {
+        m.dedupe_key.split(":")[1]: json.dumps(m.payload)
+        for m in session.scalars(select(OutboxMessage).where(OutboxMessage.channel == "U0AAA111"))
+    }
+    assert STALE not in digests["2026-11-23"]  # the ledger reaches that Sunday
+    assert STALE in digests["2026-11-30"]  # one day of seven: signing it off signs off nothing
+    assert "2026-11-30, 6 days before 2026-12-06" in digests["2026-11-30"]
