@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     gate_max_unit_cost_rise_pct: Decimal = Field(
         default=Decimal(20), validation_alias="MLCOST_GATE_MAX_UNIT_COST_RISE_PCT"
     )
+    # older than this, the ledger is stale: the gate gives no verdict, reports say so
+    gate_max_data_age_days: int = Field(
+        default=3, ge=0, le=366, validation_alias="MLCOST_GATE_MAX_DATA_AGE_DAYS"
+    )
 
     poll_sources: str = Field(default="", validation_alias="MLCOST_POLL_SOURCES")
     # a poll gives up a source's read after this; OpenCost's whole fetch, and its answer's size

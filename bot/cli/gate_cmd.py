@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.cli.arguments import day_argument
@@ -21,11 +22,17 @@ EXIT_CODES = """output formats:
           Markdown summary appended to the file $GITHUB_STEP_SUMMARY names (when set);
           the default when GITHUB_ACTIONS=true
 
+  --output FILE writes the report (in the chosen format) to FILE instead of stdout, so a CI
+  step needs no pipe (`mlcost gate m --format json | tee gate.json` exits 0 on a failing gate
+  unless the shell has `set -o pipefail`).
+
 exit codes:
   0  pass: the model may ship
   1  fail: the model may not ship (the reasons are printed)
   2  bad command line (usage error)
-  3  could not evaluate: database unusable or unreachable, unknown model, bad setting,
+  3  could not evaluate: stale data (the ledger's newest day is more than
+     MLCOST_GATE_MAX_DATA_AGE_DAYS, default 3, before the day evaluated, or it is empty),
+     database unusable or unreachable, unknown model, bad setting, an unwritable --output,
      or an unexpected error (one line on stderr with a reference; -v logs the traceback)"""
 
 POST_KIND = "gate"
@@ -46,6 +53,12 @@ def register(commands: Any) -> None:
         choices=["text", "json", "github"],
         default=None,
         help="text, json or github (default: github when GITHUB_ACTIONS=true, else text)",
+    )
+    gate.add_argument(
+        "--output",
+        metavar="FILE",
+        type=Path,
+        help="write the report to FILE instead of stdout (the exit code is the gate's)",
     )
     gate.add_argument(
         "--post",
@@ -74,17 +87,39 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             session=session, model_name=args.model, as_of=as_of, settings=ctx.settings
         )
     fmt = output_format(args.format)
-    if fmt == "json":
-        print(json.dumps(result.as_json(), indent=2))
+    report = render_report(result, fmt)
+    if args.output is not None:
+        write_report(args.output, report)
     else:
-        print(result.as_text())
+        print(report)
     if fmt == "github":
-        for line in result.as_github_annotations():
-            print(line)
         write_step_summary(result)
     if args.post:
         post_result(ctx, result, out=sys.stderr if fmt == "json" else sys.stdout)
-    return 0 if result.passed else 1
+    return EXIT_BY_STATUS[result.status]
+
+
+EXIT_BY_STATUS = {"pass": 0, "fail": 1, "unknown": 3}
+
+
+def render_report(result: GateResult, fmt: str) -> str:
+    """Return the report in a format: JSON, text, or text with GitHub annotations."""
+    if fmt == "json":
+        return json.dumps(result.as_json(), indent=2)
+    lines = [result.as_text()]
+    if fmt == "github":
+        lines += result.as_github_annotations()
+    return "\n".join(lines)
+
+
+def write_report(path: Path, report: str) -> None:
+    """Write the report to --output's file; one that cannot be written is a could-not-evaluate."""
+    from bot.errors import MlcostError
+
+    try:
+        path.write_text(report + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise MlcostError(f"cannot write --output {path}: {exc.strerror}") from None
 
 
 def write_step_summary(result: GateResult) -> None:
@@ -109,7 +144,7 @@ def post_result(ctx: CliContext, result: GateResult, *, out: Any) -> None:
     from bot.notify.outbox import enqueue_message
     from bot.registry.catalog import find_model
 
-    verdict = "pass" if result.passed else "fail"
+    verdict = result.status
     key = f"gate/{result.model}/{result.as_of}/{verdict}"
     with ctx.services.unit_of_work() as session:
         channel = find_model(session, result.model).effective_channel

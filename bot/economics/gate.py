@@ -21,6 +21,7 @@ from bot.registry.catalog import find_model, model_owner_ids
 from bot.registry.spec import GatePolicySpec
 from bot.registry.sync import load_gate_policy
 from bot.review.summary import latest_decision
+from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
 
 WINDOW_DAYS = 30
 
@@ -32,40 +33,74 @@ class GateCheck:
     detail: str
 
 
+PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
+
+
 @dataclass
 class GateResult:
+    """The checks run for a model as of a day; none when the ledger was too stale to judge."""
+
     model: str
     as_of: dt.date
     checks: list[GateCheck] = field(default_factory=list)
+    freshness: LedgerFreshness | None = None
+
+    @property
+    def stale_data(self) -> str | None:
+        """Return why the gate could not evaluate (stale or missing data), else None."""
+        return None if self.freshness is None else freshness_line(self.freshness)
+
+    @property
+    def status(self) -> str:
+        """Return pass, fail, or unknown (could not evaluate: no verdict)."""
+        if self.stale_data is not None:
+            return UNKNOWN
+        return PASS if all(c.passed for c in self.checks) else FAIL
 
     @property
     def passed(self) -> bool:
-        """Return whether every check passed."""
-        return all(c.passed for c in self.checks)
+        """Return whether the gate was evaluated and every check passed."""
+        return self.status == PASS
 
     @property
     def reasons(self) -> list[str]:
-        """Return why the gate failed, one line per failed check."""
+        """Return why the gate failed or could not evaluate, one line each."""
+        stale = self.stale_data
+        if stale is not None:
+            return [stale]
         return [c.detail for c in self.checks if not c.passed]
 
     def as_json(self) -> dict[str, Any]:
-        """Return the machine-readable result CI can parse."""
-        return {
+        """Return the machine-readable result CI can parse (`pass` is null when unknown)."""
+        answer: dict[str, Any] = {
             "model": self.model,
             "as_of": self.as_of.isoformat(),
-            "pass": self.passed,
+            "status": self.status,
+            "pass": None if self.status == UNKNOWN else self.passed,
             "reasons": self.reasons,
             "checks": [{"name": c.name, "pass": c.passed, "detail": c.detail} for c in self.checks],
         }
+        if self.freshness is not None:
+            answer["data"] = self.freshness.as_json()
+        return answer
 
     def as_text(self) -> str:
         """Return the human-readable result: a verdict line, then one line per check."""
-        head = f"gate {'PASS' if self.passed else 'FAIL'}: {self.model} (as of {self.as_of})"
+        head = f"gate {self.status.upper()}: {self.model} (as of {self.as_of})"
+        stale = self.stale_data
+        if stale is not None:
+            return f"{head}: could not evaluate\n  {stale}"
         lines = [f"  {'ok  ' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in self.checks]
         return "\n".join([head, *lines])
 
     def as_github_annotations(self) -> list[str]:
         """Return one GitHub Actions `::error` workflow command per failed check."""
+        stale = self.stale_data
+        if stale is not None:
+            return [
+                f"::error title={ANNOTATION_TITLE}::"
+                + _workflow_data(f"{self.model}: could not evaluate: {stale}")
+            ]
         return [
             f"::error title={ANNOTATION_TITLE}::"
             + _workflow_data(f"{self.model}: {c.name}: {c.detail}")
@@ -75,10 +110,15 @@ class GateResult:
 
     def as_markdown(self) -> str:
         """Return a Markdown summary for $GITHUB_STEP_SUMMARY: a verdict line and a table."""
-        verdict = "PASS" if self.passed else "FAIL"
+        verdict = self.status.upper()
         lines = [
             f"### mlcost gate {verdict}: {_markdown_cell(self.model)} (as of {self.as_of})",
             "",
+        ]
+        stale = self.stale_data
+        if stale is not None:
+            return "\n".join([*lines, f"Could not evaluate: {_markdown_cell(stale)}"]) + "\n"
+        lines += [
             "| Check | Result | Detail |",
             "| --- | --- | --- |",
         ]
@@ -111,9 +151,18 @@ def _markdown_cell(text: str) -> str:
 def evaluate_gate(
     *, session: Session, model_name: str, as_of: dt.date, settings: Settings
 ) -> GateResult:
-    """Run every check for the model with data up to and including as_of."""
+    """Run every check for the model with data up to and including as_of.
+
+    On a ledger whose newest day is more than MLCOST_GATE_MAX_DATA_AGE_DAYS before as_of no
+    check runs: the result is unknown (could not evaluate), never a pass on data it cannot see.
+    """
     model = find_model(session, model_name)
-    result = GateResult(model=model.name, as_of=as_of)
+    freshness = ledger_freshness(
+        session=session, today=as_of, max_age_days=settings.gate_max_data_age_days
+    )
+    result = GateResult(model=model.name, as_of=as_of, freshness=freshness)
+    if freshness.stale:
+        return result
     owners = sorted(model_owner_ids(model))
     result.checks.append(
         GateCheck("owner", True, "owned by " + ", ".join(owners))

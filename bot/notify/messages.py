@@ -83,6 +83,7 @@ class WasteDigestMessage:
     resources: list[ResourceEntry] = field(default_factory=list)
     saved_total: Decimal | None = None
     closed_count: int = 0
+    stale: str | None = None  # the ledger did not reach the week's end (freshness_line)
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ class SignoffDigestMessage:
     week_start: dt.date
     snapshots: list[dict[str, Any]]
     currency: str
+    stale: str | None = None  # the ledger did not reach the week's end (freshness_line)
 
 
 @dataclass(frozen=True)

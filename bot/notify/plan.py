@@ -325,6 +325,7 @@ def plan_waste_posts(
             resources=resources.get(channel, []),
             saved_total=sum((e.saved_so_far or Decimal(0) for e in closed), Decimal("0.00")),
             closed_count=len(closed),
+            stale=overview.stale_data,
         )
         posts.append(
             planned_post(f"waste:{monday.isoformat()}:{channel}", "waste", channel, message)

@@ -100,7 +100,11 @@ def run_weekly_signoff_job(services: AppServices) -> int:
     week_start = week_start_of(local_today(now, services.settings.timezone)) - dt.timedelta(days=7)
     with services.unit_of_work() as session:
         count = enqueue_digests(
-            session=session, week_start=week_start, currency=services.settings.currency, now=now
+            session=session,
+            week_start=week_start,
+            currency=services.settings.currency,
+            now=now,
+            max_data_age_days=services.settings.gate_max_data_age_days,
         )
     deliver_pending(
         session_factory=services.session_factory,

@@ -16,6 +16,7 @@ from bot.notify.messages import SignoffDigestMessage
 from bot.notify.outbox import enqueue_message
 from bot.periods import Period
 from bot.registry.catalog import can_manage_model, find_model, model_owner_ids
+from bot.spend.freshness import freshness_line, ledger_freshness
 
 SIGNOFF_KIND = "signoff.digest"
 
@@ -38,10 +39,25 @@ def digest_key(week_start: dt.date, user_id: str) -> str:
 
 
 def enqueue_digests(
-    *, session: Session, week_start: dt.date, currency: str, now: dt.datetime
+    *,
+    session: Session,
+    week_start: dt.date,
+    currency: str,
+    now: dt.datetime,
+    max_data_age_days: int | None = None,
 ) -> int:
-    """Enqueue each owner's digest of the week (once per owner and week); return how many."""
+    """Enqueue each owner's digest of the week (once per owner and week); return how many.
+
+    With `max_data_age_days`, a ledger that does not reach near the week's Sunday makes each
+    digest say the data is stale (a week signed off on part of its spend is no all-clear).
+    """
     week = week_period(week_start)
+    stale = None
+    if max_data_age_days is not None:
+        sunday = week_start + dt.timedelta(days=6)
+        stale = freshness_line(
+            ledger_freshness(session=session, today=sunday, max_age_days=max_data_age_days)
+        )
     before = week_period(week_start - dt.timedelta(days=7))
     models = session.scalars(
         select(MLModel)
@@ -70,7 +86,7 @@ def enqueue_digests(
             dedupe_key=digest_key(week_start, user),
             kind=SIGNOFF_KIND,
             channel=user,
-            message=SignoffDigestMessage(user, week_start, snaps, currency),
+            message=SignoffDigestMessage(user, week_start, snaps, currency, stale=stale),
         ):
             count += 1
     return count

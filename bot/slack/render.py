@@ -59,6 +59,7 @@ def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
                 message.resources,
                 message.saved_total,
                 message.closed_count,
+                message.stale,
             )
         case GateResultMessage():
             return build_gate_blocks(message.result)
@@ -72,7 +73,11 @@ def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
             return build_reminder_message(message.month, message.undecided, message.days)
         case SignoffDigestMessage():
             return build_signoff_digest(
-                message.user_id, message.week_start, message.snapshots, message.currency
+                message.user_id,
+                message.week_start,
+                message.snapshots,
+                message.currency,
+                stale=message.stale,
             )
         case WasteResourceMessage():
             return build_waste_resource_message(

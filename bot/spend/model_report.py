@@ -17,6 +17,7 @@ from bot.registry.catalog import find_model, model_owner_ids
 from bot.slack.charts.spend_chart import SpendChart
 from bot.spend.daily import ReportingWindow, forecast_chart, in_period, window_and_currency
 from bot.spend.forecast import Forecast, forecast_month
+from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
 from bot.spend.reports import cost_column
 from bot.spend.runs import RunCost, model_top_runs
 
@@ -54,6 +55,12 @@ class ModelReport:
     stage_budgets: dict[str, Decimal] = field(default_factory=dict)
     currency: str = "USD"  # the spend's one currency; budgets in others are not compared
     top_runs: list[RunCost] = field(default_factory=list)  # the month's most expensive runs
+    freshness: LedgerFreshness | None = None  # read when a maximum data age was given
+
+    @property
+    def stale_data(self) -> str | None:
+        """Return the line saying the ledger is stale, else None."""
+        return None if self.freshness is None else freshness_line(self.freshness)
 
     @property
     def budget_used(self) -> Decimal | None:
@@ -85,11 +92,13 @@ def model_report(
     window: str | None = None,
     basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
+    max_data_age_days: int | None = None,
 ) -> ModelReport:
     """Build the report for a model; NotFoundError names the closest models.
 
     `currency` is the organisation's (MLCOST_CURRENCY); the report is in its spend's one
-    currency, and refuses spend billed in several (CurrencyError).
+    currency, and refuses spend billed in several (CurrencyError). With `max_data_age_days`
+    the report says whether the ledger is stale on `today`.
     """
     model = find_model(session, name)
     span, currency = window_and_currency(
@@ -137,6 +146,9 @@ def model_report(
             end=span.as_of + dt.timedelta(days=1),
             basis=basis,
         ),
+        freshness=None
+        if max_data_age_days is None
+        else ledger_freshness(session=session, today=today, max_age_days=max_data_age_days),
     )
 
 

@@ -25,6 +25,7 @@ from bot.spend.daily import (
     window_and_currency,
 )
 from bot.spend.forecast import Forecast, forecast_month
+from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
 from bot.spend.reports import cost_column, display_currency
 
 ZERO = Decimal(0)
@@ -68,6 +69,12 @@ class TeamReport:
     total: ModelLine
     daily_by_model: dict[str, dict[dt.date, Decimal]]
     currency: str = "USD"
+    freshness: LedgerFreshness | None = None  # read when a maximum data age was given
+
+    @property
+    def stale_data(self) -> str | None:
+        """Return the line saying the ledger is stale, else None."""
+        return None if self.freshness is None else freshness_line(self.freshness)
 
 
 @dataclass
@@ -129,10 +136,12 @@ def team_report(
     window: str | None = None,
     basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
+    max_data_age_days: int | None = None,
 ) -> TeamReport:
     """Rank a team's models by month-to-date spend, with the team's total and forecast.
 
-    `currency` is the organisation's; the report is in the team's spend's one currency.
+    `currency` is the organisation's; the report is in the team's spend's one currency. With
+    `max_data_age_days` the report says whether the ledger is stale on `today`.
     """
     team = find_team(session, name)
     span, currency = window_and_currency(
@@ -171,6 +180,9 @@ def team_report(
         total=model_line(f"team {team.name}", dict(team_daily), span, team_budget),
         daily_by_model=dict(series),
         currency=currency,
+        freshness=None
+        if max_data_age_days is None
+        else ledger_freshness(session=session, today=today, max_age_days=max_data_age_days),
     )
 
 

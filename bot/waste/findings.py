@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.db.schema import DailySpend, MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
+from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
 from bot.waste.checks import (
     RUN_RATE_DAYS,
     WasteFinding,
@@ -346,6 +347,13 @@ class WasteOverview:
     currency: str
     now: dt.datetime
     posting_floor: Decimal | None = None  # resource findings under it are recorded, not posted
+    # how fresh the ledger was on as_of: a stale one means "nothing found" is no all-clear
+    freshness: LedgerFreshness | None = None
+
+    @property
+    def stale_data(self) -> str | None:
+        """Return the line saying the ledger is stale (or empty), else None."""
+        return None if self.freshness is None else freshness_line(self.freshness)
 
     @property
     def ranked(self) -> list[Entry]:
@@ -401,6 +409,9 @@ def waste_overview(
         currency=currency,
         now=now,
         posting_floor=floor,
+        freshness=ledger_freshness(
+            session=session, today=as_of, max_age_days=settings.gate_max_data_age_days
+        ),
     )
 
 

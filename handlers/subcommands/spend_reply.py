@@ -22,6 +22,7 @@ class ReportArgs(TypedDict):
     window: str | None
     basis: CostBasis
     currency: str
+    max_data_age_days: int
 
 
 def report_args(inv: Invocation, words: list[str], options: dict[str, str]) -> ReportArgs:
@@ -33,6 +34,7 @@ def report_args(inv: Invocation, words: list[str], options: dict[str, str]) -> R
         window=words[1] if len(words) > 1 else None,
         basis=cost_basis(options),
         currency=inv.settings.currency,
+        max_data_age_days=inv.settings.gate_max_data_age_days,
     )
 
 

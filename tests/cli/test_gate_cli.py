@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
-from tests.support.cli import import_registry_file
+from tests.support.cli import import_registry_file, ingest_focus_days
 from tests.support.fake_slack import FakeSlack
 
 REGISTRY = """\
@@ -23,6 +24,13 @@ budgets:
   - {scope: "model:good", monthly: 1000}
 """
 AS_OF = ("--as-of", "2026-11-30")
+
+
+def fed_registry(database_url: str, directory: Path, registry: str = REGISTRY) -> list[str]:
+    """Import the registry and a ledger fed up to 2026-11-30 (spend of no registered model)."""
+    db = import_registry_file(database_url, directory, registry)
+    ingest_focus_days(db, directory, [dt.date(2026, 11, 30)], model="unregistered")
+    return db
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -44,7 +52,7 @@ def test_github_format_annotates_each_failed_check_and_writes_the_step_summary(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    db = import_registry_file(database_url, tmp_path, REGISTRY)
+    db = fed_registry(database_url, tmp_path)
     capsys.readouterr()
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
@@ -81,7 +89,7 @@ def test_github_is_the_default_inside_github_actions_and_json_stays_json(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    db = import_registry_file(database_url, tmp_path, REGISTRY)
+    db = fed_registry(database_url, tmp_path)
     capsys.readouterr()
     code, out, _ = run(capsys, *db, "gate", "nobudget", *AS_OF)
     assert code == 1 and "::error" not in out  # a terminal: plain text
@@ -105,7 +113,7 @@ def test_post_goes_to_the_models_channel_once_per_day_and_result(
     monkeypatch: pytest.MonkeyPatch,
     fake_slack: FakeSlack,
 ) -> None:
-    db = import_registry_file(database_url, tmp_path, REGISTRY)
+    db = fed_registry(database_url, tmp_path)
     capsys.readouterr()
     code, out, _ = run(capsys, *db, "gate", "nobudget", *AS_OF, "--post")
     assert code == 1
@@ -145,7 +153,7 @@ def test_registry_export_and_dry_run_carry_the_gate_policy(
         "    owners: [U0AAA111]\n"
         "    gate: {max_monthly: 1500.25, allowed_instance_families: [g5, p4d]}\n",
     )
-    db = import_registry_file(database_url, tmp_path, with_policy)
+    db = fed_registry(database_url, tmp_path, with_policy)
     capsys.readouterr()
     code, exported, _ = run(capsys, *db, "registry", "export")
     assert code == 0
@@ -170,3 +178,22 @@ def test_registry_export_and_dry_run_carry_the_gate_policy(
     code, out, _ = run(capsys, *db, "gate", "good", *AS_OF, "--format", "json")
     names = [c["name"] for c in json.loads(out)["checks"]]
     assert names[-2:] == ["max monthly", "instance families"]
+
+
+def test_output_writes_the_report_to_a_file_and_keeps_the_gates_exit_code(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = fed_registry(database_url, tmp_path)
+    capsys.readouterr()
+    report = tmp_path / "gate.json"
+    code, out, _ = run(
+        capsys, *db, "gate", "nobudget", *AS_OF, "--format", "json", "--output", str(report)
+    )
+    assert code == 1 and out == ""
+    assert json.loads(report.read_text())["reasons"] == ["nobudget has no budget"]
+    code, out, _ = run(capsys, *db, "gate", "good", *AS_OF, "--output", str(report))
+    assert code == 0 and report.read_text().startswith("gate PASS: good (as of 2026-11-30)")
+    code, _, err = run(
+        capsys, *db, "gate", "good", *AS_OF, "--output", str(tmp_path / "missing" / "gate.txt")
+    )
+    assert code == 3 and "cannot write --output" in err

@@ -13,7 +13,7 @@ from bot.cli import main
 from bot.config import Settings
 from bot.db.schema import AlertSilence, Review, ReviewItem
 from bot.economics.gate import evaluate_gate, instance_family
-from tests.support.cli import import_registry_file
+from tests.support.cli import import_registry_file, ingest_focus_days
 from tests.support.economics_seed import add_spend, add_value
 from tests.support.ledger import ingestion_run, spend_record
 from tests.support.sample_registry import load_registry
@@ -179,6 +179,7 @@ def test_cli_exit_codes_and_json(
     values = tmp_path / "values.csv"
     values.write_text("date,model,metric,units,revenue\n2026-11-30,good,predictions,1000,\n")
     assert main([*db, "ingest", "value", str(values)]) == 0
+    ingest_focus_days(db, tmp_path, [AS_OF], model="unregistered")  # the ledger is fed
     capsys.readouterr()
     assert main([*db, "gate", "good", "--as-of", "2026-11-30"]) == 0
     out = capsys.readouterr().out

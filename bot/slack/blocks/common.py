@@ -104,3 +104,8 @@ def chart_failure_note(error: str) -> dict[str, Any]:
         f":warning: I could not post the chart here ({mrkdwn.code(error)}); "
         "invite me with `/invite @mlcost` and try again."
     )
+
+
+def stale_data_block(line: str) -> dict[str, Any]:
+    """Return the section saying the data is stale (bot.spend.freshness.freshness_line)."""
+    return section(f":warning: *Stale data, no all-clear:* {mrkdwn.escape(line)}")

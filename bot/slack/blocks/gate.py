@@ -12,7 +12,21 @@ if TYPE_CHECKING:
 
 
 def build_gate_blocks(result: GateResult) -> tuple[str, list[dict[str, Any]]]:
-    """Render the gate's verdict, one line per check, and the CI command that runs it."""
+    """Render the gate's verdict, one line per check, and the CI command that runs it.
+
+    On stale data there is no verdict: the answer says the gate could not evaluate and why.
+    """
+    ci = code(f"mlcost gate {result.model}")
+    stale = result.stale_data
+    if stale is not None:
+        head = f":warning: {bold(result.model)}: the release gate could not evaluate"
+        body = clip(escape(stale), MAX_SECTION_TEXT)
+        blocks: list[dict[str, Any]] = [
+            {"type": "section", "text": {"type": "mrkdwn", "text": head}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": body}},
+            _context(f"No verdict as of {result.as_of} · In CI: {ci} exits 3"),
+        ]
+        return clip(f"{head}\n{escape(stale)}", MAX_FALLBACK_TEXT), blocks
     head = (
         f":white_check_mark: {bold(result.model)} passes the release gate"
         if result.passed
@@ -22,19 +36,15 @@ def build_gate_blocks(result: GateResult) -> tuple[str, list[dict[str, Any]]]:
         f"{':white_check_mark:' if c.passed else ':x:'} {bold(c.name)}: {escape(c.detail)}"
         for c in result.checks
     ]
-    blocks: list[dict[str, Any]] = [
+    last_day = result.freshness.last_day if result.freshness is not None else None
+    blocks = [
         {"type": "section", "text": {"type": "mrkdwn", "text": head}},
         {"type": "section", "text": {"type": "mrkdwn", "text": fit_lines(lines, MAX_SECTION_TEXT)}},
-        {
-            "type": "context",
-            "elements": [
-                {
-                    "type": "mrkdwn",
-                    "text": f"Data up to {result.as_of} · In CI: "
-                    + code(f"mlcost gate {result.model}"),
-                }
-            ],
-        },
+        _context(f"Data up to {last_day or result.as_of} · In CI: {ci}"),
     ]
     text = clip(head + "\n" + "\n".join(lines), MAX_FALLBACK_TEXT)
     return text, blocks
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}

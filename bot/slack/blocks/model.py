@@ -16,6 +16,7 @@ from bot.slack.blocks.common import (
     month_words,
     section,
     signed_percent,
+    stale_data_block,
 )
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
@@ -55,7 +56,11 @@ def build_model_report_blocks(
             f"{code(f'/mlcost model {clip(report.model, 100)} 90d')} for a longer view"
         ),
     ]
-    return clip_mrkdwn(_fallback_text(report, currency, to_date), MAX_FALLBACK_TEXT), blocks
+    text = _fallback_text(report, currency, to_date)
+    if report.stale_data is not None:
+        blocks.insert(1, stale_data_block(report.stale_data))
+        text = f"{text} Stale data: {escape(report.stale_data)}"
+    return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
 def _summary(report: ModelReport, currency: str, to_date: str) -> list[tuple[str, str]]:

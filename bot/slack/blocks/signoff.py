@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from bot.slack.blocks.common import stale_data_block
 from bot.slack.blocks.economics import (
     economics_lines,
     model_name,
@@ -30,9 +31,17 @@ def signoff_value(model: str, week_start: dt.date) -> str:
 
 
 def build_signoff_digest(
-    user_id: str, week_start: dt.date, snaps: Sequence[dict[str, Any]], currency: str
+    user_id: str,
+    week_start: dt.date,
+    snaps: Sequence[dict[str, Any]],
+    currency: str,
+    *,
+    stale: str | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
-    """An owner's weekly digest: each model's week, with a Sign-off button per model."""
+    """An owner's weekly digest: each model's week, with a Sign-off button per model.
+
+    `stale` says the ledger did not reach the week's end (freshness_line).
+    """
     week_end = week_start + dt.timedelta(days=6)
     title = f"Your models' week · {week_start:%d %b} – {week_end:%d %b %Y}"
     blocks: list[dict[str, Any]] = [
@@ -48,6 +57,8 @@ def build_signoff_digest(
             ],
         },
     ]
+    if stale is not None:
+        blocks.append(stale_data_block(stale))
     for snap in snaps[:MAX_DIGEST_MODELS]:
         lines = economics_lines(snap, currency)
         body = f"*{model_name(snap['model'])}* · {lines['Cost']}\n{lines['Value']}"

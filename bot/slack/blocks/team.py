@@ -15,6 +15,7 @@ from bot.slack.blocks.common import (
     month_words,
     section,
     signed_percent,
+    stale_data_block,
 )
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
@@ -78,6 +79,9 @@ def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, li
             "`/mlcost model &lt;name&gt;` for one model's detail"
         ),
     ]
+    if report.stale_data is not None:
+        blocks.insert(1, stale_data_block(report.stale_data))
+        text = f"{text} Stale data: {escape(report.stale_data)}"
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 

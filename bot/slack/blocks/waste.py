@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import column_places, format_money, format_money_places
+from bot.slack.blocks.common import stale_data_block
 from bot.slack.blocks.waste_resource import KIND_WORDS, owner_words, stop_result_words
 from bot.slack.guard import MAX_CONTEXT_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
@@ -122,22 +123,27 @@ def build_waste_blocks(
     closed: Sequence[ResourceEntry] = (),
     saved_total: Decimal | None = None,
     closed_count: int = 0,
+    stale: str | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """Waste findings (ledger and resource), largest first, each with its evidence and fix.
 
     `silenced` are resource findings marked Keep or Not waste (counted apart), `closed` the
-    recently closed ones; `saved_total` what all `closed_count` closed findings saved so far.
+    recently closed ones; `saved_total` what all `closed_count` closed findings saved so far;
+    `stale` the line saying the ledger is stale (then finding nothing is no all-clear).
     """
     ranked = sorted(findings, key=lambda f: f.monthly_cost, reverse=True)
     total = total_of(ranked)
-    text = (
-        f"Waste: {len(ranked)} finding(s), about {format_money(total, currency)}/month"
-        if ranked
-        else "Waste: nothing found this week."
-    )
+    if ranked:
+        text = f"Waste: {len(ranked)} finding(s), about {format_money(total, currency)}/month"
+    elif stale is not None:
+        text = "Waste: no verdict, the billing data is stale."
+    else:
+        text = "Waste: nothing found this week."
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": clip(text, MAX_HEADER)}},
     ]
+    if stale is not None:
+        blocks.append(stale_data_block(stale))
     for finding in ranked[:limit]:
         if isinstance(finding, ResourceEntry):
             body = _resource_section(finding, currency)
@@ -180,6 +186,7 @@ def overview_blocks(overview: WasteOverview) -> tuple[str, list[dict[str, Any]]]
         closed=overview.recently_closed,
         saved_total=overview.saved_total,
         closed_count=len(overview.closed),
+        stale=overview.stale_data,
     )
 
 
@@ -227,9 +234,11 @@ def render_waste_json(overview: WasteOverview, as_of: dt.date) -> str:
     """JSON for scripts: the ranked findings (ledger and resource), money as exact strings with
     the currency; silenced and recently closed resource findings; what closed ones saved."""
     ranked = overview.ranked
+    data = {} if overview.freshness is None else {"data": overview.freshness.as_json()}
     return json.dumps(
         {
             "as_of": as_of.isoformat(),
+            **data,
             "currency": overview.currency,
             "monthly_total": str(total_of(ranked)),
             "findings": [_entry_json(f, overview.currency) for f in ranked],
@@ -252,8 +261,11 @@ def render_waste_text(overview: WasteOverview) -> str:
     precision."""
     currency = overview.currency
     ranked = overview.ranked
+    stale = overview.stale_data
+    lines = [] if stale is None else [stale]
     if not ranked:
-        lines = ["No waste found."]
+        # on a stale ledger, finding nothing is no all-clear
+        lines.append("No waste found." if stale is None else "No verdict on waste until then.")
         places, width = 2, 10
     else:
         total = total_of(ranked)
@@ -261,7 +273,6 @@ def render_waste_text(overview: WasteOverview) -> str:
         width = max(
             10, *(len(format_money_places(f.monthly_cost, currency, places)) for f in ranked)
         )
-        lines = []
     indent = " " * (width + len("/mo  "))
     for f in ranked:
         money = f"{format_money_places(f.monthly_cost, currency, places):>{width}}/mo  "
@@ -310,18 +321,20 @@ def build_waste_digest(
     resources: Sequence[ResourceEntry] = (),
     saved_total: Decimal | None = None,
     closed_count: int = 0,
+    stale: str | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """The weekly waste digest for one channel: its findings, and who owns them.
 
     Resource findings were each posted to this channel already (with their buttons): the digest
-    lists them one line each, by kind, id and finding number, with no link.
+    lists them one line each, by kind, id and finding number, with no link. `stale` says the
+    ledger did not cover the week (its findings are then incomplete).
     """
     total = total_of([*findings, *resources])
     count = len(findings) + len(resources)
     headline = (
         f"Waste in {week_label}: {count} finding(s), about {format_money(total, currency)}/month"
     )
-    _, blocks = build_waste_blocks(findings, currency)
+    _, blocks = build_waste_blocks(findings, currency, stale=stale)
     blocks[0] = {
         "type": "header",
         "text": {"type": "plain_text", "text": clip(headline, MAX_HEADER)},
