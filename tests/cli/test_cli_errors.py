@@ -258,3 +258,68 @@ def test_a_bad_setting_never_echoes_a_secret(
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert "MLCOST_LOG_FORMAT" in err and "MLCOST_TEAM_TAG_KEYS" in err
     assert "sekrit" not in err
+
+
+@pytest.fixture
+def no_aws_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing in boto3's chain: no keys, no profile files, no instance or container role."""
+    for key in list(os.environ):
+        if key.startswith("AWS_") and key != "AWS_CA_BUNDLE":
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.mark.usefixtures("no_aws_credentials")
+def test_waste_scan_without_aws_credentials_could_not_scan(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys, "--database-url", database_url, "waste", "scan", "--regions", "us-east-1"
+    )
+    assert code == 3, err
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith("error: ") and "no AWS credentials" in err, err
+    assert "unexpected" not in err
+
+
+@pytest.mark.usefixtures("no_aws_credentials")
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ingest", "cost-explorer", "--start", "2026-11-01", "--end", "2026-11-03"],
+        [
+            "ingest",
+            "athena",
+            "--database",
+            "cur",
+            "--table",
+            "t",
+            "--month",
+            "2026-11",
+            "--output=s3://r/",
+        ],
+        ["ingest", "cur", "s3://billing/cur/"],
+    ],
+)
+def test_an_ingestion_without_aws_credentials_says_so(
+    database_url: str, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    code, _, err = run(capsys, "--database-url", database_url, *command)
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "no AWS credentials" in err and "unexpected" not in err, err
+
+
+@pytest.mark.usefixtures("no_aws_credentials")
+def test_an_ingestion_without_an_aws_region_says_so(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    command = ["ingest", "athena", "--database", "cur", "--table", "t", "--month", "2026-11"]
+    code, _, err = run(capsys, "--database-url", database_url, *command, "--workgroup", "w")
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "no AWS region" in err and "AWS_DEFAULT_REGION" in err, err

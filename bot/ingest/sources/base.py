@@ -350,14 +350,6 @@ def tag_columns(names: Iterable[str], prefixes: tuple[str, ...]) -> dict[str, st
     return found
 
 
-def aws_error_reason(exc: Exception) -> str:
-    """Describe a boto3 failure in one line: `Code: Message`, else the exception itself."""
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and "Error" in response:
-        return f"{response['Error'].get('Code')}: {response['Error'].get('Message')}"
-    return f"{type(exc).__name__}: {exc}"
-
-
 def month_start(day: dt.date) -> dt.date:
     """Return the first day of the day's month."""
     return day.replace(day=1)

@@ -16,13 +16,12 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from bot.errors import IngestError
+from bot.errors import IngestError, aws_error_reason
 from bot.ingest.sources.base import (
     DEFAULT_CURRENCY,
     GroupedCharges,
     Progress,
     SourceData,
-    aws_error_reason,
     source_data,
 )
 
