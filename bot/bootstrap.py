@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.config import Settings
 from bot.db.engine import session_scope
+from bot.errors import AwsUnavailable, aws_error_reason
 
 if TYPE_CHECKING:
     from bot.notify.outbox import FindPosted
@@ -35,12 +36,16 @@ def aws_client(service: str, region: str | None = None) -> Any:
     """Create a boto3 client that retries throttling with backoff (standard mode)."""
     import boto3
     from botocore.config import Config
+    from botocore.exceptions import NoRegionError
 
-    return boto3.client(  # type: ignore[call-overload]
-        service,
-        region_name=region,
-        config=Config(retries={"mode": "standard", "max_attempts": 8}),
-    )
+    try:
+        return boto3.client(  # type: ignore[call-overload]
+            service,
+            region_name=region,
+            config=Config(retries={"mode": "standard", "max_attempts": 8}),
+        )
+    except NoRegionError as exc:
+        raise AwsUnavailable(f"{service}: {aws_error_reason(exc)}") from None
 
 
 AwsClientFactory = Callable[..., Any]

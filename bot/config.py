@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.money import CostBasis
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+
+# Read by our validators below, not decoded as JSON by pydantic-settings: a list setting may be
+# written `us-east-1,eu-west-1` as well as `["us-east-1","eu-west-1"]`.
+TextList = Annotated[list[str], NoDecode]
+TextMapping = Annotated[dict[str, str], NoDecode]
 
 
 class Settings(BaseSettings):
@@ -34,13 +40,13 @@ class Settings(BaseSettings):
     # Never a relabel: reports and the poll refuse it when the ledger holds no spend in it.
     currency: str = Field(default="USD", validation_alias="MLCOST_CURRENCY")
     timezone: str = Field(default="UTC", validation_alias="MLCOST_TIMEZONE")
-    model_tag_keys: list[str] = Field(
+    model_tag_keys: TextList = Field(
         default=["ml:model", "model"], validation_alias="MLCOST_MODEL_TAG_KEYS"
     )
-    stage_tag_keys: list[str] = Field(
+    stage_tag_keys: TextList = Field(
         default=["ml:stage", "stage"], validation_alias="MLCOST_STAGE_TAG_KEYS"
     )
-    team_tag_keys: list[str] = Field(default=["team"], validation_alias="MLCOST_TEAM_TAG_KEYS")
+    team_tag_keys: TextList = Field(default=["team"], validation_alias="MLCOST_TEAM_TAG_KEYS")
     cost_explorer_group_key: str = Field(
         default="SERVICE", validation_alias="MLCOST_CE_SECOND_GROUP"
     )
@@ -123,15 +129,13 @@ class Settings(BaseSettings):
     )
 
     # Resource scan (`mlcost waste scan`): regions, windows, thresholds, S3 patterns, prices.
-    scan_regions: list[str] = Field(default=[], validation_alias="MLCOST_SCAN_REGIONS")
+    scan_regions: TextList = Field(default=[], validation_alias="MLCOST_SCAN_REGIONS")
     scan_idle_days: int = Field(default=7, ge=1, le=63, validation_alias="MLCOST_SCAN_IDLE_DAYS")
     scan_snapshot_days: int = Field(default=90, ge=1, validation_alias="MLCOST_SCAN_SNAPSHOT_DAYS")
-    scan_s3_patterns: list[str] = Field(default=[], validation_alias="MLCOST_SCAN_S3_PATTERNS")
+    scan_s3_patterns: TextList = Field(default=[], validation_alias="MLCOST_SCAN_S3_PATTERNS")
     scan_s3_stale_days: int = Field(default=30, ge=1, validation_alias="MLCOST_SCAN_S3_STALE_DAYS")
     # bucket -> S3 Inventory destination (s3://dest/prefix/bucket/config-id/): sized from it
-    scan_s3_inventory: dict[str, str] = Field(
-        default={}, validation_alias="MLCOST_SCAN_S3_INVENTORY"
-    )
+    scan_s3_inventory: TextMapping = Field(default={}, validation_alias="MLCOST_SCAN_S3_INVENTORY")
     scan_gpu_idle_pct: Decimal = Field(
         default=Decimal(5), ge=0, le=100, validation_alias="MLCOST_SCAN_GPU_IDLE_PCT"
     )
@@ -159,6 +163,47 @@ class Settings(BaseSettings):
     scan_max_posts_per_channel: int = Field(
         default=10, ge=1, le=100, validation_alias="MLCOST_SCAN_MAX_POSTS_PER_CHANNEL"
     )
+
+    @field_validator(
+        "model_tag_keys",
+        "stage_tag_keys",
+        "team_tag_keys",
+        "scan_regions",
+        "scan_s3_patterns",
+        mode="before",
+    )
+    @classmethod
+    def _text_list(cls, value: Any) -> Any:
+        """Read `a,b` or a JSON list `["a","b"]` from the environment; leave lists alone."""
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if not text.startswith("["):
+            return [item.strip() for item in text.split(",") if item.strip()]
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError:
+            items = None
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            # the value itself is not repeated: a setting may hold a secret
+            raise ValueError("expected a comma-separated list (a,b) or a JSON list of strings")
+        return items
+
+    @field_validator("scan_s3_inventory", mode="before")
+    @classmethod
+    def _text_mapping(cls, value: Any) -> Any:
+        """Read a JSON object of strings from the environment; leave mappings alone."""
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return {}
+        try:
+            mapping = json.loads(value)
+        except json.JSONDecodeError:
+            mapping = None
+        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+            raise ValueError('expected a JSON object of strings, such as {"bucket": "s3://..."}')
+        return mapping
 
     @field_validator("currency")
     @classmethod

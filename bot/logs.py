@@ -98,13 +98,14 @@ def logging_settings() -> tuple[str, list[str]]:
     "human" and the secrets are taken from the environment as they are.
     """
     from pydantic import ValidationError
+    from pydantic_settings import SettingsError
 
     from bot.config import Settings
 
     secrets = [os.environ.get(name, "") for name in AWS_SECRET_VARIABLES]
     try:
         settings = Settings()
-    except ValidationError:
+    except (ValidationError, SettingsError):
         value = os.environ.get("MLCOST_LOG_FORMAT", "").strip().lower()
         secrets += [os.environ.get(name, "") for name in SLACK_SECRET_VARIABLES]
         return (value if value in LOG_FORMATS else "human"), secrets

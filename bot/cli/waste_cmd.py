@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from bot.errors import UsageError
+from bot.errors import AwsUnavailable, UsageError
 from bot.money import format_money_places
 
 if TYPE_CHECKING:
@@ -66,7 +66,11 @@ def run_scan(args: argparse.Namespace, ctx: CliContext) -> int:
     for destination in settings.scan_s3_inventory.values():
         parse_destination(destination)
     load_price_table(settings.price_table_file)
-    report = scan_regions(ctx.services, regions)
+    try:
+        report = scan_regions(ctx.services, regions)
+    except AwsUnavailable as exc:  # no scanner could run: as incomplete as a scan can be
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     print(render_json(report) if args.format == "json" else render_table(report))
     for failure in report.failures:
         print(f"warning: {failure}", file=sys.stderr)

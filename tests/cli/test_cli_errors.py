@@ -195,3 +195,131 @@ def test_the_gate_on_an_unknown_model_could_not_evaluate(
 ) -> None:
     code, _, err = run(capsys, "--database-url", database_url, "gate", "no-such-model")
     assert code == 3 and err.startswith("error: ") and err.count("\n") == 1
+
+
+def run_process(
+    tmp_path: Path, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m bot.cli` in tmp_path with only these MLCOST_/SLACK_ variables set."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MLCOST_", "SLACK_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        cwd=tmp_path,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_region_list_is_written_as_aws_users_write_it(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    done = run_process(
+        tmp_path,
+        {"MLCOST_SCAN_REGIONS": "us-east-1,eu-west-1"},
+        "--database-url",
+        db,
+        "report",
+        "spend",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [["report", "spend"], ["serve", "--port", "0"]])
+def test_an_unreadable_setting_is_one_line_for_every_command(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    env = {
+        "MLCOST_SCAN_REGIONS": '["us-east-1"',  # broken JSON
+        "MLCOST_SCAN_S3_INVENTORY": "ml-artifacts=s3://inv/x/",  # not a JSON object
+        "SLACK_BOT_TOKEN": "xoxb-9-9-sekrit",
+        "SLACK_SIGNING_SECRET": "signing-sekrit",
+    }
+    done = run_process(tmp_path, env, "--database-url", db, *command)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: invalid setting MLCOST_SCAN_REGIONS: "), done.stderr
+    assert "MLCOST_SCAN_S3_INVENTORY: " in done.stderr
+    assert "sekrit" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_bad_setting_never_echoes_a_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the .env file is read too; a value that fails is named, never shown
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text(
+        "SLACK_BOT_TOKEN=xoxb-9-9-sekrit\nMLCOST_LOG_FORMAT=xoxb-9-9-sekrit\n"
+        "MLCOST_TEAM_TAG_KEYS=[xoxb-9-9-sekrit\n"
+    )
+    code, out, err = run(capsys, "--database-url", f"sqlite:///{tmp_path / 'x.db'}", "serve")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "MLCOST_LOG_FORMAT" in err and "MLCOST_TEAM_TAG_KEYS" in err
+    assert "sekrit" not in err
+
+
+@pytest.fixture
+def no_aws_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing in boto3's chain: no keys, no profile files, no instance or container role."""
+    for key in list(os.environ):
+        if key.startswith("AWS_") and key != "AWS_CA_BUNDLE":
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.mark.usefixtures("no_aws_credentials")
+def test_waste_scan_without_aws_credentials_could_not_scan(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys, "--database-url", database_url, "waste", "scan", "--regions", "us-east-1"
+    )
+    assert code == 3, err
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith("error: ") and "no AWS credentials" in err, err
+    assert "unexpected" not in err
+
+
+@pytest.mark.usefixtures("no_aws_credentials")
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ingest", "cost-explorer", "--start", "2026-11-01", "--end", "2026-11-03"],
+        [
+            "ingest",
+            "athena",
+            "--database",
+            "cur",
+            "--table",
+            "t",
+            "--month",
+            "2026-11",
+            "--output=s3://r/",
+        ],
+        ["ingest", "cur", "s3://billing/cur/"],
+    ],
+)
+def test_an_ingestion_without_aws_credentials_says_so(
+    database_url: str, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    code, _, err = run(capsys, "--database-url", database_url, *command)
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "no AWS credentials" in err and "unexpected" not in err, err
+
+
+@pytest.mark.usefixtures("no_aws_credentials")
+def test_an_ingestion_without_an_aws_region_says_so(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    command = ["ingest", "athena", "--database", "cur", "--table", "t", "--month", "2026-11"]
+    code, _, err = run(capsys, "--database-url", database_url, *command, "--workgroup", "w")
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "no AWS region" in err and "AWS_DEFAULT_REGION" in err, err

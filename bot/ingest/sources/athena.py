@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from bot.errors import IngestError
+from bot.errors import IngestError, aws_error_reason
 from bot.ingest.attribution import normalize_tag_key
 from bot.ingest.sources.base import (
     DEFAULT_CURRENCY,
@@ -19,7 +19,6 @@ from bot.ingest.sources.base import (
     SourceData,
     as_date,
     as_decimal,
-    aws_error_reason,
     source_data,
 )
 

@@ -43,6 +43,134 @@ IDLE_COLUMN = "idle"
 GPU_HOURS_UNIT = "GPU-hours"
 DEFAULT_CURRENCY = "USD"
 _CURRENCY_RE = re.compile(r"^[A-Z]{3}$")
+# The charge days the ledger accepts: a bill from before 2000 or after 2099 is a broken export
+# (a 9999-12-31 "open end", an epoch zero), and one such day would stretch every report and the
+# rollup across centuries.
+FIRST_CHARGE_DAY, LAST_CHARGE_DAY = dt.date(2000, 1, 1), dt.date(2099, 12, 31)
+_DAYS = f"{FIRST_CHARGE_DAY}..{LAST_CHARGE_DAY}"
+# PostgreSQL text cannot hold a NUL; SQLite could, and is refused alike so both ledgers agree.
+NUL_PROBLEM = "has a NUL byte (\\x00), which the ledger cannot store"
+
+
+class RowError(IngestError):
+    """One value of a billing row the ledger cannot take (a NUL byte, an impossible date).
+
+    `row` counts from 0 in the batch where it was found (None: no row to name, e.g. grouped
+    charges); a file source adds the rows before that batch and names the file.
+    """
+
+    def __init__(self, row: int | None, column: str, problem: str) -> None:
+        self.row, self.column, self.problem = row, column, problem
+        super().__init__(self.describe(None if row is None else row + 1))
+
+    def describe(self, row_number: int | None) -> str:
+        """Say what is wrong where: `row N, column X: problem` (N counts data rows from 1)."""
+        where = "" if row_number is None else f"row {row_number:,}, "
+        return f"{where}column {self.column}: {self.problem}"
+
+
+def shown(value: Any) -> str:
+    """Return a value as a message shows it: escaped (a NUL reads \\x00), at most 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _first(mask: pa.Array | pa.ChunkedArray) -> int | None:
+    """Return the index of the first true value of a boolean column, or None."""
+    index = pc.index(pc.fill_null(mask, False), True).as_py()
+    return None if index is None or index < 0 else int(index)
+
+
+def nul_mask(column: pa.Array | pa.ChunkedArray) -> pa.Array | None:
+    """Return, per row, whether a string anywhere in the value holds a NUL byte.
+
+    Strings, dictionary-encoded strings, and lists, maps and structs of them are looked into;
+    None for columns of other types.
+    """
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    kind = column.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return pc.fill_null(pc.match_substring(column, "\x00"), False)
+    if pa.types.is_dictionary(kind):
+        inner = nul_mask(column.dictionary)
+        return None if inner is None else pc.fill_null(pc.take(inner, column.indices), False)
+    if pa.types.is_map(kind):  # as the list of (key, value) structs it is
+        entry = pa.struct(
+            [pa.field("key", kind.key_type, nullable=False), pa.field("value", kind.item_type)]
+        )
+        return nul_mask(column.cast(pa.list_(entry)))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        inner = nul_mask(pc.list_flatten(column))
+        if inner is None:
+            return None
+        found = [False] * len(column)
+        for row in pc.filter(pc.list_parent_indices(column), inner).to_pylist():
+            found[row] = True
+        return pa.array(found, pa.bool_())
+    if pa.types.is_struct(kind):
+        fields = [nul_mask(column.field(i)) for i in range(kind.num_fields)]
+        present = [m for m in fields if m is not None]
+        if not present:
+            return None
+        result = present[0]
+        for mask in present[1:]:
+            result = pc.or_(result, mask)
+        return result
+    return None
+
+
+def check_no_nul(table: pa.Table, *, with_rows: bool = True) -> None:
+    """Refuse the first value with a NUL byte (see NUL_PROBLEM)."""
+    for name in table.column_names:
+        mask = nul_mask(table[name])
+        row = None if mask is None else _first(mask)
+        if row is not None:
+            raise RowError(
+                row if with_rows else None,
+                name,
+                f"{NUL_PROBLEM}: {shown(table[name][row].as_py())}",
+            )
+
+
+def check_days(days: pa.Array | pa.ChunkedArray, what: str, *, with_rows: bool = True) -> None:
+    """Refuse a charge day outside FIRST_CHARGE_DAY..LAST_CHARGE_DAY."""
+    outside = pc.or_(
+        pc.less(days, pa.scalar(FIRST_CHARGE_DAY)), pc.greater(days, pa.scalar(LAST_CHARGE_DAY))
+    )
+    row = _first(outside)
+    if row is not None:
+        raise RowError(
+            row if with_rows else None,
+            what,
+            f"{days[row].as_py()} is outside the charge days mlcost accepts ({_DAYS})",
+        )
+
+
+def check_period_end(
+    start: pa.Array | pa.ChunkedArray,
+    end: pa.Array | pa.ChunkedArray,
+    start_name: str,
+    end_name: str,
+) -> None:
+    """Refuse a charge period that ends before it starts, or ends after LAST_CHARGE_DAY."""
+    start_at, end_at = as_timestamp(start, start_name), as_timestamp(end, end_name)
+    limit = dt.datetime.combine(LAST_CHARGE_DAY + dt.timedelta(days=1), dt.time(), dt.UTC)
+    row = _first(pc.greater(end_at, pa.scalar(limit, end_at.type)))
+    if row is not None:
+        raise RowError(
+            row,
+            end_name,
+            f"{end_at[row].as_py()} is after the charge days mlcost accepts ({_DAYS})",
+        )
+    row = _first(pc.less(end_at, start_at))
+    if row is not None:
+        raise RowError(
+            row,
+            end_name,
+            f"{end_at[row].as_py()} is before {start_name} {start_at[row].as_py()}: "
+            "a charge period cannot end before it starts",
+        )
 
 
 class Progress(Protocol):
@@ -140,6 +268,7 @@ class GroupedCharges:
         self._grouped_input = self._grouped_input or rows is not None
         if table.num_rows == 0:
             return
+        _check_charges(table)
         table = self._with_currency(table)
         sums = table.group_by("currency", use_threads=False).aggregate(
             [("billed", "sum"), ("effective", "sum")]
@@ -191,6 +320,25 @@ class GroupedCharges:
             self._periods[period] = [_merge(partials)]  # frees the partials as it goes
         merged = [partials[0] for partials in self._periods.values()]
         return pa.concat_tables(merged, promote_options="default")
+
+
+def _check_charges(table: pa.Table) -> None:
+    """Refuse what no ledger row may hold, whichever source read it (rows are not named here:
+    file sources name them as they read)."""
+    check_no_nul(table, with_rows=False)
+    if TAGS_JSON in table.column_names:  # JSON writes a NUL in a tag value as \u0000
+        escaped = pc.match_substring_regex(table[TAGS_JSON], r"(^|[^\\])(\\\\)*\\u0000")
+        row = _first(escaped)
+        if row is not None:
+            value = json.loads(table[TAGS_JSON][row].as_py())
+            raise RowError(
+                None,
+                "tags",
+                f"{NUL_PROBLEM}: {shown(value)}",
+            )
+    for name in ("day", "billing_period"):
+        if name in table.column_names:
+            check_days(table[name], name, with_rows=False)
 
 
 def _by_period(table: pa.Table) -> Iterator[tuple[Any, pa.Table]]:
@@ -271,6 +419,26 @@ def as_decimal(column: pa.Array | pa.ChunkedArray | None, length: int, what: str
 _NAIVE_RE = r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)$"
 
 
+def as_timestamp(column: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
+    """Convert timestamps (typed, or text with or without `T`/`Z`/offset) to UTC timestamps.
+
+    Naive timestamps are read as UTC; empty cells stay null.
+    """
+    if pa.types.is_timestamp(column.type):
+        return pc.cast(column, pa.timestamp("us", "UTC"))
+    if pa.types.is_date(column.type):
+        return pc.cast(pc.cast(column, pa.timestamp("s")), pa.timestamp("us", "UTC"))
+    text = pc.utf8_trim_whitespace(pc.cast(column, pa.string()))
+    text = pc.replace_substring_regex(text, _NAIVE_RE, r"\1T\2Z")
+    text = pc.replace_substring_regex(text, r"^(\d{4}-\d{2}-\d{2})$", r"\1T00:00:00Z")
+    text = pc.replace_substring_regex(text, r" ?UTC$", "Z")
+    try:
+        return pc.cast(text, pa.timestamp("us", "UTC"))
+    except pa.ArrowInvalid as exc:
+        detail = str(exc).split(":")[1].strip() if ":" in str(exc) else str(exc)
+        raise IngestError(f"column {what} has a bad date: {detail}") from None
+
+
 def as_date(column: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     """Convert timestamps (typed, or text with or without `T`/`Z`/offset) to UTC dates."""
     if pa.types.is_timestamp(column.type):
@@ -280,15 +448,7 @@ def as_date(column: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     elif pa.types.is_date(column.type):
         result = pc.cast(column, pa.date32())
     else:
-        text = pc.utf8_trim_whitespace(pc.cast(column, pa.string()))
-        text = pc.replace_substring_regex(text, _NAIVE_RE, r"\1T\2Z")
-        text = pc.replace_substring_regex(text, r"^(\d{4}-\d{2}-\d{2})$", r"\1T00:00:00Z")
-        text = pc.replace_substring_regex(text, r" ?UTC$", "Z")
-        try:
-            result = pc.cast(pc.cast(text, pa.timestamp("us", "UTC")), pa.date32())
-        except pa.ArrowInvalid as exc:
-            detail = str(exc).split(":")[1].strip() if ":" in str(exc) else str(exc)
-            raise IngestError(f"column {what} has a bad date: {detail}") from None
+        result = pc.cast(as_timestamp(column, what), pa.date32())
     if result.null_count:
         raise IngestError(f"column {what} is empty on {result.null_count} row(s)")
     return result
@@ -323,13 +483,23 @@ def row_tags(row: dict[str, Any], wanted: set[str]) -> dict[str, str]:
     return {k: v for k, v in tags.items() if k in wanted}
 
 
-def filter_tags_json(column: pa.Array, wanted: set[str]) -> pa.Array:
-    """Reduce a Tags JSON column to the wanted keys so grouping does not explode."""
+def filter_tags_json(column: pa.Array, wanted: set[str], what: str = "Tags") -> pa.Array:
+    """Reduce a Tags JSON column to the wanted keys so grouping does not explode.
+
+    A wanted tag whose value holds a NUL byte (JSON's \\u0000) is refused by row.
+    """
     cache: dict[str | None, str] = {}
     out = []
-    for raw in column.to_pylist():
+    for row, raw in enumerate(column.to_pylist()):
         if raw not in cache:
-            cache[raw] = tags_json(parse_tags_json(raw) if raw else {}, wanted)
+            tags = {k: v for k, v in (parse_tags_json(raw) if raw else {}).items() if k in wanted}
+            if any("\x00" in f"{k}{v}" for k, v in tags.items()):
+                raise RowError(
+                    row,
+                    what,
+                    f"{NUL_PROBLEM}: {shown(tags)}",
+                )
+            cache[raw] = tags_json(tags, wanted)
         out.append(cache[raw])
     return pa.array(out, pa.string())
 
@@ -348,14 +518,6 @@ def tag_columns(names: Iterable[str], prefixes: tuple[str, ...]) -> dict[str, st
             if name.startswith(prefix):
                 found.setdefault(normalize_tag_key(name[len(prefix) :]), name)
     return found
-
-
-def aws_error_reason(exc: Exception) -> str:
-    """Describe a boto3 failure in one line: `Code: Message`, else the exception itself."""
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and "Error" in response:
-        return f"{response['Error'].get('Code')}: {response['Error'].get('Message')}"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def month_start(day: dt.date) -> dt.date:

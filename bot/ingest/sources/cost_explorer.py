@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from bot.errors import IngestError
+from bot.errors import IngestError, aws_error_reason
 from bot.ingest.attribution import normalize_tag_key
 from bot.ingest.sources.base import (
     COST_TYPE,
@@ -22,7 +22,6 @@ from bot.ingest.sources.base import (
     Progress,
     ReplaceScope,
     SourceData,
-    aws_error_reason,
     month_start,
     source_data,
 )

@@ -19,6 +19,8 @@ from bot.ingest.sources.base import (
     as_date,
     as_decimal,
     as_string,
+    check_days,
+    check_period_end,
     tag_columns,
 )
 from bot.ingest.sources.files import FileSource, iter_batches
@@ -27,6 +29,7 @@ from bot.ingest.sources.formats import format_hint
 # Canonical field -> candidate columns: Athena/Parquet snake_case, then CSV slash style.
 COLUMNS: dict[str, tuple[str, ...]] = {
     "start": ("line_item_usage_start_date", "lineItem/UsageStartDate"),
+    "end": ("line_item_usage_end_date", "lineItem/UsageEndDate"),  # checked, not kept
     "period": ("bill_billing_period_start_date", "bill/BillingPeriodStartDate"),
     "payer": ("bill_payer_account_id", "bill/PayerAccountId"),
     "account": ("line_item_usage_account_id", "lineItem/UsageAccountId"),
@@ -151,8 +154,12 @@ class _ColumnPlan:
             return as_decimal(col(field), n, self.fields.get(field, field))
 
         keys: dict[str, Any] = {"day": as_date(col("start"), self.fields["start"])}
+        check_days(keys["day"], self.fields["start"])
+        if "end" in self.fields:
+            check_period_end(col("start"), col("end"), self.fields["start"], self.fields["end"])
         if "period" in self.fields:
             keys["period"] = as_date(col("period"), self.fields["period"])
+            check_days(keys["period"], self.fields["period"])
         for field in _GROUP_FIELDS:
             if field in self.fields:
                 keys[field] = col(field)

@@ -16,13 +16,14 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from bot.errors import IngestError
+from bot.errors import IngestError, aws_error_reason
 from bot.ingest.sources.base import (
     DEFAULT_CURRENCY,
     GroupedCharges,
     Progress,
+    RowError,
     SourceData,
-    aws_error_reason,
+    check_no_nul,
     source_data,
 )
 
@@ -188,7 +189,8 @@ def iter_batches(
 ) -> Iterator[pa.Table]:
     """Yield tables of only the needed columns, by row group (Parquet) or block (CSV).
 
-    `columns_for(names)` returns the column names to read given the file's header. With
+    `columns_for(names)` returns the column names to read given the file's header. A value with
+    a NUL byte raises RowError (its row counted in the batch). With
     `dictionary`, Parquet string columns come dictionary-encoded as stored (no string copies);
     CSV columns are always plain strings.
     """
@@ -207,7 +209,9 @@ def iter_batches(
                 batch_size=batch_rows, columns=columns, use_threads=False
             )
             for batch in batches:
-                yield pa.Table.from_batches([batch])
+                table = pa.Table.from_batches([batch])
+                check_no_nul(table)
+                yield table
             return
         names = _csv_header(path)
         columns = columns_for(names)
@@ -222,7 +226,9 @@ def iter_batches(
             ),
         )
         for batch in reader:
-            yield pa.Table.from_batches([batch])
+            table = pa.Table.from_batches([batch])
+            check_no_nul(table)
+            yield table
     except IngestError:
         raise
     except (pa.ArrowException, OSError, EOFError, ValueError) as exc:
@@ -290,6 +296,9 @@ class FileSource:
                         read += rows
                         if progress is not None:
                             progress.advance(rows=rows)
+                except RowError as exc:  # its row counts from the start of its batch
+                    where = None if exc.row is None else read + exc.row + 1
+                    raise IngestError(f"{location}: {exc.describe(where)}") from None
                 except IngestError as exc:
                     message = str(exc).removeprefix(path.name + ": ")
                     raise IngestError(f"{location}: {message}") from None

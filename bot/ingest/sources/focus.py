@@ -22,6 +22,8 @@ from bot.ingest.sources.base import (
     as_date,
     as_decimal,
     as_string,
+    check_days,
+    check_period_end,
     filter_tags_json,
 )
 from bot.ingest.sources.files import FileSource, iter_batches
@@ -80,6 +82,7 @@ ADDED_IN = {
 }
 OPTIONAL = (
     "BillingPeriodStart",
+    "ChargePeriodEnd",
     "ProviderName",
     "ServiceProviderName",
     "SubAccountId",
@@ -206,8 +209,18 @@ def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
         return cols.get(name)
 
     day = as_date(cols["ChargePeriodStart"], "ChargePeriodStart")
+    check_days(day, "ChargePeriodStart")
+    if get("ChargePeriodEnd") is not None:
+        check_period_end(
+            cols["ChargePeriodStart"],
+            cols["ChargePeriodEnd"],
+            "ChargePeriodStart",
+            "ChargePeriodEnd",
+        )
     period_raw = get("BillingPeriodStart")
     period = as_date(period_raw, "BillingPeriodStart") if period_raw is not None else day
+    if period_raw is not None:
+        check_days(period, "BillingPeriodStart")
     period = pc.cast(
         pc.floor_temporal(pc.cast(period, pa.timestamp("s")), unit="month"), pa.date32()
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from bot.errors import AwsUnavailable, aws_error_reason
 from bot.waste.scan.context import ScanContext
 from bot.waste.scan.ebs import scan_snapshots, scan_volumes
 from bot.waste.scan.ec2 import scan_gpu_instances
@@ -84,8 +85,17 @@ class ScanReport:
 
 
 def account_id(aws: Callable[..., Any], region: str) -> str:
-    """Return the scanned account's id (STS GetCallerIdentity)."""
-    return str(aws("sts", region).get_caller_identity()["Account"])
+    """Return the scanned account's id (STS GetCallerIdentity).
+
+    Raise AwsUnavailable when AWS cannot be called at all (no credentials, an expired token):
+    then no scanner could run either.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return str(aws("sts", region).get_caller_identity()["Account"])
+    except (BotoCoreError, ClientError) as exc:
+        raise AwsUnavailable(f"cannot scan the account: {aws_error_reason(exc)}") from None
 
 
 def scan_account(
