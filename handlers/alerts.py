@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from slack_bolt import Ack, App, BoltContext
@@ -12,8 +14,12 @@ from slack_sdk import WebClient
 from sqlalchemy.orm import Session
 
 from bot.budgets.admin import parse_amount, set_budget
+from bot.budgets.plan import parse_budget_alert_key
 from bot.budgets.silences import acknowledge_budget, budget_for_raise, snooze_budget
+from bot.db.schema import Budget
+from bot.errors import NotFoundError
 from bot.money import format_money
+from bot.notify.posts import NOT_OURS, find_post
 from bot.slack.blocks.alerts import (
     ACK_ACTION,
     AMOUNT_BLOCK,
@@ -34,11 +40,47 @@ from bot.slack.notifier import SLACK_FAILURES
 log = logging.getLogger(__name__)
 
 
-def _target(body: dict[str, Any]) -> tuple[str, str]:
-    """Return (budget scope, period) from the clicked button's value."""
+@dataclass(frozen=True)
+class AlertPost:
+    """A budget alert as mlcost posted it: its outbox key, scope and period, and where it is."""
+
+    key: str
+    scope: str
+    period: str
+    channel: str
+    ts: str
+    text: str
+    blocks: list[dict[str, Any]]
+
+
+def _alert_post(session: Session, key: str | None, channel: str = "", ts: str = "") -> AlertPost:
+    """Return the budget alert a click or a modal names, read from the outbox (not the payload)."""
+    post = find_post(session, key=key, channel=channel, ts=ts)
+    parsed = parse_budget_alert_key(post.dedupe_key)
+    if parsed is None:
+        raise NotFoundError(NOT_OURS)
+    scope, period, _kind, _threshold = parsed
+    posted = post.payload or {}
+    return AlertPost(
+        post.dedupe_key,
+        scope,
+        period,
+        post.slack_channel or "",
+        post.slack_ts or "",
+        str(posted.get("text") or ""),
+        list(posted.get("blocks") or []),
+    )
+
+
+def _clicked_key(body: dict[str, Any]) -> str | None:
+    """Return the outbox key the clicked button carries (None on posts made before it did)."""
     action = (body.get("actions") or [{}])[0]
-    value = json.loads(action.get("value") or "{}")
-    return str(value.get("scope", "")), str(value.get("period", ""))
+    try:
+        value = json.loads(action.get("value") or "{}")
+    except json.JSONDecodeError:
+        return None
+    key = value.get("key") if isinstance(value, dict) else None
+    return str(key) if key else None
 
 
 def _tell_quietly(client: WebClient, channel: str, user: str, text: str) -> None:
@@ -50,30 +92,36 @@ def _tell_quietly(client: WebClient, channel: str, user: str, text: str) -> None
 
 
 def _record_silence(
-    session: Session, action_id: str, user: str, scope: str, period: str, now: dt.datetime
-) -> str:
-    """Record an acknowledgement or a snooze; return the note that replaces the buttons."""
+    session: Session,
+    action_id: str,
+    user: str,
+    clicked: tuple[str | None, str, str],
+    now: dt.datetime,
+) -> tuple[AlertPost, str]:
+    """Record an acknowledgement or a snooze; return the alert and the note for its buttons."""
+    alert = _alert_post(session, *clicked)
+    scope, period = alert.scope, alert.period
     if action_id == ACK_ACTION:
         acknowledge_budget(session=session, user_id=user, scope=scope, period=period, now=now)
-        return acknowledged_note(user, now, scope, period)
+        return alert, acknowledged_note(user, now, scope, period)
     snoozed = snooze_budget(session=session, user_id=user, scope=scope, period=period, now=now)
-    return snoozed_note(user, snoozed.until or now)
+    return alert, snoozed_note(user, snoozed.until or now)
 
 
 def silence_alert(ack: Ack, body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
     """Acknowledge or snooze a budget alert, then replace its buttons with a note."""
     ack()
     channel, ts, user = click_origin(body)
-    scope, period = _target(body)
+    clicked = (_clicked_key(body), channel, ts)
     action_id = (body.get("actions") or [{}])[0].get("action_id", "")
     now = services_of(context).clock()
-    note = unit_of_work_of(context)(
-        lambda session: _record_silence(session, action_id, user, scope, period, now)
+    alert, note = unit_of_work_of(context)(
+        lambda session: _record_silence(session, action_id, user, clicked, now)
     )
-    message = body.get("message") or {}
-    blocks = replace_actions(message.get("blocks") or [], note)
+    channel, ts, scope = alert.channel, alert.ts, alert.scope
+    blocks = replace_actions(alert.blocks, note)  # the alert as posted, not as the click shows it
     try:
-        client.chat_update(channel=channel, ts=ts, text=message.get("text") or note, blocks=blocks)
+        client.chat_update(channel=channel, ts=ts, text=alert.text or note, blocks=blocks)
     except SLACK_FAILURES as exc:  # recorded already: tell the clicker, keep the alert
         log.warning("alert %s %s recorded, message not updated: %s", scope, action_id, exc)
         _tell_quietly(client, channel, user, f"{note} (The alert itself could not be updated.)")
@@ -85,12 +133,14 @@ def open_raise_modal(
     """Open the Raise budget modal for the scope's owners (others are refused)."""
     ack()
     channel, ts, user = click_origin(body)
-    scope, period = _target(body)
-    current, currency, kind = unit_of_work_of(context)(
-        lambda session: budget_for_raise(session=session, user_id=user, scope=scope)
-    )
-    where = {"channel": channel, "ts": ts}
-    view = build_raise_modal(scope, period, current, currency, where, kind=kind)
+    clicked = (_clicked_key(body), channel, ts)
+
+    def step(session: Session) -> tuple[AlertPost, tuple[Decimal, str, str]]:
+        alert = _alert_post(session, *clicked)
+        return alert, budget_for_raise(session=session, user_id=user, scope=alert.scope)
+
+    alert, (current, currency, kind) = unit_of_work_of(context)(step)
+    view = build_raise_modal(alert.scope, alert.period, current, currency, alert.key, kind=kind)
     client.views_open(trigger_id=body["trigger_id"], view=view)
 
 
@@ -99,25 +149,28 @@ def submit_raise(
 ) -> None:
     """Change the budget (a refusal shows under the amount), then note it in the alert thread."""
     user = (body.get("user") or {}).get("id", "")
-    meta = json.loads(view.get("private_metadata") or "{}")
+    try:
+        meta = json.loads(view.get("private_metadata") or "{}")
+    except json.JSONDecodeError:
+        meta = {}
+    key = str(meta.get("alert") or "") if isinstance(meta, dict) else ""
     amount = parse_amount(view["state"]["values"][AMOUNT_BLOCK][AMOUNT_BLOCK].get("value") or "")
-    budget = unit_of_work_of(context)(
-        lambda session: set_budget(
-            session=session, user_id=user, scope=meta["scope"], amount=amount
-        )
-    )
+
+    def step(session: Session) -> tuple[AlertPost, Budget]:
+        alert = _alert_post(session, key or None)  # the scope and the thread: the outbox's
+        return alert, set_budget(session=session, user_id=user, scope=alert.scope, amount=amount)
+
+    alert, budget = unit_of_work_of(context)(step)
     ack()
-    if not meta.get("channel"):
+    if not alert.channel:
         return
     new = format_money(budget.monthly_amount, budget.currency)
-    text = raised_note(user, str(meta["scope"]), new, services_of(context).clock(), budget.period)
+    text = raised_note(user, alert.scope, new, services_of(context).clock(), budget.period)
     try:
-        client.chat_postMessage(
-            channel=meta["channel"], thread_ts=meta.get("ts") or None, text=text
-        )
+        client.chat_postMessage(channel=alert.channel, thread_ts=alert.ts or None, text=text)
     except SLACK_FAILURES as exc:  # the budget is changed and audited; a courtesy
-        log.warning("budget %s raised, thread note not posted: %s", meta["scope"], exc)
-        _tell_quietly(client, meta["channel"], user, text)
+        log.warning("budget %s raised, thread note not posted: %s", alert.scope, exc)
+        _tell_quietly(client, alert.channel, user, text)
 
 
 def register(app: App) -> None:

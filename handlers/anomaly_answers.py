@@ -10,8 +10,9 @@ from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 from sqlalchemy.orm import Session
 
-from bot.anomalies.answers import answer_anomaly, parse_amount
+from bot.anomalies.answers import answer_anomaly, parse_posted_figure
 from bot.anomalies.detect import EXPECTED, NOT_EXPECTED
+from bot.notify.posts import find_post, posted_button_value
 from bot.slack.blocks.alerts import (
     EXPECTED_ACTION,
     NOT_EXPECTED_ACTION,
@@ -22,7 +23,7 @@ from bot.slack.clicks import click_origin
 from bot.slack.error_boundary import guarded
 from bot.slack.middleware import services_of, unit_of_work_of
 from bot.slack.mrkdwn import users
-from bot.slack.notifier import SLACK_FAILURES
+from bot.slack.notifier import SLACK_FAILURES, Posted
 
 log = logging.getLogger(__name__)
 
@@ -50,23 +51,29 @@ def answer_clicked(
     key = str(value.get("key", ""))
     now = services.clock()
 
-    def step(session: Session) -> tuple[str, bool, str]:
+    def step(session: Session) -> tuple[str, bool, str, Posted, dict[str, Any]]:
+        # the click names the post; its figures are the ones mlcost recorded when it posted
+        post = find_post(session, key=key or None, channel=channel, ts=ts)
+        figures = posted_button_value(post, str(action.get("action_id") or EXPECTED_ACTION))
         result = answer_anomaly(
             session=session,
-            key=key,
+            key=post.dedupe_key,
             answer=answer,
             user_id=user,
-            amount=parse_amount(value.get("amount")),
-            excess=parse_amount(value.get("excess")),
+            amount=parse_posted_figure(figures.get("amount")),
+            excess=parse_posted_figure(figures.get("excess")),
             now=now,
             basis=settings.budget_cost_basis,
             currency=settings.currency,
         )
         row = result.row
         note = answered_note_for(row, result.owners)
-        return note, result.recorded, row.user_id
+        shown = post.payload or {}
+        where = Posted(post.slack_channel or channel, post.slack_ts or ts)
+        return note, result.recorded, row.user_id, where, shown
 
-    note, recorded, answered_by = unit_of_work_of(context)(step)
+    note, recorded, answered_by, where, shown = unit_of_work_of(context)(step)
+    channel, ts = where.channel, where.ts  # where mlcost posted it, not where the click says
     if not recorded:
         _tell(
             client,
@@ -74,10 +81,9 @@ def answer_clicked(
             user,
             f"This anomaly was already answered by {users([answered_by])}; nothing was changed.",
         )
-    message = body.get("message") or {}
-    blocks = replace_actions(message.get("blocks") or [], note)
+    blocks = replace_actions(list(shown.get("blocks") or []), note)  # the post as recorded
     try:
-        client.chat_update(channel=channel, ts=ts, text=message.get("text") or note, blocks=blocks)
+        client.chat_update(channel=channel, ts=ts, text=shown.get("text") or note, blocks=blocks)
     except SLACK_FAILURES as exc:  # recorded already: tell the clicker, keep the answer
         log.warning("anomaly %s answered, message not updated: %s", key, exc)
         if recorded:

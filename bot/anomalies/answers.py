@@ -75,8 +75,9 @@ def parse_anomaly_key(key: str) -> AnomalyRef:
     return AnomalyRef(key, kind, scope, parsed)
 
 
-def parse_amount(text: Any) -> Decimal:
-    """Return a button's amount as Decimal, or raise UsageError."""
+def parse_posted_figure(text: Any) -> Decimal:
+    """Return an amount an anomaly post recorded (its value and excess) as Decimal, or raise
+    UsageError; read from the outbox's record of the post, never from a click's payload."""
     try:
         value = Decimal(str(text))
     except InvalidOperation:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -10,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog, Budget, utcnow
 from bot.errors import PermissionDenied, UsageError
+from bot.money import MAX_BUDGET
 from bot.periods import MONTHLY
 from bot.registry.catalog import can_manage_model, can_manage_team, find_model, find_team, is_admin
 from bot.registry.spec import BudgetSpec, parse_scope
@@ -17,22 +19,54 @@ from bot.registry.spec import BudgetSpec, parse_scope
 AMOUNT_DECIMALS = 4  # what a BudgetSpec (the registry file) allows
 
 
+# What a person may type: ASCII digits only (Decimal() and str.isdigit() also take fullwidth or
+# Arabic-Indic digits and underscores), commas only between groups of three, at most 4 decimals
+# (what a BudgetSpec allows), an optional k or m.
+_AMOUNT = re.compile(
+    r"\$?(?P<whole>[0-9]+|[0-9]{1,3}(?:,[0-9]{3})+)(?:\.(?P<cents>[0-9]+))?(?P<unit>[kKmM])?"
+)
+_COMMA_DECIMAL = re.compile(r"\$?[0-9]+,[0-9]{1,2}[kKmM]?")
+_UNITS = {"": Decimal(1), "k": Decimal(1000), "m": Decimal(1_000_000)}
+AMOUNT_FORMS = (
+    "use digits with an optional $, thousands commas in groups of three, an optional .cents, "
+    "or a k/m suffix: 45000, $45,000, 45k, 1.5m"
+)
+
+
+def _quoted(typed: str) -> str:
+    """Return what was typed as it can be quoted back in any reply (no markup, 40 characters)."""
+    shown = "".join("?" if c in "`<>&*_~" or not c.isprintable() else c for c in typed)
+    return shown if len(shown) <= 40 else shown[:39] + "…"
+
+
 def parse_amount(text: str) -> Decimal:
-    """Parse `12000`, `$12,000` or `12k` into a non-negative Decimal."""
-    cleaned = text.strip().replace(",", "").replace("$", "").lower()
-    factor = Decimal(1)
-    if cleaned.endswith("k"):
-        cleaned, factor = cleaned[:-1], Decimal(1000)
-    elif cleaned.endswith("m"):
-        cleaned, factor = cleaned[:-1], Decimal(1_000_000)
-    try:
-        value = Decimal(cleaned) * factor
-    except ArithmeticError:  # InvalidOperation, and Overflow for e.g. 1e999999k
-        raise UsageError(f"{text!r} is not an amount; use e.g. 12000, $12,000 or 12k") from None
-    if not value.is_finite() or value < 0 or value > Decimal("1e12"):
-        raise UsageError(f"{text!r} is not a sensible budget amount")
+    """Parse a typed budget amount (`45000`, `$45,000`, `45k`, `1.5m`) into a positive Decimal.
+
+    The one parser for `/mlcost budget set` and the Raise budget modal: anything else is refused
+    with the forms it accepts, never guessed at (`1,5` is not read as 15).
+    """
+    typed = text.strip()
+    shown = _quoted(typed)
+    if _COMMA_DECIMAL.fullmatch(typed):
+        raise UsageError(
+            f"`{shown}` is ambiguous: commas only separate thousands (45,000) and a decimal "
+            f"takes a point (1.5); {AMOUNT_FORMS}."
+        )
+    match = _AMOUNT.fullmatch(typed)
+    if match is None:
+        if typed.lstrip("$").startswith("-"):
+            raise UsageError(f"`{shown}` is not a budget: a budget is more than zero.")
+        raise UsageError(f"`{shown}` is not an amount; {AMOUNT_FORMS}.")
+    number = match["whole"].replace(",", "") + (f".{match['cents']}" if match["cents"] else "")
+    value = Decimal(number) * _UNITS[(match["unit"] or "").lower()]
+    if value <= 0:
+        raise UsageError(f"`{shown}` is not a budget: a budget is more than zero.")
+    if value > MAX_BUDGET:
+        raise UsageError(
+            f"`{shown}` is over the limit: a budget is at most 1,000,000,000,000 (one trillion)."
+        )
     if int(value.normalize().as_tuple().exponent) < -AMOUNT_DECIMALS:
-        raise UsageError(f"{text!r} has more than {AMOUNT_DECIMALS} decimal places")
+        raise UsageError(f"`{shown}` has more than {AMOUNT_DECIMALS} decimal places.")
     return value
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 from bot.cli.arguments import add_cost_basis_argument
+from bot.cli.csv_export import csv_text
 from bot.money import CostBasis, format_money_places
 
 if TYPE_CHECKING:
@@ -59,12 +58,10 @@ def render_chargeback(charges: list[Chargeback], fmt: str) -> str:
     if fmt == "json":
         return json.dumps([c.as_json() for c in charges], indent=2) + "\n"
     if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["month", "currency", "team", *COLUMNS, "shared", "total"])
+        rows: list[list[object]] = [["month", "currency", "team", *COLUMNS, "shared", "total"]]
         for charge in charges:
             for team in charge.teams:
-                writer.writerow(
+                rows.append(
                     [
                         charge.period.label,
                         charge.currency,
@@ -75,8 +72,8 @@ def render_chargeback(charges: list[Chargeback], fmt: str) -> str:
                     ]
                 )
         for charge in charges:  # after a blank line, as `report spend` does
-            writer.writerow([])
-            writer.writerow(
+            rows.append([])
+            rows.append(
                 [
                     charge.period.label,
                     charge.currency,
@@ -86,7 +83,7 @@ def render_chargeback(charges: list[Chargeback], fmt: str) -> str:
                     charge.total,
                 ]
             )
-        return out.getvalue()
+        return csv_text(rows, lineterminator="\n")
     return "".join(_table(charge) for charge in charges)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import json
 import sys
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.cli import chargeback_cmd
 from bot.cli.arguments import add_cost_basis_argument, day_argument
+from bot.cli.csv_export import csv_text
 from bot.money import CostBasis, column_places, format_money_places
 
 if TYPE_CHECKING:
@@ -128,12 +128,10 @@ def render(report: SpendReport, fmt: str) -> str:
 
 
 def _render_csv(report: SpendReport) -> str:
-    """Render the lines, then each currency's totals, as CSV."""
-    out = _Buffer()
-    writer = csv.writer(out)
-    writer.writerow([*report.by, "currency", "cost", "gpu_hours"])
+    """Render the lines, then each currency's totals, as CSV (safe to open in a spreadsheet)."""
+    rows: list[list[object]] = [[*report.by, "currency", "cost", "gpu_hours"]]
     for line in report.lines:
-        writer.writerow(
+        rows.append(
             [
                 *(_label(report, line, k) for k in report.by),
                 line.currency,
@@ -141,14 +139,14 @@ def _render_csv(report: SpendReport) -> str:
                 line.gpu_hours,
             ]
         )
-    writer.writerow([])
+    rows.append([])
     # under the same columns: the name where the groups are, then currency and amount
     pad = [""] * (len(report.by) - 1)
     for totals in report.totals:
         names = ["billed", "effective", "attributed", "unallocated"]
         for name in [*names, "idle"] if totals.idle else names:
-            writer.writerow([f"total_{name}", *pad, totals.currency, getattr(totals, name), ""])
-    return out.text
+            rows.append([f"total_{name}", *pad, totals.currency, getattr(totals, name), ""])
+    return csv_text(rows)
 
 
 def _render_table(report: SpendReport) -> str:
@@ -243,16 +241,3 @@ def _label(report: SpendReport, line: SpendLine, name: str) -> str:
     if "run" in report.by and line.group["run"] is None:
         return "(no run)" if name == "run" else ""
     return "(idle cluster)" if line.idle else "(unallocated)"
-
-
-class _Buffer:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return len(text)
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)

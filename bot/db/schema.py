@@ -96,6 +96,9 @@ class ExactDecimal(TypeDecorator[Decimal]):
 
 
 Money = ExactDecimal(24, 10)
+# A budget has at most 4 decimals (what a BudgetSpec allows): scaled by 10^4 on SQLite it holds
+# the $1,000,000,000,000 limit (bot/budgets/admin.py), which 10 places ($922M) could not.
+BudgetMoney = ExactDecimal(24, 4)
 Quantity = ExactDecimal(28, 6)
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
@@ -184,7 +187,7 @@ class Budget(Base):
     team_name: Mapped[str | None] = mapped_column(String(100))
     stage: Mapped[str | None] = mapped_column(String(20))
     # the amount per `period` (the column predates periods other than the month)
-    monthly_amount: Mapped[Decimal] = mapped_column(Money)
+    monthly_amount: Mapped[Decimal] = mapped_column(BudgetMoney)
     # daily, weekly (ISO, Monday to Sunday), monthly or quarterly (calendar quarters)
     period: Mapped[str] = mapped_column(String(10), default="monthly", server_default="monthly")
     thresholds: Mapped[list[int]] = mapped_column(JSONType, default=list)

@@ -20,6 +20,7 @@ from pydantic import (
 
 from bot.errors import RegistryError, UsageError
 from bot.ingest.attribution import ML_STAGES, OTHER
+from bot.money import MAX_BUDGET
 from bot.periods import MONTHLY, check_budget_period
 
 USER_ID_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
@@ -134,6 +135,16 @@ class BudgetSpec(_Spec):
         if code is not None and not re.fullmatch(r"[A-Z]{3}", code):
             raise ValueError(f"{code!r} is not a 3-letter ISO 4217 currency code such as USD")
         return code
+
+    @field_validator("monthly", "amount")
+    @classmethod
+    def _at_most_the_limit(cls, amount: Decimal | None) -> Decimal | None:
+        if amount is not None and amount > MAX_BUDGET:
+            raise ValueError(
+                f"{amount:,} is over the limit: a budget is at most 1,000,000,000,000 "
+                "(one trillion)"
+            )
+        return amount
 
     @field_validator("period")
     @classmethod

@@ -50,3 +50,19 @@ def test_unknown_model_and_bad_amounts(session: Session) -> None:
     for bad in ("-5", "lots", "1e40", "nan"):
         with pytest.raises(UsageError):
             parse_amount(bad)
+
+
+def test_a_budget_just_under_one_trillion_is_stored_and_read_back_exactly(
+    session: Session,
+) -> None:
+    load_registry(session)
+    amount = parse_amount("$999,999,999,999.99")
+    set_budget(session=session, user_id="U0AAA111", scope="model:recsys", amount=amount)
+    set_budget(session=session, user_id="U0AAA111", scope="team:ranking", amount=Decimal("930e6"))
+    session.flush()
+    session.expire_all()  # read back from the database, not the identity map
+    stored = {s: a for s, a in session.execute(select(Budget.scope, Budget.monthly_amount))}
+    assert stored["model:recsys"] == Decimal("999999999999.99")
+    assert stored["team:ranking"] == Decimal(930_000_000)
+    with pytest.raises(UsageError, match="1,000,000,000,000"):
+        parse_amount("1000000000001")

@@ -10,7 +10,7 @@ from sqlalchemy import insert, inspect, select
 from sqlalchemy.orm import Session
 
 from bot.db.engine import alembic_config, make_engine, upgrade
-from bot.db.schema import Base, DailySpend, IngestionRun, SpendRollup
+from bot.db.schema import Base, Budget, DailySpend, IngestionRun, SpendRollup
 from tests.support.alert_walk import spend_row
 from tests.support.ledger import assert_rollup_matches_ledger
 
@@ -56,4 +56,30 @@ def test_the_rollup_migration_sums_the_ledger_already_there(database_url: str) -
         assert alpha.billed_cost == Decimal("3.3500000001")
         # 0005: rows written before the currency column are kept, and marked USD
         assert session.scalars(select(DailySpend.currency)).all() == ["USD"] * 4
+    engine.dispose()
+
+
+def test_budget_amounts_keep_their_value_across_the_budget_scale_migration(
+    database_url: str,
+) -> None:
+    engine = make_engine(database_url)
+    cfg = alembic_config(database_url)
+    command.downgrade(cfg, "base")
+    command.upgrade(cfg, "0012_budget_period")
+    with Session(engine) as session, session.begin():
+        session.execute(
+            insert(Budget.__table__),
+            [
+                {"scope": "model:a", "monthly_amount": Decimal("12000.5")},
+                {"scope": "model:b", "monthly_amount": Decimal("921000000.1234")},
+            ],
+        )
+    # 0012's column held 10 places: on SQLite the stored integer is the amount times 10^10
+    if engine.dialect.name == "sqlite":
+        with engine.begin() as conn:
+            conn.exec_driver_sql("UPDATE budgets SET monthly_amount = monthly_amount * 1000000")
+    upgrade(engine)
+    with Session(engine) as session:
+        amounts = dict(session.execute(select(Budget.scope, Budget.monthly_amount)).all())
+    assert amounts == {"model:a": Decimal("12000.5"), "model:b": Decimal("921000000.1234")}
     engine.dispose()

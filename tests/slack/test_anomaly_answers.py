@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -251,3 +252,22 @@ def test_a_gpu_anomaly_carries_the_buttons_and_its_owner_accepts_its_gpu_hours(
     note = block_text(posted(slack, GAMMA_GPU)[1]["blocks"])
     assert "GPU-hours of `model:gamma` up to 40.0 a day do not alert again" in note
     assert "anomaly_expected" not in note  # the buttons were replaced by the answer
+
+
+def test_a_forged_expected_records_the_posted_amounts_not_the_payloads(
+    slack: SlackHarness,
+) -> None:
+    seed_month(slack)
+    cycle(slack, MORNING, checks=("anomalies",))
+    payload = click_payload(slack, BETA, "anomaly_expected", "U0BBB111")
+    action = payload["actions"][0]
+    posted_value = json.loads(action["value"])
+    action["value"] = json.dumps({**posted_value, "amount": "999999999", "excess": "0.01"})
+    assert slack.action(payload).status == 200
+    slack.settle()
+    with session_scope(slack.session_factory) as session:
+        row = session.scalars(select(AnomalyExpectation)).one()
+        audit = session.scalars(select(AuditLog).where(AuditLog.action == "anomaly.expected")).one()
+    assert row.amount == Decimal(posted_value["amount"])
+    assert row.excess == Decimal(posted_value["excess"])
+    assert audit.detail["amount"] == str(Decimal(posted_value["amount"]))

@@ -18,7 +18,7 @@ from tests.support.alert_walk import days
 from tests.support.budget_alerts import T0, click, cycle, seed_month
 from tests.support.outbox import let_time_pass, post_as_the_worker
 from tests.support.slack_app import SlackHarness
-from tests.support.slack_requests import view_submission
+from tests.support.slack_requests import posted_button_click, view_submission
 
 
 def posted_keys(slack: SlackHarness) -> list[str]:
@@ -199,7 +199,7 @@ def test_raise_budget_opens_a_modal_for_owners_only_and_changes_the_budget(
         audit = session.scalars(select(AuditLog).where(AuditLog.action == "budget.set")).one()
     assert budget.monthly_amount == 4500 and budget.updated_by == "U0AAA111"
     assert audit.actor == "U0AAA111" and audit.detail["before"]["monthly"].startswith("3000")
-    assert json.loads(view["private_metadata"])["scope"] == "model:alpha"
+    assert json.loads(view["private_metadata"]) == {"alert": alpha}  # the rest from the outbox
 
 
 def test_the_raise_modal_shows_the_budget_in_its_own_currency(slack: SlackHarness) -> None:
@@ -214,3 +214,84 @@ def test_the_raise_modal_shows_the_budget_in_its_own_currency(slack: SlackHarnes
     view = slack.fake.wait_for("views.open")[0].params["view"]
     shown = json.dumps(view, ensure_ascii=False)
     assert "€3,000" in shown and "$3,000" not in shown
+
+
+def forged_click(slack: SlackHarness, key: str, action_id: str, user: str, **forged: str) -> None:
+    """Click a posted alert's button with its value's fields changed (signed all the same)."""
+    channel, message = next(
+        (c, m)
+        for (c, _), m in slack.fake.messages.items()
+        if (m.get("metadata") or {}).get("event_payload", {}).get("key") == key
+    )
+    payload = posted_button_click(
+        channel,
+        message,
+        user=user,
+        action_id=action_id,
+        block_id="budget_alert_actions",
+        response_url=f"{slack.fake.url}respond/click",
+    )
+    action = payload["actions"][0]
+    action["value"] = json.dumps({**json.loads(action["value"]), **forged})
+    assert slack.action(payload).status == 200
+    slack.settle()
+
+
+def test_a_forged_acknowledge_records_the_alerts_own_scope_and_period(
+    slack: SlackHarness,
+) -> None:
+    seed_month(slack)
+    cycle(slack, T0)
+    alpha = "budget:model:alpha:2026-11:actual:50"
+    # an admin may silence any budget: the forged scope would be accepted if it were believed
+    forged_click(slack, alpha, "budget_ack", "U0ADMIN01", scope="team:platform", period="2025-01")
+    platform = "budget:team:platform:2026-11:forecast:100"
+    forged_click(slack, platform, "budget_snooze", "U0PPP111", period="2031-12")
+    with session_scope(slack.session_factory) as session:
+        silences = [
+            (s.budget_scope, s.period, s.kind)
+            for s in session.scalars(select(AlertSilence).order_by(AlertSilence.id))
+        ]
+        audit = [
+            (a.target, a.detail["period"])
+            for a in session.scalars(
+                select(AuditLog).where(AuditLog.action.like("budget.%")).order_by(AuditLog.id)
+            )
+        ]
+    assert silences == [("model:alpha", "2026-11", "ack"), ("team:platform", "2026-11", "snooze")]
+    assert audit == [("model:alpha", "2026-11"), ("team:platform", "2026-11")]
+
+
+def test_a_forged_raise_submission_changes_the_alerts_budget_and_replies_in_its_thread(
+    slack: SlackHarness,
+) -> None:
+    seed_month(slack)
+    cycle(slack, T0)
+    alpha = "budget:model:alpha:2026-11:actual:50"
+    click(slack, alpha, "budget_raise", "U0ADMIN01")
+    view = slack.fake.wait_for("views.open")[0].params["view"]
+    meta = json.loads(view["private_metadata"])
+    forged = {**meta, "scope": "team:platform", "channel": "C0EVIL", "ts": "1.000001"}
+    submitted = slack.action(
+        view_submission(
+            {**view, "private_metadata": json.dumps(forged)},
+            user="U0ADMIN01",
+            block="amount",
+            value="4,500",
+        )
+    )
+    assert submitted.status == 200
+    slack.settle()
+    with session_scope(slack.session_factory) as session:
+        amounts = {s: a for s, a in session.execute(select(Budget.scope, Budget.monthly_amount))}
+        posted = session.scalars(select(OutboxMessage).where(OutboxMessage.dedupe_key == alpha))
+        row = posted.one()
+    assert amounts["model:alpha"] == 4500 and amounts["team:platform"] != 4500
+    notes = [
+        c.params
+        for c in slack.fake.calls_to("chat.postMessage")
+        if "set the monthly budget" in str(c.params.get("text"))
+    ]
+    assert len(notes) == 1
+    assert (notes[0]["channel"], notes[0]["thread_ts"]) == (row.slack_channel, row.slack_ts)
+    assert "model:alpha" in notes[0]["text"]

@@ -75,7 +75,7 @@ def test_bad_budget_commands_are_specific(slack: SlackHarness) -> None:
     seed(slack, load_registry)
     before = snapshot(slack)
     for text, expected in [
-        ("budget set model:recsys lots", "'lots' is not an amount"),
+        ("budget set model:recsys lots", "`lots` is not an amount; use digits"),
         ("budget set stage:gpu 100", "stage must be one of"),
         ("budget set model:recsys 100 --alert 50,eighty", "`--alert` takes percentages"),
         ("budget set model:recsy 100", "Did you mean `recsys`"),

@@ -235,7 +235,10 @@ def test_alerts_say_the_period_its_unit_and_what_was_spent_in_it() -> None:
         body
     )
     assert "No forecast yet: only 3 days of this week are known." in body
-    assert json.loads(blocks[-1]["elements"][0]["value"])["period"] == "w2026-11-16"
+    # the buttons carry the alert's outbox key only; the handlers read its period from the outbox
+    assert json.loads(blocks[-1]["elements"][0]["value"]) == {
+        "key": "budget:model:alpha:w2026-11-16:actual:80"
+    }
     daily = status("daily", wed, "1200")
     text, blocks = build_budget_alert(BudgetAlert(daily, "actual", 100), AlertContext("C0X"))
     assert text.startswith(":red_circle: model:alpha is over its daily budget (2026-11-18)")
@@ -246,7 +249,13 @@ def test_alerts_say_the_period_its_unit_and_what_was_spent_in_it() -> None:
     assert text == ":warning: model:alpha passed 80 % of its 2026-11 budget: $850 of $1,000 (85 %)."
     note = acknowledged_note("U1", NOW, "model:alpha", "q2026-10-01")
     assert "no more alerts for `model:alpha` in 2026-Q4 unless it is exceeded" in note
-    modal = build_raise_modal("model:alpha", "w2026-11-16", Decimal(1000), "USD", {})
+    modal = build_raise_modal(
+        "model:alpha",
+        "w2026-11-16",
+        Decimal(1000),
+        "USD",
+        "budget:model:alpha:w2026-11-16:actual:80",
+    )
     assert modal["blocks"][1]["label"]["text"] == "New weekly budget"
 
 

@@ -293,7 +293,7 @@ def case_unallocated_alert(draw: Any) -> Built:
 
 def case_raise_modal(draw: Any) -> Built:
     return alert_blocks.build_raise_modal(
-        draw(hostile(250)), "2026-11", draw(money), "USD", {"channel": VALID_CHANNEL, "ts": "1.2"}
+        draw(hostile(250)), "2026-11", draw(money), "USD", "budget:model:x:2026-11:actual:50"
     )
 
 

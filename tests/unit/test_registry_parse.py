@@ -45,6 +45,11 @@ def test_the_documented_example_parses() -> None:
             "registry:5: models.0.team: unknown team 'rankng'",
         ),
         ("monthly: 40000", "monthly: -5", "registry:14: budgets.1.monthly:"),
+        (
+            "monthly: 40000",
+            "monthly: 1000000000000.01",
+            "registry:14: budgets.1.monthly: 1,000,000,000,000.01 is over the limit",
+        ),
         ("name: checkout", "name: recsys", "registry:9: models.1.name: duplicate model 'recsys'"),
         ("owners: [U0AAA111]}", "owners: [bob]}", "registry:2: teams.0.owners"),
         ('"team:ranking"', '"team:nobody"', "registry:14: budgets.1.scope: unknown team"),

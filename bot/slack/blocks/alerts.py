@@ -106,7 +106,7 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
             f"Details: {code(command_hint(status.scope))} · {escape(ctx.basis)} cost · as of "
             f"{status.as_of.isoformat()}"
         ),
-        _budget_buttons(status),
+        _budget_buttons(alert),
     ]
     text = _budget_fallback(alert, f"{icon} {headline_md}", money)
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
@@ -188,9 +188,10 @@ def _budget_fallback(alert: BudgetAlert, lead: str, money: Callable[[Decimal], s
     )
 
 
-def _budget_buttons(status: BudgetStatus) -> dict[str, Any]:
-    """Return the Acknowledge, Snooze and Raise buttons, each carrying the scope and month."""
-    value = json.dumps({"scope": status.scope, "period": status.month.label}, ensure_ascii=False)
+def _budget_buttons(alert: BudgetAlert) -> dict[str, Any]:
+    """Return the Acknowledge, Snooze and Raise buttons, each carrying the alert's outbox key
+    (the handlers read its scope and period from the outbox, not from the click)."""
+    value = json.dumps({"key": alert.dedupe_key}, ensure_ascii=False)
     buttons = [
         (ACK_ACTION, "Acknowledge", None),
         (SNOOZE_ACTION, "Snooze 7 days", None),
@@ -463,18 +464,17 @@ def build_raise_modal(
     period: str,
     current: Decimal,
     currency: str,
-    metadata: dict[str, Any],
+    alert_key: str,
     kind: str | None = None,
 ) -> dict[str, Any]:
     """Return the Raise budget modal view (`period` is the alert's period label, `kind` the
-    budget's period now: weekly, ...; by default the alert's)."""
+    budget's period now: weekly, ...; by default the alert's). Its metadata is the alert's
+    outbox key only: the submission reads the scope and the thread from the outbox."""
     kind = kind or period_kind_of_label(period)
     return {
         "type": "modal",
         "callback_id": RAISE_CALLBACK,
-        "private_metadata": json.dumps(
-            {"scope": scope, "period": period, **metadata}, ensure_ascii=False
-        ),
+        "private_metadata": json.dumps({"alert": alert_key}, ensure_ascii=False),
         "title": {"type": "plain_text", "text": "Raise budget"},
         "submit": {"type": "plain_text", "text": "Save"},
         "close": {"type": "plain_text", "text": "Cancel"},

