@@ -19,6 +19,7 @@ from bot.cli import main
 from bot.db.engine import session_scope
 from bot.db.schema import AnomalyExpectation, AuditLog, OutboxMessage
 from tests.support.budget_alerts import cycle, seed_month
+from tests.support.outbox import let_time_pass
 from tests.support.slack_app import SlackHarness
 from tests.support.slack_requests import posted_button_click
 
@@ -86,6 +87,7 @@ def test_posts_name_their_drivers_carry_the_buttons_and_survive_429_and_500(
     cycle(slack, MORNING, checks=("anomalies",))
     slack.fake.fail("chat.postMessage", 500, times=1)
     for minutes in (5, 60, 120):
+        let_time_pass(slack.session_factory, dt.timedelta(minutes=minutes))  # the retry is due
         cycle(slack, MORNING + dt.timedelta(minutes=minutes), checks=("anomalies",))
     keys = [
         m["metadata"]["event_payload"]["key"]
