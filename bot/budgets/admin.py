@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from bot.db.engine import dialect_insert
 from bot.db.locks import claim_row, hold_registry_lock
@@ -148,8 +149,8 @@ def _insert(
 ) -> Budget | None:
     """Create the budget unless a concurrent change just did; return it (None: it exists)."""
     model_name, team_name, stage = parse_scope(spec.scope)
-    inserted = session.execute(
-        dialect_insert(session)(Budget)
+    inserted = session.scalar(
+        dialect_insert(session)(Budget.__table__)
         .values(
             scope=spec.scope,
             model_name=model_name,
@@ -163,9 +164,12 @@ def _insert(
             currency=currency,
         )
         .on_conflict_do_nothing(index_elements=["scope"])
+        .returning(Budget.id)
     )
-    if inserted.rowcount != 1:  # type: ignore[attr-defined]
+    if inserted is None:
         return None
-    return session.scalars(
+    budget = session.scalars(
         select(Budget).where(Budget.scope == spec.scope).execution_options(populate_existing=True)
     ).one()
+    set_committed_value(budget, "monthly_amount", spec.per_period)  # as typed, for the audit
+    return budget
