@@ -9,6 +9,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from bot.config import Settings
+from bot.db.locks import hold_registry_lock
 from bot.db.schema import Admin, AuditLog, Budget, MLModel, Owner, RegistrySetting, Team
 from bot.ingest.attribution import NAMESPACE_TAG, AttributionRules, ModelMatcher, StageRule
 from bot.ingest.attribution import normalize_tag_key as _norm
@@ -44,6 +45,7 @@ def import_registry(
     `kept` names entities whose Slack-side changes the spec kept; the audit record says so.
     A budget without a `currency` gets `default_currency` (the organisation's, MLCOST_CURRENCY).
     """
+    hold_registry_lock(session, exclusive=True)  # Slack changes wait for this transaction
     changes = {"created": 0, "updated": 0, "removed": 0}
     teams = _sync_teams(spec, session, changes)
     _sync_models(spec, session, teams, changes)
