@@ -63,6 +63,16 @@ class Settings(BaseSettings):
     )
 
     poll_sources: str = Field(default="", validation_alias="MLCOST_POLL_SOURCES")
+    # a poll gives up a source's read after this; OpenCost's whole fetch, and its answer's size
+    poll_source_timeout_seconds: float = Field(
+        default=900.0, gt=0, validation_alias="MLCOST_POLL_SOURCE_TIMEOUT_SECONDS"
+    )
+    opencost_timeout_seconds: float = Field(
+        default=300.0, gt=0, validation_alias="MLCOST_OPENCOST_TIMEOUT_SECONDS"
+    )
+    opencost_max_bytes: int = Field(
+        default=512 * 1024 * 1024, gt=0, validation_alias="MLCOST_OPENCOST_MAX_BYTES"
+    )
     budget_cost_basis: CostBasis = Field(
         default=CostBasis.BILLED, validation_alias="MLCOST_BUDGET_COST_BASIS"
     )
@@ -75,6 +85,10 @@ class Settings(BaseSettings):
     anomaly_hour: int = Field(default=9, ge=0, le=23, validation_alias="MLCOST_ANOMALY_HOUR")
     anomaly_recheck_days: int = Field(
         default=7, ge=1, le=60, validation_alias="MLCOST_ANOMALY_RECHECK_DAYS"
+    )
+    # covered days (with some source's data) a baseline needs; its window is the 28 days before
+    anomaly_min_history_days: int = Field(
+        default=14, ge=1, le=28, validation_alias="MLCOST_ANOMALY_MIN_HISTORY_DAYS"
     )
     spot_advisor_file: Path | None = Field(
         default=None, validation_alias="MLCOST_SPOT_ADVISOR_FILE"

@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from bot.masking import mask_text
+
 # Their DEBUG output carries request signatures, Authorization headers, response_url tokens and
 # STS answers (temporary credentials): never shown, whatever -v says. Without -v they log
 # warnings only, even when serve logs its own INFO lines: slack_sdk logs each retried request's
@@ -37,7 +39,8 @@ SLACK_HOOK = re.compile(
 
 
 class Redactor:
-    """Replace each known secret value, and the credential in Slack hook URLs, in a line."""
+    """Replace each known secret value, the credential in Slack hook URLs, and whatever
+    mask_text finds (URL credentials and `?token=` parameters among them), in a line."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         found = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
@@ -49,7 +52,7 @@ class Redactor:
                 line = line.replace(secret, REDACTED)
         if "hooks.slack" in line:
             line = SLACK_HOOK.sub(r"\1" + REDACTED, line)
-        return line
+        return mask_text(line)  # URL credentials, AWS key ids, `token=...` wherever they come from
 
 
 class HumanFormatter(logging.Formatter):
@@ -115,18 +118,24 @@ def logging_settings() -> tuple[str, list[str]]:
 
 
 def poll_source_passwords(entries: str) -> list[str]:
-    """Return the passwords in MLCOST_POLL_SOURCES URLs (`opencost:http://user:pw@host`)."""
-    from urllib.parse import quote, unquote, urlsplit
+    """Return the passwords and credential query values (`?token=...`) in MLCOST_POLL_SOURCES
+    URLs (`opencost:http://user:pw@host`)."""
+    from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+    from bot.masking import is_credential_parameter
 
     found: list[str] = []
     for entry in entries.split(","):
         _kind, _, location = entry.strip().partition(":")
         try:
-            password = urlsplit(location).password
+            parts = urlsplit(location)
+            password = parts.password
         except ValueError:
             continue
-        if password:
-            found += [password, unquote(password), quote(unquote(password), safe="")]
+        values = [v for k, v in parse_qsl(parts.query) if is_credential_parameter(k)]
+        for value in [password, *values]:
+            if value:
+                found += [value, unquote(value), quote(unquote(value), safe="")]
     return list(dict.fromkeys(found))
 
 

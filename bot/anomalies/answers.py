@@ -15,13 +15,20 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
-from bot.anomalies.detect import EXPECTED, GPU_HOURS, NOT_EXPECTED, ZERO, scope_drivers
+from bot.anomalies.detect import (
+    EXPECTED,
+    GPU_HOURS,
+    NOT_EXPECTED,
+    ZERO,
+    baseline_history,
+    scope_drivers,
+)
 from bot.anomalies.drivers import Driver
 from bot.db.engine import dialect_insert
-from bot.db.schema import AnomalyExpectation, AuditLog, DailySpend
+from bot.db.schema import AnomalyExpectation, AuditLog
 from bot.errors import PermissionDenied, UsageError
 from bot.money import CostBasis
 from bot.registry.catalog import can_manage_model, find_model, is_admin, model_owner_ids
@@ -208,14 +215,11 @@ def _top_driver(
     """Return the anomaly's top driver as the ledger has it now (spend anomalies only)."""
     if ref.kind != "spend":
         return None
-    first_day = session.scalar(select(func.min(DailySpend.day)))
-    if first_day is None:
-        return None
     drivers = scope_drivers(
         session=session,
         scope=ref.scope,
         day=ref.day,
-        first_day=first_day,
+        history=baseline_history(session, day=ref.day, currency=currency),
         basis=basis,
         currency=currency,
     )

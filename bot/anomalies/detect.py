@@ -1,9 +1,12 @@
 """Spend and GPU-hour anomalies: a day far above its robust trailing baseline.
 
-The baseline is the median of the previous 14–28 days and the spread their median absolute
-deviation (scaled to a standard deviation), so one past spike does not hide the next. A day is an
-anomaly when it is more than 3.5 spreads (and at least 10 %) above the median *and* the excess is
-worth at least a minimum number of dollars, so pennies never page anyone.
+The baseline is the median of the covered days among the previous 28 and the spread their median
+absolute deviation (scaled to a standard deviation), so one past spike does not hide the next. A
+covered day is one on which the ledger holds usage from some source: a day no source had data for
+is unknown, not $0, and is left out; on a covered day, a scope without rows did spend $0. With
+fewer covered days than MLCOST_ANOMALY_MIN_HISTORY_DAYS (14 by default) a day is not judged. A
+day is an anomaly when it is more than 3.5 spreads (and at least 10 %) above the median *and* the
+excess is worth at least a minimum number of dollars, so pennies never page anyone.
 
 A spend anomaly names its drivers (bot/anomalies/drivers.py). Once an owner answers one
 "Expected", that driver's rise up to the level it reached is taken off the scope's later days of
@@ -35,7 +38,7 @@ from bot.money import CostBasis
 from bot.spend.reports import cost_column
 
 BASELINE_MAX_DAYS = 28
-BASELINE_MIN_DAYS = 14
+BASELINE_MIN_DAYS = 14  # MLCOST_ANOMALY_MIN_HISTORY_DAYS's default
 SPREADS = Decimal("3.5")
 MAD_TO_SIGMA = Decimal("1.4826")
 RELATIVE_FLOOR = Decimal("0.10")
@@ -69,9 +72,15 @@ def robust_baseline(values: Sequence[Decimal]) -> Baseline:
     return Baseline(median=median, spread=mad * MAD_TO_SIGMA, days=len(values))
 
 
-def is_anomalous(value: Decimal, baseline: Baseline, *, min_excess: Decimal) -> bool:
+def is_anomalous(
+    value: Decimal,
+    baseline: Baseline,
+    *,
+    min_excess: Decimal,
+    min_history: int = BASELINE_MIN_DAYS,
+) -> bool:
     """Return whether a value is far above its baseline and the excess matters."""
-    if baseline.days < BASELINE_MIN_DAYS:
+    if baseline.days < min_history:
         return False
     return value > baseline.ceiling and value - baseline.median >= min_excess
 
@@ -114,36 +123,66 @@ def _series(rows: Sequence[tuple[str, dt.date, Decimal]]) -> dict[str, dict[dt.d
     return series
 
 
-def _baseline_days(day: dt.date, first_day: dt.date) -> list[dt.date]:
-    start = max(first_day, day - dt.timedelta(days=BASELINE_MAX_DAYS))
-    return [start + dt.timedelta(days=i) for i in range((day - start).days)]
+def covered_days(
+    session: Session, *, start: dt.date, end: dt.date, currency: str = "USD"
+) -> list[dt.date]:
+    """Return the days in [start, end] on which the ledger holds usage billed in `currency`.
+
+    These are the days a baseline may use: on a day no source had data for, spend is unknown.
+    """
+    return list(
+        session.scalars(
+            select(DailySpend.day)
+            .where(
+                DailySpend.day >= start,
+                DailySpend.day <= end,
+                DailySpend.currency == currency,
+                JUDGED_CHARGES,
+            )
+            .distinct()
+            .order_by(DailySpend.day)
+        )
+    )
+
+
+def baseline_days(day: dt.date, covered: Sequence[dt.date]) -> list[dt.date]:
+    """Return the covered days of `day`'s baseline window (the 28 days before it), oldest first."""
+    start = day - dt.timedelta(days=BASELINE_MAX_DAYS)
+    return [d for d in covered if start <= d < day]
+
+
+def baseline_history(session: Session, *, day: dt.date, currency: str = "USD") -> list[dt.date]:
+    """Return the covered days of `day`'s baseline window, read from the ledger."""
+    start = day - dt.timedelta(days=BASELINE_MAX_DAYS)
+    return covered_days(session, start=start, end=day - dt.timedelta(days=1), currency=currency)
 
 
 def detect(
     series: Mapping[str, Mapping[dt.date, Decimal]],
     *,
     day: dt.date,
-    first_day: dt.date,
+    history: Sequence[dt.date],
     min_excess: Decimal,
+    min_history: int = BASELINE_MIN_DAYS,
     unit_cost: Mapping[str, Decimal] | None = None,
     expected: Mapping[str, Decimal] | None = None,
 ) -> list[tuple[str, Decimal, Baseline, Decimal]]:
     """Return (key, value, baseline, excess cost) for each series unusual on `day`.
 
-    `expected` (per key) is the part of the day's value answered Expected: it is taken off the
-    value before judging it (the baseline is the days' own spend, unchanged).
+    `history` holds the covered days of the baseline window: a key without a value on one of
+    them spent zero that day. `expected` (per key) is the part of the day's value answered
+    Expected: it is taken off the value before judging it (the baseline is unchanged).
     """
-    history_days = _baseline_days(day, first_day)
     found = []
     for key, values in sorted(series.items()):
-        baseline = robust_baseline([values.get(d, ZERO) for d in history_days])
+        baseline = robust_baseline([values.get(d, ZERO) for d in history])
         value = values.get(day, ZERO)
         judged = value - (expected or {}).get(key, ZERO)
         rate = (unit_cost or {}).get(key, Decimal(1))
         excess = (value - baseline.median) * rate
         judged_excess = (judged - baseline.median) * rate
         if (
-            baseline.days >= BASELINE_MIN_DAYS
+            baseline.days >= min_history
             and judged > baseline.ceiling
             and judged_excess >= min_excess
         ):
@@ -158,6 +197,7 @@ def find_anomalies(
     min_excess: Decimal,
     basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
+    min_history: int = BASELINE_MIN_DAYS,
 ) -> list[Anomaly]:
     """Find spend anomalies per model and per stage, and GPU-hour anomalies per model, on a day."""
     return find_anomalies_between(
@@ -167,6 +207,7 @@ def find_anomalies(
         min_excess=min_excess,
         basis=basis,
         currency=currency,
+        min_history=min_history,
     )
 
 
@@ -178,17 +219,54 @@ def find_anomalies_between(
     min_excess: Decimal,
     basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
+    min_history: int = BASELINE_MIN_DAYS,
 ) -> list[Anomaly]:
-    """Find the anomalies of each day in [first, last], oldest first, reading the ledger once.
+    """Find the anomalies of each day in [first, last], oldest first, reading the ledger once."""
+    return scan_anomalies(
+        session=session,
+        first=first,
+        last=last,
+        min_excess=min_excess,
+        basis=basis,
+        currency=currency,
+        min_history=min_history,
+    ).anomalies
 
-    Each day is judged exactly as `find_anomalies` judges it alone: against its own baseline.
-    Only spend billed in `currency` (the organisation's) is compared: currencies are never added.
+
+@dataclass
+class AnomalyScan:
+    """The anomalies of some days, and the scopes that could not be judged for lack of history.
+
+    `short_history` maps each scope (`model:NAME`, `stage:NAME`) that spent on a day with fewer
+    covered days of history than required to that history, in days (on the latest such day).
     """
-    first_day = session.scalar(select(func.min(DailySpend.day)))
-    if first_day is None:
-        return []
-    cost = cost_column(basis)
+
+    anomalies: list[Anomaly] = field(default_factory=list)
+    short_history: dict[str, int] = field(default_factory=dict)
+
+
+def scan_anomalies(
+    *,
+    session: Session,
+    first: dt.date,
+    last: dt.date,
+    min_excess: Decimal,
+    basis: CostBasis = CostBasis.BILLED,
+    currency: str = "USD",
+    min_history: int = BASELINE_MIN_DAYS,
+) -> AnomalyScan:
+    """Judge each day in [first, last], oldest first, reading the ledger once.
+
+    Each day is judged exactly as `find_anomalies` judges it alone: against its own baseline,
+    built from the covered days before it. Only spend billed in `currency` (the organisation's)
+    is compared: currencies are never added.
+    """
     start = first - dt.timedelta(days=BASELINE_MAX_DAYS)
+    covered = covered_days(session, start=start, end=last, currency=currency)
+    scan = AnomalyScan()
+    if not covered:
+        return scan
+    cost = cost_column(basis)
     window = [
         DailySpend.day >= start,
         DailySpend.day <= last,
@@ -223,19 +301,27 @@ def find_anomalies_between(
     spend = _series([(m, d, c) for m, d, c, _, _ in by_model])
     stages = _series(by_stage)
     gpu = _series([(m, d, g) for m, d, _, g, _ in by_model])
-    anomalies: list[Anomaly] = []
     day = first
     while day <= last:
+        history = baseline_days(day, covered)
+        if len(history) < min_history:
+            for prefix, found in (("model", spend), ("stage", stages), ("model", gpu)):
+                for name, values in found.items():
+                    if values.get(day, ZERO) > 0:
+                        scan.short_history[f"{prefix}:{name}"] = len(history)
+            day += dt.timedelta(days=1)
+            continue
         in_window = [
             r for r in by_model if day - dt.timedelta(days=BASELINE_MAX_DAYS) <= r[1] <= day
         ]
-        anomalies.extend(
+        scan.anomalies.extend(
             _anomalies_on(
                 session,
                 day,
-                first_day,
+                history,
                 min_excess,
                 in_window,
+                min_history=min_history,
                 spend=spend,
                 stages=stages,
                 gpu=gpu,
@@ -244,26 +330,29 @@ def find_anomalies_between(
             )
         )
         day += dt.timedelta(days=1)
-    for anomaly in anomalies:
+    for anomaly in scan.anomalies:
         if anomaly.kind == "spend":
             anomaly.drivers.extend(
                 scope_drivers(
                     session=session,
                     scope=anomaly.scope,
                     day=anomaly.day,
-                    first_day=first_day,
+                    history=baseline_days(anomaly.day, covered),
                     basis=basis,
                     currency=currency,
                 )
             )
-    return [
-        _with_driving_run(session, a, first_day=first_day, cost=cost, currency=currency)
-        for a in anomalies
+    scan.anomalies = [
+        _with_driving_run(
+            session, a, history=baseline_days(a.day, covered), cost=cost, currency=currency
+        )
+        for a in scan.anomalies
     ]
+    return scan
 
 
 def _with_driving_run(
-    session: Session, anomaly: Anomaly, *, first_day: dt.date, cost: Any, currency: str
+    session: Session, anomaly: Anomaly, *, history: Sequence[dt.date], cost: Any, currency: str
 ) -> Anomaly:
     """Return the anomaly naming the run that drove it (unchanged when no run rose that day)."""
     kind, _, name = anomaly.scope.partition(":")
@@ -272,7 +361,7 @@ def _with_driving_run(
     run = driving_run(
         session,
         day=anomaly.day,
-        first_day=first_day,
+        history=history,
         measure=measure,
         where=[scope == name, DailySpend.currency == currency, JUDGED_CHARGES],
     )
@@ -280,14 +369,19 @@ def _with_driving_run(
 
 
 def driving_run(
-    session: Session, *, day: dt.date, first_day: dt.date, measure: Any, where: Sequence[Any]
+    session: Session,
+    *,
+    day: dt.date,
+    history: Sequence[dt.date],
+    measure: Any,
+    where: Sequence[Any],
 ) -> RunDriver | None:
     """Return the run whose `measure` rose most on `day` over its own baseline median.
 
-    A run's baseline is the median of its days in the anomaly's baseline window (a day without
-    the run counts as zero), so a run that starts that day rises by all of its spend.
+    A run's baseline is the median of its values on the anomaly's covered history days (a
+    covered day without the run counts as zero), so a run that starts that day rises by all of
+    its spend.
     """
-    history = _baseline_days(day, first_day)
     rows = session.execute(
         select(DailySpend.run, DailySpend.day, func.sum(measure))
         .where(
@@ -339,12 +433,14 @@ def scope_drivers(
     session: Session,
     scope: str,
     day: dt.date,
-    first_day: dt.date,
+    history: Sequence[dt.date],
     basis: CostBasis = CostBasis.BILLED,
     currency: str = "USD",
 ) -> list[Driver]:
-    """Return the dimension values of a scope whose spend rose most on a day (top drivers)."""
-    history = _baseline_days(day, first_day)
+    """Return the dimension values of a scope whose spend rose most on a day (top drivers).
+
+    `history` holds the covered days of the day's baseline window (see `baseline_history`).
+    """
     cost = cost_column(basis)
     rows: list[tuple[str, str | None, dt.date, Decimal]] = []
     for dimension in DRIVER_DIMENSIONS:
@@ -454,10 +550,11 @@ def expected_spend(
 def _anomalies_on(
     session: Session,
     day: dt.date,
-    first_day: dt.date,
+    history: Sequence[dt.date],
     min_excess: Decimal,
     by_model: Sequence[Any],
     *,
+    min_history: int,
     spend: Mapping[str, Mapping[dt.date, Decimal]],
     stages: Mapping[str, Mapping[dt.date, Decimal]],
     gpu: Mapping[str, Mapping[dt.date, Decimal]],
@@ -466,6 +563,8 @@ def _anomalies_on(
 ) -> list[Anomaly]:
     """Judge one day; `by_model` holds the per-model rows of its baseline window and the day.
 
+    `history` holds the covered days of its baseline window, enough of them to judge the day.
+
     `expected` holds, per scope (`model:NAME`, `stage:NAME`) and day, the spend answered Expected;
     `accepted_gpu`, per model, the GPU-hour levels answered Expected.
     """
@@ -473,13 +572,17 @@ def _anomalies_on(
     expected = expected or {}
     # a model whose spend jumped explains its GPU-hours, even when the jump was expected
     spiked_models = {
-        hit[0] for hit in detect(spend, day=day, first_day=first_day, min_excess=min_excess)
+        hit[0]
+        for hit in detect(
+            spend, day=day, history=history, min_excess=min_excess, min_history=min_history
+        )
     }
     for model, value, baseline, excess in detect(
         spend,
         day=day,
-        first_day=first_day,
+        history=history,
         min_excess=min_excess,
+        min_history=min_history,
         expected=_on_day(expected, "model", day),
     ):
         anomaly = Anomaly("spend", f"model:{model}", day, value, baseline, excess, model)
@@ -487,8 +590,9 @@ def _anomalies_on(
     for stage, value, baseline, excess in detect(
         stages,
         day=day,
-        first_day=first_day,
+        history=history,
         min_excess=min_excess,
+        min_history=min_history,
         expected=_on_day(expected, "stage", day),
     ):
         anomaly = Anomaly("spend", f"stage:{stage}", day, value, baseline, excess)
@@ -502,11 +606,16 @@ def _anomalies_on(
     candidates = [
         hit
         for hit in detect(
-            gpu, day=day, first_day=first_day, min_excess=min_excess, unit_cost=unit_cost
+            gpu,
+            day=day,
+            history=history,
+            min_excess=min_excess,
+            min_history=min_history,
+            unit_cost=unit_cost,
         )
         if hit[0] not in spiked_models
     ]
-    workload = _workload_growth(session, [c[0] for c in candidates], day, first_day)
+    workload = _workload_growth(session, [c[0] for c in candidates], day, history)
     for model, value, baseline, excess in candidates:
         growth = workload.get(model)
         if (
@@ -518,13 +627,13 @@ def _anomalies_on(
         if any(e.covers(day) and value <= e.level for e in (accepted_gpu or {}).get(model, ())):
             continue  # its owners said this many GPU-hours a day are expected this month
         anomaly = Anomaly("gpu", f"model:{model}", day, value, baseline, excess, model)
-        anomaly.resources.extend(_gpu_resource_growth(session, model, day, first_day))
+        anomaly.resources.extend(_gpu_resource_growth(session, model, day, history))
         anomalies.append(anomaly)
     return anomalies
 
 
 def _workload_growth(
-    session: Session, models: list[str], day: dt.date, first_day: dt.date
+    session: Session, models: list[str], day: dt.date, history: Sequence[dt.date]
 ) -> dict[str, Decimal]:
     """Return the value-metric units on `day` relative to their baseline median, per model."""
     if not models:
@@ -540,17 +649,19 @@ def _workload_growth(
     ).all()
     growth = {}
     for model, values in _series(rows).items():
-        baseline = robust_baseline([values.get(d, ZERO) for d in _baseline_days(day, first_day)])
+        baseline = robust_baseline([values.get(d, ZERO) for d in history])
         if baseline.median > 0 and day in values:
             growth[model] = values[day] / baseline.median
     return growth
 
 
 def _gpu_resource_growth(
-    session: Session, model: str, day: dt.date, first_day: dt.date, limit: int = 3
+    session: Session, model: str, day: dt.date, history: Sequence[dt.date], limit: int = 3
 ) -> list[tuple[str, Decimal, bool]]:
-    """Return the resources whose GPU-hours grew most on `day`, flagging ones never seen before."""
-    history = _baseline_days(day, first_day)
+    """Return the resources whose GPU-hours grew most on `day`, flagging ones never seen before.
+
+    A resource's usual is its GPU-hours over the covered `history` days, per day.
+    """
     if not history:
         return []
     resource = func.coalesce(DailySpend.resource_id, DailySpend.service)

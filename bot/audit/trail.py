@@ -7,6 +7,11 @@ actions, and answers to anomaly posts (`anomaly.expected`, `anomaly.not_expected
 (`model:recsys`, also an anomaly's scope), an organisation-wide stage (`stage:training`, an
 anomaly's), a review key (`review:2026-10:ranking[:model:recsys]`), a resource finding's key
 (`account/region/kind/id`) or `registry`; their `detail` holds what changed.
+
+A registry import leaves one `registry.import` record (its id is the import's id) and one
+record per team, model, owner list, budget and the settings it changed
+(`registry.budget.update` ...), each with `detail.import` naming that id.
+Budget amounts are stored as decimal strings; they are shown as money in the budget's currency.
 """
 
 from __future__ import annotations
@@ -16,17 +21,24 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import AuditLog, MLModel, ResourceFindingRecord, Team
+from bot.db.schema import AuditLog, Budget, MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
+from bot.money import format_money_places
 
 MAX_LIMIT = 10_000
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 MODEL, TEAM = "model", "team"
+# The records whose before/after hold a budget's amount, and the keys that name it.
+MONEY_ACTIONS = frozenset(
+    {"budget.set", "registry.budget.create", "registry.budget.update", "registry.budget.remove"}
+)
+MONEY_KEYS = ("monthly", "amount")
 
 
 @dataclass(frozen=True)
@@ -41,10 +53,19 @@ class AuditEntry:
     before: Any
     after: Any
     detail: dict[str, Any]
+    currency: str = "USD"  # the budget's (else the organisation's), when the record names none
+
+    @property
+    def money_currency(self) -> str:
+        """Return the currency of the record's amounts: the record's own, else `currency`."""
+        for values in (self.after, self.before):
+            if isinstance(values, dict) and values.get("currency"):
+                return str(values["currency"])
+        return self.currency
 
     def as_json(self) -> dict[str, Any]:
-        """Return the full record, JSON-ready (values exactly as stored)."""
-        return {
+        """Return the full record, JSON-ready (amounts as exact decimal strings, with currency)."""
+        record = {
             "id": self.id,
             "at": self.at.astimezone(dt.UTC).isoformat(),
             "actor": self.actor,
@@ -54,6 +75,9 @@ class AuditEntry:
             "after": self.after,
             "detail": self.detail,
         }
+        if self.action in MONEY_ACTIONS:
+            record["currency"] = self.money_currency
+        return record
 
 
 @dataclass(frozen=True)
@@ -129,7 +153,47 @@ def changed_only(before: Any, after: Any) -> tuple[Any, Any]:
 def change_line(entry: AuditEntry, limit: int = 80) -> str:
     """Return `before → after` (only what changed; a value with no before is just `→ after`)."""
     before, after = changed_only(entry.before, entry.after)
+    if entry.action in MONEY_ACTIONS:
+        currency = entry.money_currency
+        before, after = _as_money(before, currency), _as_money(after, currency)
     return f"{compact(before, limit)} → {compact(after, limit)}"
+
+
+def money_text(text: Any, currency: str) -> str:
+    """Render a stored amount as money, exact: `$83,183`, `€2,500.50` (cents only if it has)."""
+    try:
+        value = Decimal(str(text))
+    except ArithmeticError:
+        return str(text)
+    if not value.is_finite():
+        return str(text)
+    exponent = value.normalize().as_tuple().exponent
+    places = 0 if not isinstance(exponent, int) or exponent >= 0 else max(2, -exponent)
+    return format_money_places(value, currency, places)
+
+
+def _as_money(values: Any, currency: str) -> Any:
+    """Return a budget's values with its amount as money."""
+    if not isinstance(values, dict):
+        return values
+    return {
+        key: money_text(value, currency) if key in MONEY_KEYS and value is not None else value
+        for key, value in values.items()
+    }
+
+
+def _exact(values: Any) -> Any:
+    """Return a budget's values with its amount as an exact decimal string (`12000`, not
+    `12000.0000000000`)."""
+    if not isinstance(values, dict):
+        return values
+    out = dict(values)
+    for key in MONEY_KEYS:
+        try:
+            out[key] = format(Decimal(str(out[key])).normalize(), "f")
+        except (KeyError, ArithmeticError):
+            continue
+    return out
 
 
 def _like(text: str) -> str:
@@ -225,9 +289,15 @@ def audit_trail(
     actor: str | None = None,
     subject: str | None = None,
     subject_kind: str | None = None,
+    import_id: int | None = None,
     limit: int = 50,
+    currency: str = "USD",
 ) -> AuditPage:
-    """Return the newest changes matching the filters (days inclusive, UTC), newest first."""
+    """Return the newest changes matching the filters (days inclusive, UTC), newest first.
+
+    `import_id` keeps one registry import's records; `currency` is the organisation's, for
+    budget amounts whose record and budget do not name one.
+    """
     if not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}")
     if since is not None and until is not None and until < since:
@@ -241,6 +311,10 @@ def audit_trail(
         conditions.append(AuditLog.actor == actor.strip().lstrip("@"))
     if subject is not None:
         conditions.append(subject_condition(session, subject, subject_kind))
+    if import_id is not None:
+        conditions.append(
+            or_(AuditLog.id == import_id, AuditLog.detail["import"].as_integer() == import_id)
+        )
     total = session.scalar(select(func.count(AuditLog.id)).where(*conditions)) or 0
     rows = session.scalars(
         select(AuditLog)
@@ -248,17 +322,34 @@ def audit_trail(
         .order_by(AuditLog.at.desc(), AuditLog.id.desc())
         .limit(limit)
     ).all()
-    return AuditPage([_entry(row) for row in rows], int(total))
+    currencies = _budget_currencies(session, rows)
+    entries = [_entry(row, currencies.get(row.target, currency)) for row in rows]
+    return AuditPage(entries, int(total))
+
+
+def _budget_currencies(session: Session, rows: Sequence[AuditLog]) -> dict[str, str]:
+    """Return the currency of each budget the rows change (a budget keeps its currency)."""
+    scopes = {row.target for row in rows if row.action in MONEY_ACTIONS}
+    if not scopes:
+        return {}
+    query = select(Budget.scope, Budget.currency).where(Budget.scope.in_(scopes))
+    return {scope: code for scope, code in session.execute(query)}
 
 
 def _midnight(day: dt.date) -> dt.datetime:
     return dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
 
 
-def _entry(row: AuditLog) -> AuditEntry:
+def _entry(row: AuditLog, currency: str) -> AuditEntry:
     detail = dict(row.detail or {})
+    if row.action in MONEY_ACTIONS:
+        for side in ("before", "after"):
+            if isinstance(detail.get(side), dict):
+                detail[side] = _exact(detail[side])
     before, after = split_detail(row.action, detail)
-    return AuditEntry(row.id, row.at, row.actor, row.action, row.target, before, after, detail)
+    return AuditEntry(
+        row.id, row.at, row.actor, row.action, row.target, before, after, detail, currency
+    )
 
 
 def entries_as_json(entries: Sequence[AuditEntry]) -> list[dict[str, Any]]:

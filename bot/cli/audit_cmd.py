@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 SUBJECTS = """subjects:
   model:recsys, team:ranking/stage:training, a resource key ...  that exact subject
   recsys                                                         the model or team of that name:
-      its budgets, owners, sign-offs, reviews, resource findings (a team: its models' too)"""
+      its budgets, owners, sign-offs, reviews, resource findings (a team: its models' too)
+A registry import records each team, model, owner list and budget it changed; --import ID
+(printed by `mlcost registry import`) lists one import as a whole."""
 
 
 def register(commands: Any) -> None:
@@ -31,6 +33,13 @@ def register(commands: Any) -> None:
     audit.add_argument("--until", type=day_argument, help="last day, inclusive")
     audit.add_argument("--actor", help="who made the change (a Slack user ID, cli, mlcost...)")
     audit.add_argument("--subject", help="a model, team, budget scope or resource (see below)")
+    audit.add_argument(
+        "--import",
+        dest="import_id",
+        type=_positive,
+        metavar="ID",
+        help="one registry import's changes (its id is printed by `mlcost registry import`)",
+    )
     audit.add_argument("--format", choices=["table", "json"], default="table")
     audit.add_argument("--limit", type=_positive, default=50, help="at most N changes (50)")
     audit.set_defaults(handler=run)
@@ -58,7 +67,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             until=args.until,
             actor=args.actor,
             subject=args.subject,
+            import_id=args.import_id,
             limit=args.limit,
+            currency=ctx.settings.currency,
         )
     if args.format == "json":
         print(json.dumps([entry.as_json() for entry in page.entries], indent=2, default=str))

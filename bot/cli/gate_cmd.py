@@ -104,7 +104,7 @@ def write_step_summary(result: GateResult) -> None:
 
 def post_result(ctx: CliContext, result: GateResult, *, out: Any) -> None:
     """Record the result in the outbox for the model's channel; deliver it when a token is set."""
-    from bot.notify.delivery import deliver_pending
+    from bot.notify.delivery import deliver_pending, outbox_lease
     from bot.notify.messages import GateResultMessage
     from bot.notify.outbox import enqueue_message
     from bot.registry.catalog import find_model
@@ -141,9 +141,9 @@ def post_result(ctx: CliContext, result: GateResult, *, out: Any) -> None:
     delivery = deliver_pending(
         session_factory=services.session_factory,
         notifier=services.notifier,
-        clock=services.clock,
         find_posted=services.find_posted,
         kinds=(POST_KIND,),
+        lease=outbox_lease(services.settings),
     )
     print(
         f"delivered {len(delivery.delivered)}, found already posted {len(delivery.recovered)}, "

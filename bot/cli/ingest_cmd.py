@@ -131,6 +131,8 @@ def run_opencost(args: argparse.Namespace, ctx: CliContext) -> int:
         window=args.window,
         aggregate=args.aggregate,
         default_currency=ctx.settings.currency,
+        timeout=ctx.settings.opencost_timeout_seconds,
+        max_bytes=ctx.settings.opencost_max_bytes,
     )
     return _run(source, ctx)
 

@@ -68,7 +68,6 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         find_posted=services.find_posted if delivering else None,
         checks=checks,
         dry_run=args.dry_run,
-        clock=services.clock,  # fetching takes time: lease from the clock at claim time
         progress=progress.task,
     )
     print_cycle(report, dry_run=args.dry_run, delivering=delivering)
@@ -92,6 +91,8 @@ def print_cycle(report: CycleReport, *, dry_run: bool, delivering: bool) -> None
         print(f"  {post.channel:<12} {plain(post.text)}")
     for key in report.unroutable:
         print(f"  no channel for {key}: set the model's or team's channel, or finops_channel")
+    if report.short_history:
+        print(short_history_line(report.short_history, report.min_history_days))
     if dry_run:
         return
     print(f"{report.queued} queued in the outbox")
@@ -107,3 +108,15 @@ def print_cycle(report: CycleReport, *, dry_run: bool, delivering: bool) -> None
             "SLACK_BOT_TOKEN is not set: nothing was posted; `mlcost serve` (or a poll with "
             "the token) delivers what is queued"
         )
+
+
+def short_history_line(short_history: dict[str, int], min_days: int, limit: int = 10) -> str:
+    """Return the line naming the scopes not judged for anomalies for lack of history."""
+    scopes = sorted(short_history)
+    named = ", ".join(
+        f"{scope} ({short_history[scope]} day{'' if short_history[scope] == 1 else 's'})"
+        for scope in scopes[:limit]
+    )
+    more = f", and {len(scopes) - limit} more" if len(scopes) > limit else ""
+    count = f"{len(scopes)} scope{'' if len(scopes) == 1 else 's'}"
+    return f"anomalies: skipped {count} with less than {min_days} days of history: {named}{more}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,18 +101,31 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
             if plan.refusals and not args.yes:
                 print(f"without --yes the import would be refused: {'; '.join(plan.refusals)}")
             return 0
-        import_registry(
+        result = import_registry(
             plan.spec,
             session=session,
-            actor="cli",
+            actor=cli_actor(),
             kept=kept_entities(plan.kept),
             default_currency=ctx.settings.currency,
         )
+    counts = result.counts()
     print(
         f"registry {source}: {summary}; {counts['created']} created, "
         f"{counts['updated']} updated, {counts['removed']} removed"
     )
+    if result.import_id is not None:
+        print(f"audited as import {result.import_id}: mlcost audit --import {result.import_id}")
     return 0
+
+
+def cli_actor() -> str:
+    """Return who runs the command, as the audit log names them: `cli:<login>` (else `cli`)."""
+    try:
+        login = getpass.getuser()
+    except (OSError, KeyError):  # no login name in the environment or the password database
+        return "cli"
+    login = "".join(c for c in login if c.isprintable() and not c.isspace())
+    return f"cli:{login}"[:40] if login else "cli"
 
 
 def run_export(args: argparse.Namespace, ctx: CliContext) -> int:

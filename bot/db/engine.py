@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL, make_url
@@ -24,6 +25,21 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 def dialect_insert(session: Session) -> Any:
     """Return the session's dialect `insert`, which has ON CONFLICT (upserts, insert-if-absent)."""
     return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+
+
+def database_now(session: Session) -> dt.datetime:
+    """Return the database's clock (aware, UTC): the time every process and host agrees on.
+
+    Leases and retry times several processes compare are taken from it, never from the host's
+    clock, which may drift. SQLite's CURRENT_TIMESTAMP has whole seconds, so its clock is read
+    with milliseconds; PostgreSQL's clock_timestamp() is the time now, not the transaction's
+    start.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        now = session.execute(select(func.strftime("%Y-%m-%d %H:%M:%f", "now"))).scalar_one()
+        return dt.datetime.fromisoformat(str(now)).replace(tzinfo=dt.UTC)
+    value: dt.datetime = session.execute(select(func.clock_timestamp())).scalar_one()
+    return value.astimezone(dt.UTC)
 
 
 class DatabaseError(MlcostError):

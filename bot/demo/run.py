@@ -88,7 +88,7 @@ def show_registry(services: AppServices) -> None:
     with services.unit_of_work() as session:
         changes = import_registry(
             spec, session=session, actor="demo", default_currency=services.settings.currency
-        )
+        ).counts()
     print(
         f"{len(spec.teams)} teams, {len(spec.models)} models, {len(spec.budgets)} budgets "
         f"({changes['created']} created, {changes['updated']} updated)"

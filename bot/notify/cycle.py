@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
@@ -21,11 +21,11 @@ from bot.db.engine import session_scope
 from bot.errors import MlcostError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress, SpendSource
-from bot.notify.delivery import DeliveryReport, deliver_pending
+from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_lease
 from bot.notify.outbox import FindPosted, PlannedPost, enqueue_many
 from bot.notify.plan import ALL_CHECKS, CycleReport, plan_alerts
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
-from bot.notify.sources import source_name
+from bot.notify.sources import DeadlineSource, source_name
 from bot.periods import local_today
 from bot.slack.notifier import Notifier
 
@@ -65,11 +65,13 @@ def fetch_sources(
     *,
     now: dt.datetime | None = None,
     progress: StartTask | None = None,
+    timeout: float | None = None,
 ) -> None:
     """Ingest each source in its own transaction; a failing source does not stop the cycle.
 
     Whatever a source raises is logged (with its traceback unless it is one of our own
     explained errors, credentials masked) and recorded for /healthz until it is next fetched.
+    A source still reading after `timeout` seconds is given up (MLCOST_POLL_SOURCE_TIMEOUT_SECONDS).
     """
     at = now or dt.datetime.now(dt.UTC)
     for source in sources:
@@ -79,7 +81,8 @@ def fetch_sources(
                 _step(progress, f"poll: read {name}") as bar,
                 session_scope(session_factory) as session,
             ):
-                report.fetched.append(ingest(source, session=session, progress=bar))
+                reader = source if timeout is None else DeadlineSource(source, timeout)
+                report.fetched.append(ingest(reader, session=session, progress=bar))
                 clear_source_failure(session=session, source=name)
         except Exception as exc:
             if isinstance(exc, MlcostError):
@@ -117,18 +120,25 @@ def run_cycle(
     find_posted: FindPosted | None = None,
     checks: Sequence[str] = ALL_CHECKS,
     dry_run: bool = False,
-    clock: Callable[[], dt.datetime] | None = None,
     progress: StartTask | None = None,
 ) -> CycleReport:
     """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending.
 
-    Delivery reads `clock` when it claims each message (fetching may take minutes); without one
-    it delivers as of `now`. `progress` is shown each source's read and each step.
+    Delivery leases by the database's clock, read as it claims each message (fetching may take
+    minutes, and this host's clock may be off). `progress` is shown each source's read and each
+    step.
     """
     day = as_of or default_as_of(now, settings.timezone)
     fetched = CycleReport(as_of=day)
     if not dry_run:
-        fetch_sources(session_factory, sources, fetched, now=now, progress=progress)
+        fetch_sources(
+            session_factory,
+            sources,
+            fetched,
+            now=now,
+            progress=progress,
+            timeout=settings.poll_source_timeout_seconds,
+        )
     with (
         _step(progress, f"poll: check {', '.join(checks)} as of {day}"),
         session_scope(session_factory) as session,
@@ -143,8 +153,6 @@ def run_cycle(
                 session_factory=session_factory,
                 settings=settings,
                 notifier=notifier,
-                now=None if clock is not None else now,
-                clock=clock,
                 find_posted=find_posted,
             )
     return report
@@ -156,17 +164,15 @@ def deliver_outbox(
     settings: Settings,
     notifier: Notifier,
     now: dt.datetime | None = None,
-    clock: Callable[[], dt.datetime] | None = None,
     find_posted: FindPosted | None = None,
 ) -> DeliveryReport:
-    """Deliver every pending outbox message that is due (as of `now`, or by `clock`)."""
+    """Deliver every pending outbox message that is due (by the database's clock, or at `now`)."""
     return deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
         now=now,
-        clock=clock,
         find_posted=find_posted,
-        lease=dt.timedelta(seconds=settings.outbox_lease_seconds),
+        lease=outbox_lease(settings),
     )
 
 

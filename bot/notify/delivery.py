@@ -2,9 +2,13 @@
 
 Delivery never holds a database lock across the network call. A worker claims a message (status
 `sending`, a lease, attempts + 1) in one short transaction, posts it with the dedupe key in the
-message metadata, and records the result in another. The lease runs from the clock at claim
-time. A message whose worker died mid-post, or whose post failed in a way that may still have
-posted (a timeout, a 5xx), is retried; before posting again the worker looks for the key in the
+message metadata, and records the result in another. Leases and retry times come from the
+database's clock, read in the transaction that writes or compares them: processes on hosts whose
+clocks disagree see the same leases, so none re-claims a message another is still posting. Every
+delivery path leases for MLCOST_OUTBOX_LEASE_SECONDS (`outbox_lease`).
+
+A message whose worker died mid-post, or whose post failed in a way that may still have posted
+(a timeout, a 5xx), is retried; before posting again the worker looks for the key in the
 channel's history (a thread reply: in its thread's replies), so a post that did reach Slack is
 not sent twice. What a failed lookup means depends on why it failed:
 
@@ -28,7 +32,6 @@ parent and its reason).
 from __future__ import annotations
 
 import datetime as dt
-import http.client
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,10 +40,11 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
-from bot.db.engine import session_scope
+from bot.config import Settings
+from bot.db.engine import database_now, session_scope
 from bot.db.schema import OutboxMessage, OutboxStatus
 from bot.notify.outbox import METADATA_EVENT, FindPosted
-from bot.slack.guard import MessageTooLarge
+from bot.slack.errors import describe, is_permanent, is_transient, send_shrinking
 from bot.slack.notifier import Notifier, Posted
 
 log = logging.getLogger(__name__)
@@ -49,35 +53,9 @@ log = logging.getLogger(__name__)
 LEASE = dt.timedelta(minutes=2)
 
 
-# Slack errors that no retry will fix: the message is marked failed and logged.
-PERMANENT_ERRORS = frozenset(
-    {
-        "channel_not_found",
-        "is_archived",
-        "not_in_channel",
-        "invalid_blocks",
-        "invalid_blocks_format",
-        "msg_too_long",
-        "no_text",
-        "invalid_metadata_format",
-        "invalid_metadata_schema",
-        "metadata_too_large",
-        "too_many_attachments",
-    }
-)
-
-
-# History-lookup errors that mean "Slack cannot answer now", besides 429, 5xx and network errors:
-# the lookup is tried again later instead of being taken as "not found".
-TRANSIENT_LOOKUP_ERRORS = frozenset(
-    {
-        "ratelimited",
-        "internal_error",
-        "fatal_error",
-        "service_unavailable",
-        "request_timeout",
-    }
-)
+def outbox_lease(settings: Settings) -> dt.timedelta:
+    """Return how long a claimed message is held before another worker may claim it."""
+    return dt.timedelta(seconds=settings.outbox_lease_seconds)
 
 
 @dataclass
@@ -104,43 +82,12 @@ class LookupDeferred(Exception):
     """A history lookup failed for now: whether an earlier attempt posted is not known yet."""
 
     def __init__(self, cause: Exception) -> None:
-        super().__init__(
-            f"could not look for an earlier post, will look again: {_error_text(cause)}"
-        )
+        super().__init__(f"could not look for an earlier post, will look again: {describe(cause)}")
         self.cause = cause
 
 
-def _is_transient_lookup_error(exc: Exception) -> bool:
-    if isinstance(exc, OSError | http.client.HTTPException):  # timeouts, URLError, resets
-        return True
-    response: Any = getattr(exc, "response", None)
-    status = getattr(response, "status_code", None)
-    if isinstance(status, int) and (status == 429 or status >= 500):
-        return True
-    error = response.get("error") if response is not None and hasattr(response, "get") else None
-    return error in TRANSIENT_LOOKUP_ERRORS
-
-
-def _is_permanent(exc: Exception) -> bool:
-    if isinstance(exc, MessageTooLarge):
-        return True
-    response: Any = getattr(exc, "response", None)
-    error = response.get("error") if response is not None and hasattr(response, "get") else None
-    return error in PERMANENT_ERRORS
-
-
-def _error_text(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    code = getattr(response, "status_code", None)
-    return f"{type(exc).__name__}{f' ({code})' if code else ''}: {str(exc)[:300]}"
-
-
-def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def _fixed(at: dt.datetime) -> Callable[[], dt.datetime]:
-    return lambda: at
+# The time a delivery step reads in its transaction: the database's clock, or a fixed time.
+TimeIn = Callable[[Session], dt.datetime]
 
 
 def deliver_pending(
@@ -148,7 +95,6 @@ def deliver_pending(
     session_factory: sessionmaker[Session],
     notifier: Notifier,
     now: dt.datetime | None = None,
-    clock: Callable[[], dt.datetime] | None = None,
     find_posted: FindPosted | None = None,
     limit: int = 200,
     kinds: tuple[str, ...] | None = None,
@@ -161,26 +107,23 @@ def deliver_pending(
     fails for now: the message is not posted until a lookup has answered. A permanent failure
     (unknown channel, invalid blocks) marks the message failed and moves on.
 
-    The clock is read at each claim (the lease), failure (the retry time) and delivery, so a
-    caller that took a while before delivering never claims with an already-expired lease. A
-    fixed `now` (tests, the demo) stands for a clock that does not move; with neither, the
-    system clock is used.
+    The database's clock is read at each claim (the lease), failure (the retry time) and
+    delivery, so neither a host whose clock drifted nor a caller that took a while before
+    delivering claims with a lease that already ran out. A fixed `now` (tests, the demo) stands
+    for a clock that does not move.
     """
-    if clock is None:
-        clock = _utcnow if now is None else _fixed(now)
-    elif now is not None:
-        raise TypeError("deliver_pending takes now or clock, not both")
+    time_in: TimeIn = database_now if now is None else (lambda _session: now)
     report = DeliveryReport()
     with session_scope(session_factory) as session:
         report.dead += fail_orphaned_replies(session)
     for _ in range(limit):
-        claim = _claim(session_factory, clock(), kinds, lease)
+        claim = _claim(session_factory, time_in, kinds, lease)
         if claim is None:
             break
         try:
             posted = _send(notifier, find_posted, claim, report)
         except Exception as exc:
-            permanent, orphans = _record_failure(session_factory, claim, exc, clock)
+            permanent, orphans = _record_failure(session_factory, claim, exc, time_in)
             if permanent:
                 report.dead.append(claim.key)
                 report.dead += orphans
@@ -191,7 +134,7 @@ def deliver_pending(
             row = session.get(OutboxMessage, claim.id)
             if row is not None:
                 row.status = OutboxStatus.DELIVERED
-                row.delivered_at = clock()
+                row.delivered_at = time_in(session)
                 row.slack_ts = posted.ts
                 row.slack_channel = posted.channel
                 row.last_error = None
@@ -222,22 +165,24 @@ def _send(
             report.recovered.append(claim.key)
             return posted
     text, blocks = claim.payload["text"], claim.payload["blocks"]
-    return _post(notifier, claim.channel, text, blocks, claim.thread_ts, claim.key)
+    return send_shrinking(
+        lambda t, b: _post(notifier, claim.channel, t, b, claim.thread_ts, claim.key), text, blocks
+    )
 
 
 def _record_failure(
     session_factory: sessionmaker[Session],
     claim: Claim,
     exc: Exception,
-    clock: Callable[[], dt.datetime],
+    time_in: TimeIn,
 ) -> tuple[bool, list[str]]:
     """Record why a claimed message was not delivered; return (permanent, orphaned replies)."""
     key, attempts = claim.key, claim.attempts
-    permanent = _is_permanent(exc)
+    permanent = is_permanent(exc)
     if isinstance(exc, LookupDeferred):  # wait as the failed lookup was told
         reason, delay_of = str(exc), exc.cause
     else:
-        reason, delay_of = _error_text(exc), exc
+        reason, delay_of = describe(exc), exc
     log.log(
         logging.ERROR if permanent else logging.WARNING,
         "outbox %s not delivered (attempt %d%s): %s",
@@ -263,7 +208,9 @@ def _record_failure(
         if row is not None:
             row.status = OutboxStatus.FAILED if permanent else OutboxStatus.PENDING
             row.last_error = reason
-            row.next_attempt_at = None if permanent else clock() + _retry_delay(delay_of, attempts)
+            row.next_attempt_at = (
+                None if permanent else time_in(session) + _retry_delay(delay_of, attempts)
+            )
         if permanent:
             session.flush()
             orphans = fail_orphaned_replies(session)
@@ -281,12 +228,12 @@ def _look_up(
     try:
         return find_posted(channel, key, since, thread_ts)
     except Exception as exc:
-        if _is_transient_lookup_error(exc):
+        if is_transient(exc):
             raise LookupDeferred(exc) from exc
         # the channel cannot be read (no history scope, not a member of a public channel posted
         # to through chat:write.public): that says nothing about the post, so post
         log.warning(
-            "outbox %s: could not look for an earlier post, posting: %s", key, _error_text(exc)
+            "outbox %s: could not look for an earlier post, posting: %s", key, describe(exc)
         )
         return None
 
@@ -359,12 +306,13 @@ def _due(now: dt.datetime, kinds: tuple[str, ...] | None) -> Select[OutboxMessag
 
 def _claim(
     factory: sessionmaker[Session],
-    now: dt.datetime,
+    time_in: TimeIn,
     kinds: tuple[str, ...] | None,
     lease: dt.timedelta,
 ) -> Claim | None:
     """Claim the next due message (a lease, attempts + 1), or return None when none is due."""
     with session_scope(factory) as session:
+        now = time_in(session)  # the lease is read and written by the same clock
         query = _due(now, kinds)
         if session.get_bind().dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)

@@ -15,7 +15,7 @@ from decimal import Decimal
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from bot.anomalies.detect import Anomaly, find_anomalies_between
+from bot.anomalies.detect import scan_anomalies
 from bot.budgets.drivers import Drivers, top_drivers
 from bot.budgets.evaluate import evaluate_budgets, ledger_first_day
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
@@ -54,6 +54,9 @@ class CycleReport:
     fetched: list[IngestReport] = field(default_factory=list)
     fetch_errors: list[str] = field(default_factory=list)
     delivery: DeliveryReport | None = None
+    # scopes not judged for anomalies for lack of covered history -> their days of history
+    short_history: dict[str, int] = field(default_factory=dict)
+    min_history_days: int = 0
 
 
 def load_silences(
@@ -158,22 +161,30 @@ def plan_budget_posts(
 
 def plan_anomaly_posts(
     *, session: Session, settings: Settings, as_of: dt.date, router: Router
-) -> tuple[list[PlannedPost], list[str]]:
-    """Find the anomalies of the trailing re-check window and return (posts, unroutable keys).
+) -> tuple[list[PlannedPost], list[str], dict[str, int]]:
+    """Find the anomalies of the trailing re-check window; return (posts, unroutable keys,
+    the scopes not judged for lack of history with their covered days of history).
 
     Every run re-checks the last MLCOST_ANOMALY_RECHECK_DAYS days, not only as_of: spend that
     arrives late or is restated is judged again. Keys (per kind, scope and day) stop repeats.
     """
-    anomalies: Sequence[Anomaly] = find_anomalies_between(
+    scan = scan_anomalies(
         session=session,
         first=as_of - dt.timedelta(days=settings.anomaly_recheck_days - 1),
         last=as_of,
         min_excess=settings.anomaly_min_dollars,
         basis=settings.budget_cost_basis,
         currency=settings.currency,
+        min_history=settings.anomaly_min_history_days,
     )
+    if scan.short_history:
+        log.info(
+            "anomalies: %d scopes not judged, with less than %d days of history",
+            len(scan.short_history),
+            settings.anomaly_min_history_days,
+        )
     posts, unroutable = [], []
-    for anomaly in anomalies:
+    for anomaly in scan.anomalies:
         channel, owners = router.route(anomaly.model_name, None)
         if channel is None:
             unroutable.append(anomaly.dedupe_key)
@@ -186,7 +197,7 @@ def plan_anomaly_posts(
         )
         message = AnomalyAlertMessage(anomaly, ctx)
         posts.append(planned_post(anomaly.dedupe_key, f"anomaly_{anomaly.kind}", channel, message))
-    return posts, unroutable
+    return posts, unroutable, scan.short_history
 
 
 def last_complete_week(as_of: dt.date) -> tuple[dt.date, dt.date]:
@@ -322,8 +333,8 @@ def plan_waste_posts(
 
 
 # planners whose posts are due once per key, whatever the outbox holds of other keys
+# (anomalies, also due once per key, are planned first, apart: they report skipped scopes too)
 ONCE_PLANNERS = {
-    "anomalies": plan_anomaly_posts,
     "unallocated": plan_unallocated_post,
     "waste": plan_waste_posts,
 }
@@ -355,6 +366,13 @@ def plan_alerts(
         report.unroutable.extend(unroutable)
         report.budgets_evaluated = evaluated
     extra: list[PlannedPost] = []
+    if "anomalies" in checks:
+        posts, unroutable, report.short_history = plan_anomaly_posts(
+            session=session, settings=settings, as_of=as_of, router=router
+        )
+        report.min_history_days = settings.anomaly_min_history_days
+        extra.extend(posts)
+        report.unroutable.extend(unroutable)
     for check, planner in ONCE_PLANNERS.items():
         if check in checks:
             posts, unroutable = planner(

@@ -64,7 +64,6 @@ def run_poll(services: AppServices) -> None:
         notifier=services.notifier,
         find_posted=services.find_posted,
         checks=POLL_CHECKS,
-        clock=services.clock,  # ingesting takes time: lease from the clock at claim time
     )
     log.info(
         "poll cycle as of %s: %d budgets, %d alerts queued",
@@ -83,7 +82,6 @@ def run_anomalies(services: AppServices) -> None:
         notifier=services.notifier,
         find_posted=services.find_posted,
         checks=("anomalies",),
-        clock=services.clock,
     )
     log.info("anomaly check for %s: %d alerts queued", report.as_of, report.queued)
 
@@ -94,7 +92,6 @@ def run_delivery(services: AppServices) -> None:
         session_factory=services.session_factory,
         settings=services.settings,
         notifier=services.notifier,
-        clock=services.clock,
         find_posted=services.find_posted,
     )
 

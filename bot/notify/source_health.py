@@ -7,34 +7,20 @@ with anything that looks like a credential removed; the next successful fetch cl
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import SourceFailure
+from bot.masking import mask_text
 
 MESSAGE_LIMIT = 300
-_REDACTIONS = (
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@"), r"\1***@"),  # user:password@host
-    (re.compile(r"\b(?:AKIA|ASIA|AROA|AIDA)[0-9A-Z]{16}\b"), "***"),  # AWS access key ids
-    (
-        re.compile(
-            r"(?i)\b(password|passwd|secret|token|signature|credential|api[_-]?key|"
-            r"x-amz-security-token|x-amz-signature|x-amz-credential)([\"']?\s*[=:]\s*)[^\s&,;]+"
-        ),
-        r"\1\2***",
-    ),
-    (re.compile(r"\bxox[abposr]-[0-9A-Za-z-]+"), "***"),  # Slack tokens
-)
 
 
 def redact(text: str) -> str:
     """Return the text with URL credentials, AWS key ids and `secret=...` values masked."""
-    for pattern, replacement in _REDACTIONS:
-        text = pattern.sub(replacement, text)
-    return text
+    return mask_text(text)
 
 
 def safe_error_message(exc: BaseException) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ from bot.errors import MlcostError
 from bot.ingest.sources.base import Progress, SourceData, SpendSource
 from bot.ingest.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
 from bot.ingest.sources.files import is_s3
+from bot.masking import mask_url
 
 
 class PolledSource:
@@ -37,6 +39,49 @@ class PolledSource:
         if isinstance(self._source, Exception):
             raise self._source
         return self._source.read(tag_keys, progress)
+
+
+class SourceDeadlineExceeded(MlcostError):
+    """A poll source's read did not finish within MLCOST_POLL_SOURCE_TIMEOUT_SECONDS."""
+
+
+class DeadlineSource:
+    """Read a source in a thread of its own and give up waiting at a deadline.
+
+    A hung read (a server that never answers, a stuck SDK call) then fails its source alone,
+    and the poll plans from what the ledger holds. The abandoned thread holds no database
+    session (only `read` runs in it) and is a daemon: its late answer is dropped.
+    """
+
+    def __init__(self, source: SpendSource, seconds: float) -> None:
+        self.source = source
+        self.seconds = seconds
+        self.kind = source.kind
+        self.location = source.location
+
+    def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
+        """Return the source's read, or raise SourceDeadlineExceeded at the deadline."""
+        outcome: list[SourceData | BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(self.source.read(tag_keys, progress))
+            except BaseException as exc:  # handed to the waiting thread, which raises it
+                outcome.append(exc)
+
+        name = source_name(self.source)
+        thread = threading.Thread(target=run, name=f"read {name}", daemon=True)
+        thread.start()
+        thread.join(self.seconds)
+        if not outcome:
+            raise SourceDeadlineExceeded(
+                f"{name}: did not finish within {self.seconds:g} s "
+                "(MLCOST_POLL_SOURCE_TIMEOUT_SECONDS); planned from what the ledger holds"
+            )
+        [result] = outcome
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
 
 def source_name(source: SpendSource) -> str:
@@ -100,12 +145,12 @@ def configured_sources(
                     location,
                     window=opencost_window(start, today),
                     default_currency=settings.currency,
+                    timeout=settings.opencost_timeout_seconds,
+                    max_bytes=settings.opencost_max_bytes,
                 )
 
-            from bot.ingest.sources.opencost import shown_url
-
-            # the source's name is shown in logs, /healthz and messages: no password in it
-            name = f"opencost:{shown_url(location)}"
+            # the source's name is shown in logs, /healthz and messages: no credential in it
+            name = f"opencost:{mask_url(location)}"
             sources.append(PolledSource(name, "opencost", build_opencost))
         else:
             raise MlcostError(

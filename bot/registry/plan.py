@@ -19,8 +19,16 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog
 from bot.periods import per_period
+from bot.registry.import_audit import (
+    IMPORT_ACTION,
+    KEPT_SLACK_CHANGES,
+    EntityChange,
+    count_changes,
+    entity_changes,
+    settings_values,
+)
 from bot.registry.spec import RegistrySpec
-from bot.registry.sync import KEPT_SLACK_CHANGES, export_registry
+from bot.registry.sync import export_registry
 
 SLACK_ACTIONS = ("budget.set", "model.owners.set")
 # The fields a Slack-side change sets, per kind of entity: the file reverts it if it changes one.
@@ -51,6 +59,8 @@ class RegistryDiff:
     removed: list[str] = field(default_factory=list)
     size: int = 0
     removed_counts: dict[str, int] = field(default_factory=dict)
+    # what the import audits, one per entity; the counts printed are these
+    changes: list[EntityChange] = field(default_factory=list)
 
     @property
     def entities_removed(self) -> int:
@@ -71,12 +81,8 @@ class RegistryDiff:
         )
 
     def counts(self) -> dict[str, int]:
-        """Entities created, updated and removed."""
-        return {
-            "created": len(self.created),
-            "updated": len(self.updated_entities),
-            "removed": len(self.removed),
-        }
+        """Entities created, updated and removed, counted as the import's audit counts them."""
+        return count_changes(self.changes)
 
     def touches(self, entity: str, fields: set[str]) -> bool:
         """Whether the import removes the entity or changes one of the fields."""
@@ -126,9 +132,11 @@ def _compare(diff: RegistryDiff, entity: str, old: dict[str, Any], new: dict[str
             diff.updated.append(FieldChange(entity, key, _show(old.get(key)), _show(new_value)))
 
 
-def diff_registry(current: RegistrySpec, wanted: RegistrySpec) -> RegistryDiff:
+def diff_registry(
+    current: RegistrySpec, wanted: RegistrySpec, default_currency: str = "USD"
+) -> RegistryDiff:
     """Say what importing `wanted` over `current` creates, updates and removes."""
-    diff = RegistryDiff()
+    diff = RegistryDiff(changes=entity_changes(current, wanted, default_currency))
     removed = {"teams": 0, "models": 0, "budgets": 0, "owners": 0}
 
     def entities(kind: str, old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -169,7 +177,7 @@ def diff_registry(current: RegistrySpec, wanted: RegistrySpec) -> RegistryDiff:
                 for key in ("monthly", "amount", "period"):
                     old_fields.pop(key), new_fields.pop(key)
             _compare(diff, f"budget {scope}", old_fields, new_fields)
-    _compare(diff, "registry", _settings(current), _settings(wanted))
+    _compare(diff, "registry", settings_values(current), settings_values(wanted))
 
     owners = sum(len(t.owners) for t in current.teams) + sum(len(m.owners) for m in current.models)
     diff.size = len(current.teams) + len(current.models) + len(current.budgets) + owners
@@ -211,19 +219,6 @@ def _per(budget: Any) -> str:
     return f"{_show(budget.per_period)} / {per_period(budget.period)}"
 
 
-def _settings(spec: RegistrySpec) -> dict[str, Any]:
-    attribution = spec.attribution.model_dump(exclude_none=True)
-    return {
-        "admins": sorted(spec.admins),
-        "finops_channel": spec.finops_channel,
-        **{f"attribution.{key}": value for key, value in attribution.items()},
-        **{
-            f"chargeback.{key}": value
-            for key, value in spec.chargeback.model_dump(mode="json").items()
-        },
-    }
-
-
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -246,7 +241,7 @@ def _last_full_import_id(session: Session) -> int:
     """The audit id of the newest import that did not keep Slack-side changes (0 if none)."""
     rows = session.execute(
         select(AuditLog.id, AuditLog.detail)
-        .where(AuditLog.action == "registry.import")
+        .where(AuditLog.action == IMPORT_ACTION)
         .order_by(AuditLog.id.desc())
     )
     for audit_id, detail in rows:

@@ -10,10 +10,11 @@ from sqlalchemy.orm import Session, selectinload
 
 from bot.config import Settings
 from bot.db.locks import hold_registry_lock
-from bot.db.schema import Admin, AuditLog, Budget, MLModel, Owner, RegistrySetting, Team
+from bot.db.schema import Admin, Budget, MLModel, Owner, RegistrySetting, Team
 from bot.ingest.attribution import NAMESPACE_TAG, AttributionRules, ModelMatcher, StageRule
 from bot.ingest.attribution import normalize_tag_key as _norm
 from bot.periods import MONTHLY
+from bot.registry.import_audit import ImportResult, entity_changes, record_import
 from bot.registry.spec import (
     AttributionSpec,
     BudgetSpec,
@@ -26,11 +27,6 @@ from bot.registry.spec import (
     parse_scope,
 )
 
-# The audit detail key naming entities whose Slack-side values an import kept.
-KEPT_SLACK_CHANGES = "kept_slack_changes"
-
-Changes = dict[str, int]
-
 
 def import_registry(
     spec: RegistrySpec,
@@ -39,42 +35,33 @@ def import_registry(
     actor: str = "cli",
     kept: Sequence[str] = (),
     default_currency: str = "USD",
-) -> dict[str, int]:
-    """Make the database match the spec exactly (idempotent); return counts of what changed.
+) -> ImportResult:
+    """Make the database match the spec exactly (idempotent); audit and return what changed.
 
     `kept` names entities whose Slack-side changes the spec kept; the audit record says so.
     A budget without a `currency` gets `default_currency` (the organisation's, MLCOST_CURRENCY).
     """
     hold_registry_lock(session, exclusive=True)  # Slack changes wait for this transaction
-    changes = {"created": 0, "updated": 0, "removed": 0}
-    teams = _sync_teams(spec, session, changes)
-    _sync_models(spec, session, teams, changes)
-    _remove_unwanted(session, teams, {t.name for t in spec.teams}, changes)
-    _sync_budgets(spec, session, actor, default_currency, changes)
-    _sync_admins(spec, session, changes)
-    _sync_settings(spec, session, changes)
-    if any(changes.values()):
-        detail: dict[str, Any] = dict(changes)
-        if kept:
-            detail[KEPT_SLACK_CHANGES] = list(kept)
-        session.add(
-            AuditLog(actor=actor, action="registry.import", target="registry", detail=detail)
-        )
+    changes = entity_changes(export_registry(session=session), spec, default_currency)
+    teams = _sync_teams(spec, session)
+    _sync_models(spec, session, teams)
+    _remove_unwanted(session, teams, {t.name for t in spec.teams})
+    _sync_budgets(spec, session, actor, default_currency)
+    _sync_admins(spec, session)
+    _sync_settings(spec, session)
+    import_id = record_import(changes, session=session, actor=actor, kept=kept)
     session.flush()
-    return changes
+    return ImportResult(changes, import_id)
 
 
-def _remove_unwanted(
-    session: Session, existing: dict[str, Any], wanted: set[str], changes: Changes
-) -> None:
-    """Delete the rows (by name) the spec no longer has, counting each as removed."""
+def _remove_unwanted(session: Session, existing: dict[str, Any], wanted: set[str]) -> None:
+    """Delete the rows (by name) the spec no longer has."""
     for name, row in existing.items():
         if name not in wanted:
             session.delete(row)
-            changes["removed"] += 1
 
 
-def _sync_teams(spec: RegistrySpec, session: Session, changes: Changes) -> dict[str, Team]:
+def _sync_teams(spec: RegistrySpec, session: Session) -> dict[str, Team]:
     """Create and update the spec's teams and their owners; return every team by name."""
     teams = {t.name: t for t in session.scalars(select(Team).options(selectinload(Team.owners)))}
     for team_spec in spec.teams:
@@ -83,23 +70,19 @@ def _sync_teams(spec: RegistrySpec, session: Session, changes: Changes) -> dict[
             team = Team(name=team_spec.name, channel=team_spec.channel)
             session.add(team)
             teams[team.name] = team
-            changes["created"] += 1
         elif team.channel != team_spec.channel:
             team.channel = team_spec.channel
-            changes["updated"] += 1
-        _sync_owners(team.owners, team_spec.owners, changes)
+        _sync_owners(team.owners, team_spec.owners)
     session.flush()
     return teams
 
 
-def _sync_models(
-    spec: RegistrySpec, session: Session, teams: dict[str, Team], changes: Changes
-) -> None:
+def _sync_models(spec: RegistrySpec, session: Session, teams: dict[str, Team]) -> None:
     """Remove models the spec dropped; create and update the rest and their owners."""
     models = {
         m.name: m for m in session.scalars(select(MLModel).options(selectinload(MLModel.owners)))
     }
-    _remove_unwanted(session, models, {m.name for m in spec.models}, changes)
+    _remove_unwanted(session, models, {m.name for m in spec.models})
     for model_spec in spec.models:
         match = model_spec.match.model_dump(exclude_defaults=True)
         gate = gate_policy_json(model_spec.gate)
@@ -115,7 +98,6 @@ def _sync_models(
                 gate_policy=gate,
             )
             session.add(model)
-            changes["created"] += 1
         else:
             fields = (
                 model.team_id,
@@ -130,8 +112,7 @@ def _sync_models(
                 model.match = match
                 model.description = model_spec.description
                 model.gate_policy = gate
-                changes["updated"] += 1
-        _sync_owners(model.owners, model_spec.owners, changes)
+        _sync_owners(model.owners, model_spec.owners)
     session.flush()
 
 
@@ -149,12 +130,10 @@ def load_gate_policy(model: MLModel) -> GatePolicySpec | None:
     return GatePolicySpec.model_validate(model.gate_policy)
 
 
-def _sync_budgets(
-    spec: RegistrySpec, session: Session, actor: str, default_currency: str, changes: Changes
-) -> None:
+def _sync_budgets(spec: RegistrySpec, session: Session, actor: str, default_currency: str) -> None:
     """Remove budgets the spec dropped; create and update the rest (a new amount is a revision)."""
     budgets = {b.scope: b for b in session.scalars(select(Budget))}
-    _remove_unwanted(session, budgets, {b.scope for b in spec.budgets}, changes)
+    _remove_unwanted(session, budgets, {b.scope for b in spec.budgets})
     for budget_spec in spec.budgets:
         model_name, team_name, stage = parse_scope(budget_spec.scope)
         values = {
@@ -171,7 +150,6 @@ def _sync_budgets(
         budget = budgets.get(budget_spec.scope)
         if budget is None:
             session.add(Budget(scope=budget_spec.scope, updated_by=actor, **values))
-            changes["created"] += 1
         elif any(getattr(budget, k) != v for k, v in values.items()):
             if (budget.monthly_amount, budget.period) != (
                 budget_spec.per_period,
@@ -181,19 +159,17 @@ def _sync_budgets(
             for key, value in values.items():
                 setattr(budget, key, value)
             budget.updated_by = actor
-            changes["updated"] += 1
 
 
-def _sync_admins(spec: RegistrySpec, session: Session, changes: Changes) -> None:
+def _sync_admins(spec: RegistrySpec, session: Session) -> None:
     """Make the admins exactly the spec's."""
     current_admins = set(session.scalars(select(Admin.user_id)))
     if current_admins != set(spec.admins):
         session.execute(delete(Admin))
         session.add_all(Admin(user_id=u) for u in sorted(set(spec.admins)))
-        changes["updated" if current_admins else "created"] += 1
 
 
-def _sync_settings(spec: RegistrySpec, session: Session, changes: Changes) -> None:
+def _sync_settings(spec: RegistrySpec, session: Session) -> None:
     """Store the FinOps channel and the attribution rules."""
     settings: dict[str, Any] = {
         "finops_channel": spec.finops_channel,
@@ -204,14 +180,12 @@ def _sync_settings(spec: RegistrySpec, session: Session, changes: Changes) -> No
         row = session.get(RegistrySetting, key)
         if row is None:
             session.add(RegistrySetting(key=key, value=value))
-            changes["created"] += 1
         elif row.value != value:
             row.value = value
-            changes["updated"] += 1
 
 
-def _sync_owners(current: list[Owner], wanted: list[str], changes: dict[str, int]) -> None:
-    """Make the owner list match; a change to an existing list counts as an update."""
+def _sync_owners(current: list[Owner], wanted: list[str]) -> None:
+    """Make the owner list match."""
     have = {o.user_id for o in current}
     if have == set(wanted):
         return
@@ -221,8 +195,6 @@ def _sync_owners(current: list[Owner], wanted: list[str], changes: dict[str, int
     for user in wanted:
         if user not in have:
             current.append(Owner(user_id=user))
-    if have:
-        changes["updated"] += 1
 
 
 def _amount_fields(budget: Budget) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy import delete, select
@@ -13,7 +12,7 @@ from sqlalchemy.orm import Session, selectinload, sessionmaker
 from bot.config import Settings
 from bot.db.engine import dialect_insert, session_scope
 from bot.db.schema import OutboxMessage, OutboxStatus, Review
-from bot.notify.delivery import deliver_pending
+from bot.notify.delivery import deliver_pending, outbox_lease
 from bot.notify.outbox import FindPosted
 from bot.periods import Period
 from bot.review.open import open_reviews
@@ -41,21 +40,20 @@ def deliver_reviews(
     now: dt.datetime,
     find_posted: FindPosted | None,
     currency: str,
+    lease: dt.timedelta,
     report: ReviewPostReport | None = None,
-    clock: Callable[[], dt.datetime] | None = None,
 ) -> ReviewPostReport:
     """Deliver pending review messages, record where they landed, upload pending charts.
 
-    Delivery leases by `clock` when given (read at each claim), else as of `now`.
+    Delivery leases by the database's clock, for `lease` (MLCOST_OUTBOX_LEASE_SECONDS).
     """
     report = report or ReviewPostReport()
     delivery = deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
-        now=None if clock is not None else now,
-        clock=clock,
         find_posted=find_posted,
         kinds=REVIEW_KINDS,
+        lease=lease,
     )
     report.delivered += delivery.delivered
     report.failed += delivery.failed
@@ -88,7 +86,6 @@ def post_reviews(
     now: dt.datetime,
     find_posted: FindPosted | None = None,
     teams: set[str] | None = None,
-    clock: Callable[[], dt.datetime] | None = None,
 ) -> ReviewPostReport:
     """Open the month's reviews (once), post them, and upload each team's chart (once)."""
     report = ReviewPostReport()
@@ -105,8 +102,8 @@ def post_reviews(
         now=now,
         find_posted=find_posted,
         currency=settings.currency,
+        lease=outbox_lease(settings),
         report=report,
-        clock=clock,
     )
 
 

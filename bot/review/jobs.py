@@ -19,7 +19,7 @@ import datetime as dt
 import logging
 
 from bot.bootstrap import AppServices
-from bot.notify.delivery import deliver_pending
+from bot.notify.delivery import deliver_pending, outbox_lease
 from bot.periods import Period, local_today, month_of, previous_month
 from bot.review.delivery import ReviewPostReport, deliver_reviews, post_reviews
 from bot.review.open import enqueue_reminders
@@ -51,7 +51,6 @@ def post_month_reviews(
         now=now,
         find_posted=services.find_posted,
         teams=teams,
-        clock=services.clock,
     )
 
 
@@ -90,7 +89,7 @@ def run_review_reminders_job(services: AppServices) -> int:
         now=now,
         find_posted=services.find_posted,
         currency=services.settings.currency,
-        clock=services.clock,
+        lease=outbox_lease(services.settings),
     )
     return count
 
@@ -106,9 +105,9 @@ def run_weekly_signoff_job(services: AppServices) -> int:
     deliver_pending(
         session_factory=services.session_factory,
         notifier=services.notifier,
-        clock=services.clock,
         find_posted=services.find_posted,
         kinds=(SIGNOFF_KIND,),
+        lease=outbox_lease(services.settings),
     )
     return count
 

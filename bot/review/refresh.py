@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db.engine import session_scope
 from bot.db.schema import Review, ReviewItem
-from bot.notify.delivery import PERMANENT_ERRORS
 from bot.review.decisions import load_item, lock_review
 from bot.review.threads import item_message, parent_message, sync_message_ts
+from bot.slack.errors import describe, is_permanent, send_shrinking, slack_error, status_code
 from bot.slack.guard import MessageTooLarge
 from bot.slack.notifier import SLACK_FAILURES, Notifier
 from bot.slack.render import render
@@ -55,10 +55,11 @@ def refresh_messages(
     try:
         for _ in range(REFRESH_ROUNDS):
             shown = _render_round(session_factory, item_id, currency)
+            # a message Slack refuses as too large is shown shrunk (once per update)
             if shown.item_ts and shown.item:
-                notifier.update(shown.channel, shown.item_ts, *shown.item)
+                _update(notifier, shown.channel, shown.item_ts, *shown.item)
             if shown.parent_ts and shown.parent:
-                notifier.update(shown.channel, shown.parent_ts, *shown.parent)
+                _update(notifier, shown.channel, shown.parent_ts, *shown.parent)
             if _confirm_round(session_factory, item_id, shown):
                 return True
             # a decision landed after this round rendered: show it too
@@ -152,22 +153,10 @@ def _mark_unconfirmed(session_factory: sessionmaker[Session], item_id: int) -> N
         log.exception("review item %d: could not flag its thread for another refresh", item_id)
 
 
-# chat.update errors no retry fixes, besides those of a post
-REFRESH_PERMANENT_ERRORS = PERMANENT_ERRORS | {
-    "message_not_found",
-    "cant_update_message",
-    "edit_window_closed",
-    "is_inactive",
-}
-
-
-def _slack_error(exc: Exception) -> str | None:
-    response: Any = getattr(exc, "response", None)
-    return response.get("error") if response is not None and hasattr(response, "get") else None
-
-
-def _status_code(exc: Exception) -> int | None:
-    return getattr(getattr(exc, "response", None), "status_code", None)
+def _update(
+    notifier: Notifier, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]
+) -> None:
+    send_shrinking(lambda t, b: notifier.update(channel, ts, t, b), text, blocks)
 
 
 @dataclass
@@ -208,17 +197,17 @@ def refresh_pending_messages(
                 currency=currency,
             )
         except REFRESH_FAILURES as exc:
-            error = _slack_error(exc)
-            if isinstance(exc, MessageTooLarge) or error in REFRESH_PERMANENT_ERRORS:
+            error = slack_error(exc)
+            if is_permanent(exc):
                 log.error(
                     "review item %d: Slack refused its thread update for good: %s", item_id, exc
                 )
-                _give_up_refresh(session_factory, item_id, f"{type(exc).__name__}: {exc}")
+                _give_up_refresh(session_factory, item_id, describe(exc))
                 report.given_up.append(item_id)
                 continue
             log.warning("review item %d: message not refreshed yet: %s", item_id, exc)
             report.retrying.append(item_id)
-            if error == "ratelimited" or _status_code(exc) == 429:
+            if error == "ratelimited" or status_code(exc) == 429:
                 report.retrying += ids[index + 1 :]
                 break
             continue

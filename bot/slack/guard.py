@@ -78,3 +78,41 @@ def checked_view(view: dict[str, Any]) -> dict[str, Any]:
     for start in range(MAX_BLOCKS, len(blocks), MAX_BLOCKS):
         checked_message("view", blocks[start : start + MAX_BLOCKS])
     return view
+
+
+SHRUNK_BLOCKS = 20  # a message Slack refused as too large is sent again with at most this many
+SHRUNK_TEXT = 1000  # ... and its fallback text and each section's text clipped to this
+
+
+def shrink_message(
+    text: str, blocks: list[dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]]] | None:
+    """Return a smaller copy of a message Slack refused as too large, or None if none is smaller.
+
+    Keeps the first blocks (and a trailing actions block, so buttons survive), says how many
+    were left out and where to see them, and clips long texts.
+    """
+    keep = list(blocks)
+    tail = [keep.pop()] if keep and keep[-1].get("type") == "actions" else []
+    dropped = max(0, len(keep) - (SHRUNK_BLOCKS - 1 - len(tail)))
+    if dropped:
+        keep = keep[: len(keep) - dropped]
+    shrunk = [_clipped(block) for block in keep]
+    if dropped:
+        note = f"…{dropped} more not shown here; see `/mlcost` for the full report."
+        shrunk.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]})
+    shrunk += tail
+    short = clip(text, SHRUNK_TEXT)
+    if short == text and shrunk == blocks:
+        return None
+    return short, shrunk
+
+
+def _clipped(block: dict[str, Any]) -> dict[str, Any]:
+    body = block.get("text")
+    if block.get("type") != "section" or not isinstance(body, dict):
+        return block
+    words = str(body.get("text") or "")
+    if len(words) <= SHRUNK_TEXT:
+        return block
+    return {**block, "text": {**body, "text": clip(words, SHRUNK_TEXT)}}

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.bootstrap import AppServices
-from bot.notify.delivery import DeliveryReport, deliver_pending
+from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_lease
 from bot.waste.lifecycle import (
     POST_KIND,
     REPLY_KIND,
@@ -57,9 +57,9 @@ def post_scan(services: AppServices, report: ScanReport, *, deliver: bool = True
         delivery = deliver_pending(
             session_factory=services.session_factory,
             notifier=services.notifier,
-            clock=services.clock,
             find_posted=services.find_posted,
             kinds=(POST_KIND, REPLY_KIND, SUMMARY_KIND),
+            lease=outbox_lease(services.settings),
         )
     return PostedScan(lifecycle, delivery)
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
+from bot.db.engine import database_now
 from bot.db.locks import claim_row
 from bot.db.schema import AuditLog, MLModel, ResourceFindingRecord, Team
 from bot.errors import MlcostError, NotFoundError, PermissionDenied
@@ -666,18 +667,23 @@ def approve_stop(
     The finding's row is claimed (locked, then read) first, so two presses (a retried request,
     two people) never both act: the later one sees the action running or done and changes
     nothing; a Keep or Not waste recorded before it is what the audit's `before` shows. A claim
-    left by a process that died while acting expires after ACTING_LEASE.
+    left by a process that died while acting expires after ACTING_LEASE, by the database's clock.
     """
     check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
     row = claim_finding(session, finding_id)
+    claimed_at = database_now(session)  # the claim's lease, compared by every process alike
     result = row.action_result
-    running = result == ACTING and row.action_at is not None and row.action_at >= now - ACTING_LEASE
+    running = (
+        result == ACTING
+        and row.action_at is not None
+        and row.action_at >= claimed_at - ACTING_LEASE
+    )
     if running or (result or "").startswith("done"):
         return StopApproval.of(row, False, previous_result=result, user_id=row.decided_by)
     before = _snapshot(row)
     row.action_result = ACTING
     row.action_count += 1
-    row.action_at = now
+    row.action_at = claimed_at
     row.decision = STOP
     row.decided_by = user_id
     row.decided_at = now
@@ -691,13 +697,18 @@ def approve_stop(
 def claim_stale_stops(*, session: Session, now: dt.datetime) -> list[StopApproval]:
     """Re-claim Stop it actions left `acting` longer than ACTING_LEASE (their process died).
 
+    The lease is compared and renewed by the database's clock, not this host's.
+
     Each finding is claimed (locked, then read) before its claim is renewed, so of two
     processes retrying the same claim only one acts. The approval keeps its number: the thread
     reply's outbox key is the same, so a reply the dead process queued is not posted twice.
     """
     table = ResourceFindingRecord
+    claimed_at = database_now(session)
     stale = session.scalars(
-        select(table.id).where(table.action_result == ACTING, table.action_at < now - ACTING_LEASE)
+        select(table.id).where(
+            table.action_result == ACTING, table.action_at < claimed_at - ACTING_LEASE
+        )
     ).all()
     claimed: list[StopApproval] = []
     for finding_id in stale:
@@ -705,11 +716,11 @@ def claim_stale_stops(*, session: Session, now: dt.datetime) -> list[StopApprova
         if (
             row is None
             or row.action_result != ACTING
-            or (row.action_at or now) >= now - ACTING_LEASE
+            or (row.action_at or claimed_at) >= claimed_at - ACTING_LEASE
         ):
             continue  # re-claimed (or finished) by another process meanwhile
         before = _snapshot(row)
-        row.action_at = now
+        row.action_at = claimed_at
         _audit(session, row, "mlcost", "waste_resource_stop_retry", before, now)
         session.flush()
         claimed.append(StopApproval.of(row, True, user_id=row.decided_by))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 
 from bot.db.schema import OutboxMessage
-from bot.notify.delivery import deliver_pending
+from bot.notify.delivery import deliver_pending, outbox_lease
 from bot.slack.notifier import SLACK_FAILURES
 from bot.slack.render import render
 from bot.waste.actions import ActionResult, Outcome, perform_stop
@@ -103,9 +103,9 @@ def run_stop(services: AppServices, approval: StopApproval, where: Where | None 
     deliver_pending(
         session_factory=services.session_factory,
         notifier=services.notifier,
-        clock=services.clock,
         find_posted=services.find_posted,
         kinds=(REPLY_KIND,),
+        lease=outbox_lease(services.settings),
     )
     if post is not None:
         update_post(services, post, rendered)

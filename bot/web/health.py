@@ -8,8 +8,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import IngestionRun, OutboxMessage, OutboxStatus, ReviewItem
+from bot.db.schema import IngestionRun, OutboxMessage, OutboxStatus, Review, ReviewItem
 from bot.notify.source_health import source_failures
+
+RECENT_FAILURES = 5
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -32,6 +34,26 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
         .select_from(OutboxMessage)
         .where(OutboxMessage.status == OutboxStatus.FAILED)
     )
+    # why the latest ones failed: Slack's refusal (channel_not_found, msg_blocks_too_long, ...)
+    failures = [
+        {"key": key, "channel": channel, "reason": (reason or "unknown").splitlines()[0][:300]}
+        for key, channel, reason in session.execute(
+            select(OutboxMessage.dedupe_key, OutboxMessage.channel, OutboxMessage.last_error)
+            .where(OutboxMessage.status == OutboxStatus.FAILED)
+            .order_by(OutboxMessage.id.desc())
+            .limit(RECENT_FAILURES)
+        )
+    ]
+    refusals = [
+        {"item": f"{model} ({month} review)", "reason": (reason or "").splitlines()[0][:300]}
+        for model, month, reason in session.execute(
+            select(ReviewItem.model_name, Review.month, ReviewItem.refresh_error)
+            .join(Review, Review.id == ReviewItem.review_id)
+            .where(ReviewItem.refresh_error.is_not(None))
+            .order_by(ReviewItem.id.desc())
+            .limit(RECENT_FAILURES)
+        )
+    ]
     last = session.execute(
         select(IngestionRun.source, IngestionRun.finished_at)
         .where(IngestionRun.status == "succeeded")
@@ -51,6 +73,7 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
                 max(0, int((now - oldest).total_seconds())) if oldest is not None else None
             ),
             "failed": int(failed or 0),
+            "failed_recent": failures,  # not retried: Slack refused them for good
         },
         "last_ingestion": (
             {"source": last.source, "finished_at": _iso(last.finished_at)} if last else None
@@ -58,4 +81,5 @@ def health_snapshot(session: Session, now: dt.datetime) -> dict[str, Any]:
         "source_failures": source_failures(session),
         "review_threads_to_update": int(refresh or 0),
         "review_threads_failed": int(refresh_failed or 0),  # Slack refused for good; not retried
+        "review_threads_failed_recent": refusals,
     }

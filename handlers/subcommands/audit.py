@@ -38,6 +38,7 @@ def handle_audit_command(inv: Invocation) -> Reply:
         subject=subject.name,
         subject_kind=subject.kind,
         limit=MAX_SHOWN,
+        currency=inv.settings.currency,
     )
     text, blocks = build_audit_blocks(subject.kind, subject.name, page.entries, page.total, since)
     return Reply(text=text, blocks=blocks)

@@ -9,6 +9,8 @@ keeps Slack's state. On the methods a delivery depends on it injects, at random 
   given up, so the caller sees a timeout for a post that is in the channel.
 
 A channel in `dead_channels` answers `channel_not_found`, as Slack does for a deleted channel.
+A method in `slow` waits that many seconds before it is forwarded: Slack is slow and has not
+acted yet (a post is not in the channel's history until the wait is over).
 Every post the fake accepted is kept in `posted`, with its outbox key: the transcript.
 """
 
@@ -70,6 +72,7 @@ class ChaosSlack:
     posted: list[PostedMessage] = field(default_factory=list)
     injected: Counter[tuple[str, str]] = field(default_factory=Counter)
     forced_started: threading.Event = field(default_factory=threading.Event)
+    slow: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.plan.seed)
@@ -152,6 +155,8 @@ class ChaosSlack:
             return
         if fault == "timeout" and forced:
             self.forced_started.set()
+        if self.slow.get(method):
+            time.sleep(self.slow[method])
         status, headers, data = self._forward(request, method, body)
         if method == "chat.postMessage" and status == 200:
             self._record_post(params, data, answer_lost=fault == "timeout")

@@ -52,15 +52,28 @@ def test_table_lists_changes_newest_first_with_before_and_after(
         "model.owners.set",
         "budget.set",
         "budget.set",
+        # the registry import: its summary first, then one record per entity, in id order
+        "registry.settings.update",
+        "registry.budget.create",
+        "registry.model.create",
+        "registry.model.create",
+        "registry.model.create",
+        "registry.model.create",
+        "registry.team.create",
+        "registry.team.create",
         "registry.import",
     ]
     by_action = {line.split()[3] + line.split()[4]: line for line in lines[1:]}
     assert lines[1].startswith("2026-11-20 09:00  U0AAA111")
-    # money exactly as stored; only the keys that changed (thresholds stayed 50, 80, 100)
-    assert by_action["budget.setmodel:recsys"].endswith("monthly=12000.0000000000 → monthly=15000")
+    # money as money; only the keys that changed (thresholds stayed 50, 80, 100)
+    assert by_action["budget.setmodel:recsys"].endswith("monthly=$12,000 → monthly=$15,000")
     assert by_action["budget.setteam:platform"].endswith(
-        "— → period=monthly, monthly=5000.50, thresholds=[50, 80, 100]"
+        "— → period=monthly, monthly=$5,000.50, thresholds=[50, 80, 100]"
     )
+    assert by_action["registry.team.createteam:ranking"].endswith(
+        "— → owners=[U0AAA111], channel=C0RANKING"
+    )
+    assert "0000000000" not in out
     assert by_action["model.owners.setmodel:recsys"].endswith(
         "owners=[U0AAA111] → owners=[U0AAA111, U0NEW0001]"
     )
@@ -82,8 +95,17 @@ def test_table_lists_changes_newest_first_with_before_and_after(
         ),
         (["--actor", "U0PPP111"], ["budget.set"]),
         (["--actor", "@U0PPP111"], ["budget.set"]),
-        (["--subject", "model:recsys"], ["budget.acknowledge", "model.owners.set", "budget.set"]),
-        (["--subject", "team:platform"], ["budget.set"]),
+        (
+            ["--subject", "model:recsys"],
+            [
+                "budget.acknowledge",
+                "model.owners.set",
+                "budget.set",
+                "registry.budget.create",
+                "registry.model.create",
+            ],
+        ),
+        (["--subject", "team:platform"], ["budget.set", "registry.team.create"]),
         (["--subject", RESOURCE_KEY], ["waste_resource_keep"]),
         (
             ["--subject", "recsys"],
@@ -93,6 +115,8 @@ def test_table_lists_changes_newest_first_with_before_and_after(
                 "budget.acknowledge",
                 "model.owners.set",
                 "budget.set",
+                "registry.budget.create",
+                "registry.model.create",
             ],
         ),
         # a team brings its reviews and its models' records
@@ -104,10 +128,30 @@ def test_table_lists_changes_newest_first_with_before_and_after(
                 "budget.acknowledge",
                 "model.owners.set",
                 "budget.set",
+                "registry.budget.create",
+                "registry.model.create",
+                "registry.team.create",
             ],
         ),
-        (["--subject", "platform"], ["budget.set"]),
-        (["--subject", "registry"], ["registry.import"]),
+        (
+            ["--subject", "platform"],
+            ["budget.set", *["registry.model.create"] * 3, "registry.team.create"],
+        ),
+        (["--subject", "registry"], ["registry.settings.update", "registry.import"]),
+        (
+            ["--import", "1"],
+            [
+                "registry.settings.update",
+                "registry.budget.create",
+                "registry.model.create",
+                "registry.model.create",
+                "registry.model.create",
+                "registry.model.create",
+                "registry.team.create",
+                "registry.team.create",
+                "registry.import",
+            ],
+        ),
         (["--limit", "2"], ["review.decide", "waste_resource_keep"]),
     ],
 )
@@ -122,22 +166,34 @@ def test_filters(
 def test_limit_says_how_many_more(db: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _err = audit(db, capsys, "--limit", "2")
     assert code == 0
-    assert out.splitlines()[-1] == "…and 5 more (raise --limit or narrow the filters)"
+    assert out.splitlines()[-1] == "…and 13 more (raise --limit or narrow the filters)"
 
 
 def test_json_is_the_full_record(db: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _err = audit(db, capsys, "--format", "json", "--subject", "team:platform")
+    code, out, _err = audit(db, capsys, "--format", "json", "--subject", "model:recsys")
     assert code == 0
-    [record] = json.loads(out)
-    assert record["at"] == "2026-11-05T09:00:00+00:00"
-    assert record["actor"] == "U0PPP111"
-    assert record["before"] is None
-    assert record["after"] == {
-        "monthly": "5000.50",
+    records = json.loads(out)
+    [record] = [r for r in records if r["actor"] == "U0AAA111" and r["action"] == "budget.set"]
+    assert record["at"] == "2026-11-03T09:00:00+00:00"
+    assert record["before"] == {
+        "monthly": "12000",  # an exact decimal string, not 12000.0000000000
         "period": "monthly",
         "thresholds": [50, 80, 100],
     }
-    assert record["detail"] == {"before": None, "after": record["after"]}
+    assert record["after"] == {**record["before"], "monthly": "15000"}
+    assert record["currency"] == "USD"
+    assert record["detail"] == {"before": record["before"], "after": record["after"]}
+    # the registry import that created it: the summary's id on every record of the import
+    [created] = [r for r in records if r["action"] == "registry.budget.create"]
+    assert (created["actor"], created["detail"]["import"]) == ("test", 1)
+    assert created["after"] == {
+        "period": "monthly",
+        "monthly": "12000",
+        "currency": "USD",
+        "forecast": True,
+        "thresholds": [50, 80, 100],
+        "forecast_threshold": 100,
+    }
 
 
 def test_no_match_says_so(db: list[str], capsys: pytest.CaptureFixture[str]) -> None:

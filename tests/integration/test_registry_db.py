@@ -21,10 +21,10 @@ def snapshot(session: Session) -> str:
 def test_import_is_idempotent_and_export_round_trips(session: Session) -> None:
     load_registry(session)
     first = snapshot(session)
-    changes = import_registry(parse_registry(REGISTRY), session=session)
+    changes = import_registry(parse_registry(REGISTRY), session=session).counts()
     assert changes == {"created": 0, "updated": 0, "removed": 0}
     assert snapshot(session) == first
-    again = import_registry(parse_registry(first), session=session)
+    again = import_registry(parse_registry(first), session=session).counts()
     assert again == {"created": 0, "updated": 0, "removed": 0}
 
 
@@ -32,7 +32,7 @@ def test_import_syncs_removals_and_owner_changes(session: Session) -> None:
     load_registry(session)
     smaller = REGISTRY.replace("  - {name: staging, team: platform, owners: [U0PPP111]}\n", "")
     smaller = smaller.replace("owners: [U0AAA111], match", "owners: [U0AAA999], match")
-    changes = import_registry(parse_registry(smaller), session=session)
+    changes = import_registry(parse_registry(smaller), session=session).counts()
     assert changes["removed"] == 1
     names = set(session.scalars(select(MLModel.name)))
     assert "staging" not in names

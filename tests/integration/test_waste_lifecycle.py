@@ -307,8 +307,14 @@ def test_a_claim_left_by_a_dead_process_expires_after_an_hour(registry: Session)
     scan(session, T0, finding("i-stop", "900", model="recsys"))
     row = row_of(session, "i-stop")
     assert approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=T0).acts
-    later = T0 + dt.timedelta(minutes=59)
-    assert not approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=later).acts
-    expired = T0 + dt.timedelta(minutes=61)
-    again = approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=expired)
+    # the lease runs by the database's clock: a host clock 61 minutes on does not expire it
+    ahead = T0 + dt.timedelta(minutes=61)
+    assert not approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=ahead).acts
+    assert row.action_at is not None
+    row.action_at -= dt.timedelta(minutes=59)  # claimed 59 minutes ago by the database's clock
+    session.flush()
+    assert not approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=ahead).acts
+    row.action_at -= dt.timedelta(minutes=2)
+    session.flush()
+    again = approve_stop(session=session, finding_id=row.id, user_id="U0AAA111", now=ahead)
     assert again.acts and again.number == 2

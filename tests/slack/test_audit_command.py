@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from sqlalchemy.orm import Session
+
+from bot.registry.spec import parse_registry
+from bot.registry.sync import import_registry
 from tests.support.audit_seed import seed_audit
 from tests.support.slack_app import SlackHarness, seed
 
@@ -26,14 +30,17 @@ def section_texts(reply: dict[str, object]) -> str:
 def test_model_owner_sees_the_models_changes_newest_first(slack: SlackHarness) -> None:
     seed(slack, seed_audit)
     reply = reply_to(slack, "audit recsys", "U0AAA111")
-    assert reply["text"] == "Audit trail for model recsys: 5 change(s)"
+    assert reply["text"] == "Audit trail for model recsys: 7 change(s)"
     body = section_texts(reply)
     assert body.index("review.decide") < body.index("waste_resource_keep")
     assert body.index("model.owners.set") < body.index("`budget.set`")
     assert "`2026-11-03 09:00` <@U0AAA111> `budget.set` `model:recsys`" in body
-    assert "monthly=12000.0000000000 → monthly=15000" in body
+    assert "monthly=$12,000 → monthly=$15,000" in body
     assert "owners=[U0AAA111] → owners=[U0AAA111, U0NEW0001]" in body
     assert "team:platform" not in body and "registry.import" not in body
+    # the registry import that created the model and its budget, one record each
+    assert "`registry.model.create` `model:recsys`" in body
+    assert "`registry.budget.create` `model:recsys`" in body
 
 
 def test_since_narrows_and_admin_may_read_a_team(slack: SlackHarness) -> None:
@@ -41,8 +48,8 @@ def test_since_narrows_and_admin_may_read_a_team(slack: SlackHarness) -> None:
     body = section_texts(reply_to(slack, "audit recsys --since 2026-11-10", "U0AAA111"))
     assert "budget.acknowledge" in body and "model.owners.set" not in body
     reply = reply_to(slack, "audit platform", "U0ADMIN01")
-    assert reply["text"] == "Audit trail for team platform: 1 change(s)"
-    assert "— → period=monthly, monthly=5000.50, thresholds=[50, 80, 100]" in section_texts(reply)
+    assert reply["text"] == "Audit trail for team platform: 5 change(s)"
+    assert "— → period=monthly, monthly=$5,000.50, thresholds=[50, 80, 100]" in section_texts(reply)
 
 
 def test_non_owner_is_refused_and_told_who_can(slack: SlackHarness) -> None:
@@ -81,3 +88,24 @@ def test_hostile_stored_text_is_escaped(slack: SlackHarness) -> None:
 def test_help_lists_audit(slack: SlackHarness) -> None:
     reply = reply_to(slack, "help", "U0AAA111")
     assert "/mlcost audit recsys --since 2026-11-01" in str(reply["blocks"])
+
+
+def test_a_registry_import_shows_each_change_as_money(slack: SlackHarness) -> None:
+    registry = (
+        "teams:\n  - {name: search, channel: C0SEARCH, owners: [U0SSS111]}\n"
+        "models:\n  - {name: embed, team: search, owners: [U0SSS111]}\n"
+        'budgets:\n  - {scope: "model:embed", monthly: 95765}\n'
+    )
+
+    def two_imports(session: Session) -> None:
+        import_registry(parse_registry(registry), session=session, actor="cli:alice")
+        changed = registry.replace("95765", "75135")
+        import_registry(parse_registry(changed), session=session, actor="cli:alice")
+
+    seed(slack, two_imports)
+    reply = reply_to(slack, "audit embed", "U0SSS111")
+    assert reply["text"] == "Audit trail for model embed: 3 change(s)"
+    body = section_texts(reply)
+    assert "`registry.budget.update` `model:embed`\nmonthly=$95,765 → monthly=$75,135" in body
+    assert "`registry.model.create`" in body and "`registry.budget.create`" in body
+    assert "0000000000" not in body

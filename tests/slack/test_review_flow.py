@@ -27,7 +27,7 @@ from bot.slack.blocks.decision import build_decision_view
 from bot.web.health import health_snapshot
 from tests.support.economics_seed import REGISTRY, seed_review_month
 from tests.support.fake_slack import Call, dm_channel
-from tests.support.outbox import post_as_the_worker
+from tests.support.outbox import let_time_pass, post_as_the_worker
 from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
 from tests.support.slack_requests import button_click, view_submission
@@ -250,6 +250,7 @@ def test_a_failed_post_is_retried_by_the_next_run_not_doubled(
     first = run_monthly_review_job(slack.services)
     assert first is not None and first.failed
     clock.now += dt.timedelta(hours=2)
+    let_time_pass(slack.session_factory, dt.timedelta(hours=2))  # the retry is due
     run_review_reminders_job(slack.services)  # retries pending review posts
     texts = [c.params["text"] for c in posts(slack)]
     assert len(set(texts)) == 5

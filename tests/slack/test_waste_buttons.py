@@ -70,6 +70,15 @@ class World:
             if (m.get("metadata") or {}).get("event_payload", {}).get("key") == key
         )
 
+    def age_claim(self, rid: str, by: dt.timedelta) -> None:
+        """Move a Stop it claim's time back, as if the database's clock had moved on."""
+        with session_scope(self.slack.session_factory) as session:
+            row = session.scalars(
+                select(ResourceFindingRecord).where(ResourceFindingRecord.resource_id == rid)
+            ).one()
+            assert row.action_at is not None
+            row.action_at -= by
+
     def press(self, rid: str, action_id: str, user: str, *, wait: bool = True) -> dict[str, Any]:
         """Press a button of the finding's post as the user; return the click's payload.
 
@@ -346,11 +355,13 @@ def test_a_stop_claimed_by_a_process_that_died_is_retried_once_after_the_lease(
     assert world.row(iid).action_result == "acting" and world.aws.calls["ec2:StopInstances"] == 0
     pressed = services.clock()
 
-    services.clock = lambda: pressed + dt.timedelta(minutes=59)  # still leased: maybe acting
+    # the lease runs by the database's clock: a host whose clock runs ahead does not take it
+    services.clock = lambda: pressed + dt.timedelta(minutes=61)
+    world.age_claim(iid, dt.timedelta(minutes=59))  # still leased: maybe acting
     assert resume_stale_stops(services) == []
     assert world.aws.calls["ec2:StopInstances"] == 0
 
-    services.clock = lambda: pressed + dt.timedelta(minutes=61)
+    world.age_claim(iid, dt.timedelta(minutes=2))  # claimed 61 minutes ago
     (retried,) = resume_stale_stops(services)
     assert retried == world.row(iid).id
     assert world.aws.calls["ec2:StopInstances"] == 1 and world.state(iid) in ("stopping", "stopped")

@@ -24,8 +24,13 @@ def at(day: int, hour: int = 9) -> dt.datetime:
 
 
 def seed_audit(session: Session) -> None:
-    """Write seven changes through the write paths; date them 1 to 20 Nov (in id order)."""
-    load_registry(session)  # registry.import by "test"
+    """Write changes through the write paths; date them 1 to 20 Nov (in id order).
+
+    The registry import (by "test", on 1 Nov) is its summary and one record per team, model,
+    budget and the settings; then six changes follow, one a day.
+    """
+    load_registry(session)
+    imported = len(session.scalars(select(AuditLog.id)).all())
     set_budget(session=session, user_id="U0AAA111", scope="model:recsys", amount=Decimal(15000))
     set_budget(
         session=session, user_id="U0PPP111", scope="team:platform", amount=Decimal("5000.50")
@@ -76,7 +81,7 @@ def seed_audit(session: Session) -> None:
         )
     )
     session.flush()
-    days = [1, 3, 5, 8, 12, 15, 20]
+    days = [1] * imported + [3, 5, 8, 12, 15, 20]
     rows = session.scalars(select(AuditLog).order_by(AuditLog.id)).all()
     assert len(rows) == len(days)
     for row, day in zip(rows, days, strict=True):

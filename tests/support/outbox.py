@@ -60,3 +60,13 @@ def post_as_the_worker(
         thread_ts,
         {"event_type": METADATA_EVENT, "event_payload": {"key": row.dedupe_key}},
     )
+
+
+def let_time_pass(factory: sessionmaker[Session], by: dt.timedelta) -> None:
+    """Move every retry time and lease back by `by`: the database's clock moved on that much."""
+    with session_scope(factory) as session:
+        for row in session.scalars(
+            select(OutboxMessage).where(OutboxMessage.next_attempt_at.is_not(None))
+        ):
+            assert row.next_attempt_at is not None
+            row.next_attempt_at -= by

@@ -14,14 +14,23 @@ def entry(action: str, detail: dict[str, object]) -> AuditEntry:
 
 
 def test_each_writers_detail_shape() -> None:
-    # budget.set: before/after dicts, money as stored; only what changed is shown
+    # budget.set: before/after dicts, money read as money; only what changed is shown
     budget = {
         "before": {"monthly": "12000.0000000000", "thresholds": [50, 80, 100]},
         "after": {"monthly": "15000", "thresholds": [50, 80, 100]},
     }
-    assert change_line(entry("budget.set", budget)) == "monthly=12000.0000000000 → monthly=15000"
+    assert change_line(entry("budget.set", budget)) == "monthly=$12,000 → monthly=$15,000"
     created = {"before": None, "after": {"monthly": "5000.50", "thresholds": [80]}}
-    assert change_line(entry("budget.set", created)) == "— → monthly=5000.50, thresholds=[80]"
+    assert change_line(entry("budget.set", created)) == "— → monthly=$5,000.50, thresholds=[80]"
+    # a registry import's budget in its own currency, exact to the cent
+    euros = {
+        "import": 7,
+        "before": {"amount": "2500.5", "period": "weekly", "currency": "EUR"},
+        "after": {"amount": "2600", "period": "weekly", "currency": "EUR"},
+    }
+    assert change_line(entry("registry.budget.update", euros)) == (
+        "amount=€2,500.50 → amount=€2,600"
+    )
     # model.owners.set: one {before, after} per field
     owners = {
         "owners": {"before": ["U1"], "after": ["U1", "U2"]},

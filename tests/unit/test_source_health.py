@@ -13,7 +13,7 @@ def test_credentials_are_masked() -> None:
     masked = redact(text)
     for secret in ("pa55", "AKIAIOSFODNN7EXAMPLE", "abc123", "hunter2", "xoxb-123-abc"):
         assert secret not in masked
-    assert "postgresql://***@db/x" in masked
+    assert "postgresql://mlcost:***@db/x" in masked
 
 
 def test_the_message_is_one_short_line() -> None:

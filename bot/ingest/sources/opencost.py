@@ -12,17 +12,20 @@ become tags; the namespace itself is the tag `kubernetes_namespace` (registry `n
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import functools
+import http.client
 import json
-import urllib.error
-import urllib.request
+import socket
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urljoin, urlsplit, urlunsplit
 
 import pyarrow as pa
 
@@ -45,6 +48,7 @@ from bot.ingest.sources.base import (
     source_data,
     tags_json,
 )
+from bot.masking import mask_text, mask_url
 
 PROVIDER = "Kubernetes"
 SERVICE = "Kubernetes"
@@ -81,7 +85,14 @@ _ALLOCATION_DEFAULTS = {
     "includeIdle": "true",
     "shareIdle": "false",
 }
-HTTP_TIMEOUT_SECONDS = 60.0
+# the whole fetch's deadline and the largest answer read (MLCOST_OPENCOST_TIMEOUT_SECONDS,
+# MLCOST_OPENCOST_MAX_BYTES); redirects followed, within the URL's origin only
+HTTP_TIMEOUT_SECONDS = 300.0
+MAX_BYTES = 512 * 1024 * 1024
+MAX_REDIRECTS = 5
+_REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_CHUNK_BYTES = 1 << 16
 
 
 def is_url(location: str) -> bool:
@@ -110,7 +121,7 @@ def request_url(location: str, window: str | None, aggregate: str | None = None)
         params["window"] = window
     if not params.get("window"):
         raise IngestError(
-            f"opencost: {location} needs a window: --window 7d, or "
+            f"opencost: {mask_url(location)} needs a window: --window 7d, or "
             "--window 2026-11-01T00:00:00Z,2026-12-01T00:00:00Z"
         )
     if aggregate:
@@ -141,42 +152,197 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), header
 
 
-def shown_url(url: str) -> str:
-    """Return the URL as messages and logs may show it: any password replaced by `***`."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    netloc = f"{parts.username or ''}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 def fetch_json(
     url: str,
-    timeout: float = HTTP_TIMEOUT_SECONDS,
+    *,
     authorization: str | None = None,
+    timeout: float = HTTP_TIMEOUT_SECONDS,
+    max_bytes: int = MAX_BYTES,
     shown: str | None = None,
 ) -> Any:
     """GET a URL and parse its JSON (floats as Decimal); IngestError says what went wrong.
 
-    `shown` is the URL as messages name it (its password masked); the URL itself by default.
+    The whole fetch (connecting, redirects, every byte of the answer) has `timeout` seconds;
+    an answer over `max_bytes` is refused; redirects are followed within the URL's origin only,
+    so the credentials never reach another host. Messages show the URL masked: as `shown`
+    (the configured URL through mask_url), or the URL itself masked.
     """
-    request = urllib.request.Request(url)
-    if authorization is not None:
-        request.add_header("Authorization", authorization)
+    shown = shown or mask_url(url)
+    body = _fetch_body(url, authorization, timeout, max_bytes, shown)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = response.read()
-    except urllib.error.HTTPError as exc:
-        detail = exc.read(300).decode("utf-8", "replace").strip()
-        raise IngestError(
-            f"opencost: {shown or url} answered HTTP {exc.code}" + (f": {detail}" if detail else "")
-        ) from None
-    except urllib.error.URLError as exc:
-        raise IngestError(f"opencost: cannot reach {shown or url} ({exc.reason})") from None
-    except (TimeoutError, OSError) as exc:
-        raise IngestError(f"opencost: cannot read {shown or url} ({exc})") from None
-    return parse_json(body, f"opencost: {shown or url}")
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"opencost: {shown}: not JSON ({exc})") from None
+    del body  # the text and what it parses into are held; the bytes need not be
+    return _parse_text(text, f"opencost: {shown}")
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(scheme)
+
+
+def _fetch_body(
+    url: str, authorization: str | None, timeout: float, max_bytes: int, shown: str
+) -> bytearray:
+    """Return the answer's bytes: same-origin redirects followed, within one deadline and cap."""
+    deadline = time.monotonic() + timeout
+    origin = _origin(url)
+    for hop in range(MAX_REDIRECTS + 1):
+        shown = shown if hop == 0 else mask_url(url)
+        response = _Exchange(url, authorization, deadline)
+        try:
+            status, location = response.open()
+            if status in _REDIRECT_STATUSES and location:
+                target = urljoin(url, location)
+                if _origin(target) != origin:
+                    raise IngestError(
+                        f"opencost: {shown} redirects to another origin ({mask_url(target)}); "
+                        "mlcost follows redirects within the URL's own scheme, host and port "
+                        "only, so its credentials never reach another host: configure the "
+                        "URL the answer really comes from"
+                    )
+                url = target
+                continue
+            if not 200 <= status < 300:
+                detail = response.read_some(300).decode("utf-8", "replace").strip()
+                raise IngestError(
+                    f"opencost: {shown} answered HTTP {status}"
+                    + (f": {mask_text(detail)}" if detail else "")
+                )
+            return response.read_all(max_bytes)
+        except _DeadlinePassed:
+            raise IngestError(
+                f"opencost: {shown} gave no complete answer within {timeout:g} s "
+                "(MLCOST_OPENCOST_TIMEOUT_SECONDS)"
+            ) from None
+        except _TooLarge:
+            raise IngestError(
+                f"opencost: {shown}: the answer is larger than {max_bytes:,} bytes "
+                "(MLCOST_OPENCOST_MAX_BYTES): ask for a shorter window or a coarser aggregate, "
+                "or raise the setting"
+            ) from None
+        except (OSError, http.client.HTTPException) as exc:
+            verb = "read" if response.connected else "reach"
+            raise IngestError(
+                f"opencost: cannot {verb} {shown} ({exc or type(exc).__name__})"
+            ) from None
+        finally:
+            response.close()
+    raise IngestError(
+        f"opencost: {mask_url(url)}: more than {MAX_REDIRECTS} redirects; configure the URL "
+        "the answer really comes from"
+    )
+
+
+class _DeadlinePassed(Exception):
+    """The fetch's deadline passed."""
+
+
+class _TooLarge(Exception):
+    """The answer is over the size cap."""
+
+
+class _Exchange:
+    """One GET on its own connection; a timer cuts the socket when the fetch's deadline passes.
+
+    A per-read socket timeout would let a server that sends a byte now and then hold the fetch
+    for ever; shutting the socket down at the deadline ends any read, however far it got.
+    """
+
+    def __init__(self, url: str, authorization: str | None, deadline: float) -> None:
+        self.url = url
+        self.authorization = authorization
+        self.deadline = deadline
+        self.connected = False
+        self._cut = threading.Event()
+        self._timer: threading.Timer | None = None
+        self._response: http.client.HTTPResponse | None = None
+        parts = urlsplit(url)
+        make = (
+            http.client.HTTPSConnection
+            if parts.scheme.lower() == "https"
+            else http.client.HTTPConnection
+        )
+        self._connection = make(parts.hostname or "", parts.port, timeout=self._left())
+
+    def _left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0 or self._cut.is_set():
+            raise _DeadlinePassed
+        return left
+
+    def _cut_off(self) -> None:
+        self._cut.set()
+        sock = self._connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def _checked(self, error: BaseException | None = None) -> None:
+        """Raise _DeadlinePassed if the timer cut the socket (a cut read may look complete)
+        or the socket timed out (its timeout is never longer than what is left)."""
+        if self._cut.is_set() or isinstance(error, TimeoutError):
+            raise _DeadlinePassed
+
+    def open(self) -> tuple[int, str | None]:
+        """Send the GET; return the status and any Location header."""
+        self._timer = threading.Timer(self._left(), self._cut_off)
+        self._timer.daemon = True
+        self._timer.start()
+        try:
+            self._connection.connect()
+        except OSError as exc:
+            self._checked(exc)
+            raise
+        self.connected = True
+        if self._connection.sock is not None:
+            self._connection.sock.settimeout(self._left())
+        parts = urlsplit(self.url)
+        headers = {"Accept": "application/json", "User-Agent": "mlcost"}
+        if self.authorization is not None:
+            headers["Authorization"] = self.authorization
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        try:
+            self._connection.request("GET", target, headers=headers)
+            self._response = self._connection.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            self._checked(exc)
+            raise
+        self._checked()
+        return self._response.status, self._response.getheader("Location")
+
+    def read_some(self, limit: int) -> bytes:
+        """Return up to `limit` bytes of the body (an error's detail)."""
+        assert self._response is not None
+        try:
+            return self._response.read(limit)
+        except (OSError, http.client.HTTPException):
+            return b""
+
+    def read_all(self, max_bytes: int) -> bytearray:
+        """Return the body; _TooLarge as soon as it is known to be over `max_bytes`."""
+        assert self._response is not None
+        declared = self._response.length
+        if declared is not None and declared > max_bytes:
+            raise _TooLarge
+        body = bytearray()
+        try:
+            while chunk := self._response.read(_CHUNK_BYTES):
+                body += chunk
+                if len(body) > max_bytes:
+                    raise _TooLarge
+        except (OSError, http.client.HTTPException) as exc:
+            self._checked(exc)
+            raise
+        self._checked()
+        return body
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._connection.close()
 
 
 def read_json_file(path: str) -> Any:
@@ -191,8 +357,16 @@ def read_json_file(path: str) -> Any:
 def parse_json(body: bytes, where: str) -> Any:
     """Parse JSON with exact decimals."""
     try:
-        return json.loads(body.decode("utf-8-sig"), parse_float=Decimal)
-    except (UnicodeDecodeError, ValueError) as exc:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"{where}: not JSON ({exc})") from None
+    return _parse_text(text, where)
+
+
+def _parse_text(text: str, where: str) -> Any:
+    try:
+        return json.loads(text, parse_float=Decimal)
+    except ValueError as exc:
         raise IngestError(f"{where}: not JSON ({exc})") from None
 
 
@@ -235,24 +409,27 @@ class OpenCostSource:
         aggregate: str | None = None,
         default_currency: str = DEFAULT_CURRENCY,
         timeout: float = HTTP_TIMEOUT_SECONDS,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         url = request_url(location, window, aggregate) if is_url(location) else None
         self.url: str | None = None
         self._authorization: str | None = None
         if url is not None:
             self.url, self._authorization = split_credentials(url)
-        self.shown = shown_url(url) if url else location
+        # the URL as messages, the ingestion record and logs show it (credentials masked)
+        self.shown = mask_url(url) if url else location
         if self.url is None and (window or aggregate):
             raise IngestError(
                 f"opencost: {location} is a saved answer: it covers the window it was saved "
                 "with; --window and --aggregate apply to a URL"
             )
         self.path = location
-        self.location = self.url or location
+        self.location = mask_url(self.url) if self.url else location
         # where errors say the problem is: the file, as for every file source, or the URL
         self.where = f"opencost: {self.shown}" if self.url else location
         self.currency = check_currency(default_currency, "MLCOST_CURRENCY")
         self.timeout = timeout
+        self.max_bytes = max_bytes
         self._notes: list[str] = []
 
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
@@ -260,7 +437,13 @@ class OpenCostSource:
         if progress is not None:
             progress.set_total(1, "answers")
         answer = (
-            fetch_json(self.url, self.timeout, self._authorization, self.shown)
+            fetch_json(
+                self.url,
+                authorization=self._authorization,
+                timeout=self.timeout,
+                max_bytes=self.max_bytes,
+                shown=self.shown,
+            )
             if self.url
             else read_json_file(self.path)
         )
