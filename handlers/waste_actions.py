@@ -96,7 +96,8 @@ def stop_resource(
             channel,
             user,
             "Stop it was already approved for this resource "
-            f"({approval.previous_result or 'in progress'}); nothing more was done.",
+            f"({approval.previous_result or 'in progress'})"
+            f"{f' by <@{approval.user_id}>' if approval.user_id else ''}; nothing more was done.",
         )
         return
     # "acting now" first: the background's update with the result must come after it

@@ -8,7 +8,10 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
+from bot.db.engine import dialect_insert
+from bot.db.locks import claim_row, hold_registry_lock
 from bot.db.schema import AuditLog, Budget, utcnow
 from bot.errors import PermissionDenied, UsageError
 from bot.money import MAX_BUDGET
@@ -119,8 +122,11 @@ def set_budget(
     A new budget is in `currency` (the organisation's); a changed one keeps its own. A new
     budget is monthly unless `period` says otherwise; a changed one keeps its period unless
     `period` is given. A new amount or period is a new revision: its thresholds alert afresh.
+    Changes to one budget are serialised (its row is claimed before it is read; a registry
+    import running now finishes first), so the audit's `before` is the value replaced.
     """
-    existing = session.scalars(select(Budget).where(Budget.scope == scope)).first()
+    hold_registry_lock(session, exclusive=False)
+    existing = _claimed_budget(session, scope)
     period = period or (existing.period if existing is not None else MONTHLY)
     spec = BudgetSpec.model_validate(
         {
@@ -131,24 +137,13 @@ def set_budget(
         }
     )
     check_budget_permission(session, user_id, spec.scope)
-    model_name, team_name, stage = parse_scope(spec.scope)
-    budget = existing
     before = None
-    if budget is None:
-        budget = Budget(
-            scope=spec.scope,
-            model_name=model_name,
-            team_name=team_name,
-            stage=stage,
-            monthly_amount=spec.per_period,
-            period=spec.period,
-            thresholds=spec.thresholds,
-            forecast=bool(forecast),
-            forecast_threshold=100,
-            currency=currency,
-        )
-        session.add(budget)
-    else:
+    budget = existing if existing is not None else _insert(session, spec, forecast, currency)
+    created = existing is None and budget is not None
+    if budget is None:  # a concurrent change created it first: change it as it stands now
+        budget = _claimed_budget(session, spec.scope)
+        assert budget is not None, "Slack does not delete budgets"
+    if not created:
         before = audit_values(budget)
         if (budget.monthly_amount, budget.period) != (spec.per_period, spec.period):
             budget.amount_revision = (budget.amount_revision or 0) + 1  # fresh thresholds
@@ -169,4 +164,46 @@ def set_budget(
         )
     )
     session.flush()
+    return budget
+
+
+def _claimed_budget(session: Session, scope: str) -> Budget | None:
+    """Return the scope's budget claimed for this change (None when there is none)."""
+    budget_id = session.scalar(select(Budget.id).where(Budget.scope == scope))
+    if budget_id is None:
+        return None
+    budget = claim_row(session, Budget, budget_id, what=f"the budget of {scope}")
+    if budget is None:  # removed by an import just now
+        return _claimed_budget(session, scope)
+    return budget
+
+
+def _insert(
+    session: Session, spec: BudgetSpec, forecast: bool | None, currency: str
+) -> Budget | None:
+    """Create the budget unless a concurrent change just did; return it (None: it exists)."""
+    model_name, team_name, stage = parse_scope(spec.scope)
+    inserted = session.scalar(
+        dialect_insert(session)(Budget.__table__)
+        .values(
+            scope=spec.scope,
+            model_name=model_name,
+            team_name=team_name,
+            stage=stage,
+            monthly_amount=spec.per_period,
+            period=spec.period,
+            thresholds=spec.thresholds,
+            forecast=bool(forecast),
+            forecast_threshold=100,
+            currency=currency,
+        )
+        .on_conflict_do_nothing(index_elements=["scope"])
+        .returning(Budget.id)
+    )
+    if inserted is None:
+        return None
+    budget = session.scalars(
+        select(Budget).where(Budget.scope == spec.scope).execution_options(populate_existing=True)
+    ).one()
+    set_committed_value(budget, "monthly_amount", spec.per_period)  # as typed, for the audit
     return budget

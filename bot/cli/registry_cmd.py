@@ -67,6 +67,7 @@ def _refusal(plan: ImportPlan) -> str:
 
 def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
     """Validate the file, show the diff, refuse destructive imports, apply in one transaction."""
+    from bot.db.locks import hold_registry_lock
     from bot.registry.plan import kept_entities, plan_import
     from bot.registry.spec import load_registry_file
     from bot.registry.sync import import_registry
@@ -74,6 +75,8 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
     spec = load_registry_file(args.file)
     source = str(args.file)
     with ctx.session() as session:
+        if not args.dry_run:  # until the commit, a Slack change waits: the plan stays true
+            hold_registry_lock(session, exclusive=True)
         plan = plan_import(
             spec,
             session=session,

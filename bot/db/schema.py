@@ -199,6 +199,8 @@ class Budget(Base):
     currency: Mapped[str] = mapped_column(String(3), default="USD", server_default="USD")
     updated_by: Mapped[str | None] = mapped_column(String(40))
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # bumped by every change from Slack, under the row's lock (bot/db/locks.py: claim_row)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
 
 class IngestionRun(Base):
@@ -509,6 +511,8 @@ class ResourceFindingRecord(Base):
     action_result: Mapped[str | None] = mapped_column(Text)
     action_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     action_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    # bumped by every decision and Stop it step, under the row's lock (bot/db/locks.py: claim_row)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
 
 class AnomalyExpectation(Base):

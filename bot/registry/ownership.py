@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from bot.db.locks import hold_registry_lock
 from bot.db.schema import AuditLog, Owner
 from bot.errors import PermissionDenied, UsageError
 from bot.registry.catalog import can_manage_model, find_model, model_owner_ids
@@ -36,6 +37,7 @@ def set_model_owners(
         raise UsageError("name at least one owner, e.g. `@alice`")
     if len(wanted) > MAX_OWNERS:
         raise UsageError(f"at most {MAX_OWNERS} owners per model")
+    hold_registry_lock(session, exclusive=False)  # an import running now finishes first
     model = find_model(session, model_name)
     if not can_manage_model(session, user_id, model):
         raise PermissionDenied(

@@ -9,6 +9,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from bot.config import Settings
+from bot.db.locks import hold_registry_lock
 from bot.db.schema import Admin, Budget, MLModel, Owner, RegistrySetting, Team
 from bot.ingest.attribution import NAMESPACE_TAG, AttributionRules, ModelMatcher, StageRule
 from bot.ingest.attribution import normalize_tag_key as _norm
@@ -40,6 +41,7 @@ def import_registry(
     `kept` names entities whose Slack-side changes the spec kept; the audit record says so.
     A budget without a `currency` gets `default_currency` (the organisation's, MLCOST_CURRENCY).
     """
+    hold_registry_lock(session, exclusive=True)  # Slack changes wait for this transaction
     changes = entity_changes(export_registry(session=session), spec, default_currency)
     teams = _sync_teams(spec, session)
     _sync_models(spec, session, teams)

@@ -1,8 +1,9 @@
 """What "Stop it" does in AWS, once approved: only when enabled, never to a protected resource.
 
-The resource's tags are read again from AWS at the moment of acting: a `mlcost:protect` tag added
-since the scan refuses the action. S3 prefixes are never changed (a lifecycle rule is a
-recommendation). Every AWS call made is listed in the result, for the audit log.
+The resource's tags are read again from AWS at the moment of acting, and again after any wait
+before the destructive call (a snapshot before deleting a volume): a `mlcost:protect` tag added
+since the scan, or during the wait, refuses the action. S3 prefixes are never changed (a
+lifecycle rule is a recommendation). Every AWS call made is listed in the result, for the audit log.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ DISABLED_TEXT = (
     "approval recorded only: actions are disabled (MLCOST_ACTIONS_ENABLED is not true), so "
     "nothing was changed in AWS."
 )
+
+
+class ProtectedDuringWait(Exception):
+    """The resource was tagged mlcost:protect while Stop it waited (for a snapshot)."""
 
 
 class _Calls:
@@ -128,6 +133,8 @@ def perform_stop(
                 calls=tuple(calls.made),
             )
         text = _act(aws, calls, action, region, target, wait_delay, wait_attempts)
+    except ProtectedDuringWait as exc:
+        return ActionResult(Outcome.REFUSED, f"refused: {exc}", calls=tuple(calls.made))
     except WaiterError as exc:
         log.warning("stop %s in %s: snapshot not completed: %s", target, region, exc)
         return ActionResult(
@@ -250,6 +257,12 @@ def _act(
         ec2.get_waiter("snapshot_completed").wait(
             SnapshotIds=[sid], WaiterConfig={"Delay": wait_delay, "MaxAttempts": wait_attempts}
         )
+        # the wait may take minutes: a protect tag added meanwhile still keeps the volume
+        if _protected(aws, calls, action, region, target):
+            raise ProtectedDuringWait(
+                f"snapshot {sid} of {vid} completed, but {vid} now carries the mlcost:protect "
+                "tag (read from AWS just now), so the volume was kept."
+            )
         calls("ec2.DeleteVolume", ec2.delete_volume, VolumeId=vid)
         return f"snapshot {sid} of {vid} completed, then volume {vid} deleted."
     if action == Action.DELETE_SNAPSHOT:

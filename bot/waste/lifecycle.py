@@ -32,12 +32,13 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
 from bot.db.engine import database_now
+from bot.db.locks import claim_row
 from bot.db.schema import AuditLog, MLModel, ResourceFindingRecord, Team
-from bot.errors import NotFoundError, PermissionDenied
+from bot.errors import MlcostError, NotFoundError, PermissionDenied
 from bot.money import format_money_places
 from bot.notify.messages import (
     ResourceDecisionState,
@@ -586,10 +587,26 @@ def _audit(
 def record_silence(
     *, session: Session, finding_id: int, user_id: str, decision: str, now: dt.datetime
 ) -> ResourceFindingRecord:
-    """Record Keep for 7 days or Not waste (permission checked), audited with before/after."""
+    """Record Keep for 7 days or Not waste (permission checked), audited with before/after.
+
+    Decisions on one finding are serialised (its row is claimed, then read), so `before` is the
+    decision replaced. A Stop it approved first (acting or done) wins: this one is refused,
+    naming who approved it.
+    """
     if decision not in (KEEP, NOT_WASTE):
         raise ValueError(f"not a silencing decision: {decision}")
-    row = check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
+    check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
+    row = claim_finding(session, finding_id)
+    if row.decision == STOP and (
+        row.action_result == ACTING or (row.action_result or "").startswith("done")
+    ):
+        words = "Keep for 7 days" if decision == KEEP else "Not waste"
+        state = "is already being stopped" if row.action_result == ACTING else "was already stopped"
+        raise DecisionConflict(
+            f"{row.resource_id} {state}: <@{row.decided_by}> approved Stop it"
+            f"{f' at {row.decided_at:%H:%M:%S} UTC' if row.decided_at else ''}. {words} was not "
+            "recorded; nothing was changed."
+        )
     before = _snapshot(row)
     row.decision = decision
     row.decided_by = user_id
@@ -597,6 +614,19 @@ def record_silence(
     row.keep_until = now + dt.timedelta(days=KEEP_DAYS) if decision == KEEP else None
     row.decision_monthly_cost = row.monthly_cost
     _audit(session, row, user_id, f"waste_resource_{decision}", before, now)
+    session.flush()
+    return row
+
+
+class DecisionConflict(MlcostError):
+    """The finding was decided otherwise first (a Stop it running or done)."""
+
+
+def claim_finding(session: Session, finding_id: int) -> ResourceFindingRecord:
+    """Return the finding claimed for a decision (locked, its version bumped, read afresh)."""
+    row = claim_row(session, ResourceFindingRecord, finding_id, what="this resource finding")
+    if row is None:
+        raise NotFoundError("That resource finding no longer exists.")
     return row
 
 
@@ -634,41 +664,33 @@ def approve_stop(
 ) -> StopApproval:
     """Record a Stop it approval and claim the action, unless one is running or already done.
 
-    The claim is one conditional UPDATE, so two presses (a retried request, two people) never
-    both act: the loser sees the action running or done and changes nothing. A claim left by a
-    process that died while acting expires after ACTING_LEASE, by the database's clock.
+    The finding's row is claimed (locked, then read) first, so two presses (a retried request,
+    two people) never both act: the later one sees the action running or done and changes
+    nothing; a Keep or Not waste recorded before it is what the audit's `before` shows. A claim
+    left by a process that died while acting expires after ACTING_LEASE, by the database's clock.
     """
-    row = check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
-    before = _snapshot(row)
-    table = ResourceFindingRecord
+    check_can_decide(session=session, finding_id=finding_id, user_id=user_id)
+    row = claim_finding(session, finding_id)
     claimed_at = database_now(session)  # the claim's lease, compared by every process alike
-    result = session.execute(
-        update(table)
-        .where(
-            table.id == finding_id,
-            or_(
-                table.action_result.is_(None),
-                (table.action_result != ACTING) & ~table.action_result.startswith("done"),
-                (table.action_result == ACTING) & (table.action_at < claimed_at - ACTING_LEASE),
-            ),
-        )
-        .values(
-            action_result=ACTING,
-            action_count=table.action_count + 1,
-            action_at=claimed_at,
-            decision=STOP,
-            decided_by=user_id,
-            decided_at=now,
-            keep_until=None,
-            decision_monthly_cost=table.monthly_cost,
-        )
-        .execution_options(synchronize_session=False)
+    result = row.action_result
+    running = (
+        result == ACTING
+        and row.action_at is not None
+        and row.action_at >= claimed_at - ACTING_LEASE
     )
-    claimed = result.rowcount  # type: ignore[attr-defined]
-    session.refresh(row)
-    if claimed != 1:
-        return StopApproval.of(row, False, previous_result=row.action_result)
+    if running or (result or "").startswith("done"):
+        return StopApproval.of(row, False, previous_result=result, user_id=row.decided_by)
+    before = _snapshot(row)
+    row.action_result = ACTING
+    row.action_count += 1
+    row.action_at = claimed_at
+    row.decision = STOP
+    row.decided_by = user_id
+    row.decided_at = now
+    row.keep_until = None
+    row.decision_monthly_cost = row.monthly_cost
     _audit(session, row, user_id, "waste_resource_stop", before, now)
+    session.flush()
     return StopApproval.of(row, True, user_id=user_id)
 
 
@@ -677,32 +699,30 @@ def claim_stale_stops(*, session: Session, now: dt.datetime) -> list[StopApprova
 
     The lease is compared and renewed by the database's clock, not this host's.
 
-    Each re-claim is one conditional UPDATE on the claim's time, so of two processes retrying
-    the same claim only one acts. The approval keeps its number: the thread reply's outbox key is
-    the same, so a reply the dead process queued is not posted twice.
+    Each finding is claimed (locked, then read) before its claim is renewed, so of two
+    processes retrying the same claim only one acts. The approval keeps its number: the thread
+    reply's outbox key is the same, so a reply the dead process queued is not posted twice.
     """
     table = ResourceFindingRecord
     claimed_at = database_now(session)
     stale = session.scalars(
-        select(table).where(
+        select(table.id).where(
             table.action_result == ACTING, table.action_at < claimed_at - ACTING_LEASE
         )
     ).all()
     claimed: list[StopApproval] = []
-    for row in stale:
+    for finding_id in stale:
+        row = claim_row(session, table, finding_id, what="this resource finding")
+        if (
+            row is None
+            or row.action_result != ACTING
+            or (row.action_at or claimed_at) >= claimed_at - ACTING_LEASE
+        ):
+            continue  # re-claimed (or finished) by another process meanwhile
         before = _snapshot(row)
-        result = session.execute(
-            update(table)
-            .where(
-                table.id == row.id, table.action_result == ACTING, table.action_at == row.action_at
-            )
-            .values(action_at=claimed_at)
-            .execution_options(synchronize_session=False)
-        )
-        if result.rowcount != 1:  # type: ignore[attr-defined]
-            continue
-        session.refresh(row)
+        row.action_at = claimed_at
         _audit(session, row, "mlcost", "waste_resource_stop_retry", before, now)
+        session.flush()
         claimed.append(StopApproval.of(row, True, user_id=row.decided_by))
     return claimed
 
@@ -716,7 +736,7 @@ def record_action_result(
     now: dt.datetime,
 ) -> ResourceFindingRecord:
     """Keep what Stop it did on the row and in the audit log; queue the thread reply."""
-    row = load_finding(session, approval.finding_id)
+    row = claim_finding(session, approval.finding_id)
     before = _snapshot(row)
     row.action_result = result.summary
     _audit(

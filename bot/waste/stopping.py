@@ -1,6 +1,6 @@
 """Run an approved Stop it away from Slack's listener threads, and retry one a crash left behind.
 
-The button claims the action (lifecycle.approve_stop: one conditional UPDATE, so it is claimed
+The button claims the action (lifecycle.approve_stop: under the finding's row lock, so it is claimed
 once) and hands it to `BackgroundActions`, a small thread pool the composition root owns; the
 listener returns at once. The pool runs the AWS action (which may wait up to 20 minutes for a
 snapshot), records the result, delivers the reply to the finding's thread through the outbox and
@@ -8,7 +8,7 @@ updates the post.
 
 A claim whose process died before recording a result stays `acting`; after ACTING_LEASE (1 hour,
 longer than any action takes) `resume_stale_stops` (the `resource-stop-retry` job) re-claims it
-with another conditional UPDATE and runs it: retried once, never by two processes at once.
+under the same lock and runs it: retried once, never by two processes at once.
 """
 
 from __future__ import annotations

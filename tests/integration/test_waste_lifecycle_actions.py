@@ -92,8 +92,53 @@ def test_a_volume_is_snapshotted_then_deleted(aws: CountingAws) -> None:
         "ec2.DescribeVolumes",
         "ec2.CreateSnapshot",
         "ec2.DescribeSnapshots (snapshot_completed waiter)",
+        "ec2.DescribeVolumes",
         "ec2.DeleteVolume",
     ]
+
+
+class _TagDuringWait:
+    """An EC2 client whose snapshot waiter sees someone tag the volume mlcost:protect."""
+
+    def __init__(self, ec2: Any, volume_id: str) -> None:
+        self._ec2, self._volume_id = ec2, volume_id
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ec2, name)
+
+    def get_waiter(self, name: str) -> Any:
+        waiter = self._ec2.get_waiter(name)
+        ec2, volume_id = self._ec2, self._volume_id
+
+        class Waiter:
+            def wait(self, **params: Any) -> None:
+                ec2.create_tags(Resources=[volume_id], Tags=PROTECT)
+                waiter.wait(**params)
+
+        return Waiter()
+
+
+def test_a_protect_tag_added_during_the_snapshot_wait_keeps_the_volume(aws: CountingAws) -> None:
+    ec2 = aws("ec2", REGION)
+    vid = ec2.create_volume(Size=100, VolumeType="gp3", AvailabilityZone=f"{REGION}a")["VolumeId"]
+
+    def tagging_aws(service: str, region: str) -> Any:
+        client = aws(service, region)
+        return _TagDuringWait(client, vid) if service == "ec2" else client
+
+    result = perform_stop(
+        tagging_aws,
+        action="snapshot_and_delete_volume",
+        region=REGION,
+        target={"volume_id": vid},
+        enabled=True,
+    )
+    assert result.outcome is Outcome.REFUSED, result.text
+    assert result.summary == "refused: protected"
+    assert "mlcost:protect" in result.text and "volume was kept" in result.text
+    assert [v["VolumeId"] for v in ec2.describe_volumes(VolumeIds=[vid])["Volumes"]] == [vid]
+    assert "ec2.DeleteVolume" not in result.calls
+    assert aws.calls.get("ec2:DeleteVolume", 0) == 0
 
 
 def test_an_orphaned_snapshot_is_deleted_unless_protected(aws: CountingAws) -> None:
