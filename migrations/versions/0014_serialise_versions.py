@@ -1,7 +1,7 @@
 """row versions for budgets and resource findings
 
-Revision ID: 0013_serialise_versions
-Revises: 0012_budget_period
+Revision ID: 0014_serialise_versions
+Revises: 0013_amounts_budget_scale
 Create Date: 2026-12-04 10:00:00
 
 budgets.version and resource_findings.version are bumped by every change made from Slack (a
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013_serialise_versions"
-down_revision: str | None = "0012_budget_period"
+revision: str = "0014_serialise_versions"
+down_revision: str | None = "0013_amounts_budget_scale"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
