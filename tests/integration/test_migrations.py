@@ -6,7 +6,7 @@ from decimal import Decimal
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import insert, inspect, select
+from sqlalchemy import column, insert, inspect, select, table
 from sqlalchemy.orm import Session
 
 from bot.db.engine import alembic_config, make_engine, upgrade
@@ -66,12 +66,24 @@ def test_budget_amounts_keep_their_value_across_the_budget_scale_migration(
     cfg = alembic_config(database_url)
     command.downgrade(cfg, "base")
     command.upgrade(cfg, "0012_budget_period")
+    # 0012's budgets table, as it was: later columns (0014's version) are not there yet
+    columns = ("scope", "monthly_amount", "period", "thresholds", "forecast")
+    columns += ("forecast_threshold", "amount_revision", "currency", "updated_at")
+    budgets_0012 = table("budgets", *(column(n, Budget.__table__.c[n].type) for n in columns))
+    now = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+    common = {"period": "monthly", "thresholds": [], "forecast": False}
+    common |= {
+        "forecast_threshold": 100,
+        "amount_revision": 0,
+        "currency": "USD",
+        "updated_at": now,
+    }
     with Session(engine) as session, session.begin():
         session.execute(
-            insert(Budget.__table__),
+            insert(budgets_0012),
             [
-                {"scope": "model:a", "monthly_amount": Decimal("12000.5")},
-                {"scope": "model:b", "monthly_amount": Decimal("921000000.1234")},
+                {"scope": "model:a", "monthly_amount": Decimal("12000.5")} | common,
+                {"scope": "model:b", "monthly_amount": Decimal("921000000.1234")} | common,
             ],
         )
     # 0012's column held 10 places: on SQLite the stored integer is the amount times 10^10
