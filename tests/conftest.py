@@ -37,6 +37,14 @@ def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
+@pytest.fixture(autouse=True)
+def _no_proxy_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reach the tests' local servers directly, whatever proxy the developer's shell names."""
+    for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
 def create_database_url(tmp_dir: Path, name: str | None = None) -> str:
     """Return the URL of a new empty database on the configured backend."""
     base = os.environ.get(PG_ENV)

@@ -25,8 +25,9 @@ from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_lease
 from bot.notify.outbox import FindPosted, PlannedPost, enqueue_many
 from bot.notify.plan import ALL_CHECKS, CycleReport, plan_alerts
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
-from bot.notify.sources import DeadlineSource, source_name
+from bot.notify.sources import ReadSource, read_side_by_side, source_name
 from bot.periods import local_today
+from bot.registry.sync import load_attribution_rules
 from bot.slack.notifier import Notifier
 
 log = logging.getLogger(__name__)
@@ -67,22 +68,33 @@ def fetch_sources(
     progress: StartTask | None = None,
     timeout: float | None = None,
 ) -> None:
-    """Ingest each source in its own transaction; a failing source does not stop the cycle.
+    """Read the sources side by side, then write each to the ledger in its own transaction.
 
-    Whatever a source raises is logged (with its traceback unless it is one of our own
-    explained errors, credentials masked) and recorded for /healthz until it is next fetched.
-    A source still reading after `timeout` seconds is given up (MLCOST_POLL_SOURCE_TIMEOUT_SECONDS).
+    Every source is read at once, in a thread of its own, and the poll waits at most `timeout`
+    seconds for them all (MLCOST_POLL_SOURCE_TIMEOUT_SECONDS): a source still reading then is
+    given up, so hung sources delay the alerts by one deadline in all. What arrived is written
+    here, in this thread, in the sources' order. A failing source does not stop the cycle:
+    whatever it raised is logged (with its traceback unless it is one of our own explained
+    errors, credentials masked) and recorded for /healthz until it is next fetched.
     """
+    if not sources:
+        return
     at = now or dt.datetime.now(dt.UTC)
-    for source in sources:
+    with session_scope(session_factory) as session:
+        tag_keys = load_attribution_rules(session=session).tag_keys_used()
+    label = source_name(sources[0]) if len(sources) == 1 else f"{len(sources)} sources"
+    with _step(progress, f"poll: read {label}") as bar:
+        outcomes = read_side_by_side(sources, tag_keys, seconds=timeout, progress=bar)
+    for source, outcome in zip(sources, outcomes, strict=True):
         name = source_name(source)
         try:
+            if isinstance(outcome, BaseException):
+                raise outcome
             with (
-                _step(progress, f"poll: read {name}") as bar,
+                _step(progress, f"poll: write {name}"),
                 session_scope(session_factory) as session,
             ):
-                reader = source if timeout is None else DeadlineSource(source, timeout)
-                report.fetched.append(ingest(reader, session=session, progress=bar))
+                report.fetched.append(ingest(ReadSource(source, outcome), session=session))
                 clear_source_failure(session=session, source=name)
         except Exception as exc:
             if isinstance(exc, MlcostError):

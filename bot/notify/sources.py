@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import queue
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bot.bootstrap import AwsClientFactory, aws_client
@@ -14,6 +16,8 @@ from bot.ingest.sources.base import Progress, SourceData, SpendSource
 from bot.ingest.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
 from bot.ingest.sources.files import is_s3
 from bot.masking import mask_url
+
+_REDRAW_SECONDS = 0.1  # how often the read's progress is counted while waiting
 
 
 class PolledSource:
@@ -45,43 +49,91 @@ class SourceDeadlineExceeded(MlcostError):
     """A poll source's read did not finish within MLCOST_POLL_SOURCE_TIMEOUT_SECONDS."""
 
 
-class DeadlineSource:
-    """Read a source in a thread of its own and give up waiting at a deadline.
+class ReadSource:
+    """A source whose read is done: `read` hands back its data, for the ledger to write."""
 
-    A hung read (a server that never answers, a stuck SDK call) then fails its source alone,
-    and the poll plans from what the ledger holds. The abandoned thread holds no database
-    session (only `read` runs in it) and is a daemon: its late answer is dropped.
-    """
-
-    def __init__(self, source: SpendSource, seconds: float) -> None:
-        self.source = source
-        self.seconds = seconds
+    def __init__(self, source: SpendSource, data: SourceData) -> None:
         self.kind = source.kind
         self.location = source.location
+        self._data = data
 
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
-        """Return the source's read, or raise SourceDeadlineExceeded at the deadline."""
-        outcome: list[SourceData | BaseException] = []
+        """Return the data read before."""
+        return self._data
 
-        def run() -> None:
-            try:
-                outcome.append(self.source.read(tag_keys, progress))
-            except BaseException as exc:  # handed to the waiting thread, which raises it
-                outcome.append(exc)
 
-        name = source_name(self.source)
-        thread = threading.Thread(target=run, name=f"read {name}", daemon=True)
-        thread.start()
-        thread.join(self.seconds)
-        if not outcome:
-            raise SourceDeadlineExceeded(
-                f"{name}: did not finish within {self.seconds:g} s "
-                "(MLCOST_POLL_SOURCE_TIMEOUT_SECONDS); planned from what the ledger holds"
-            )
-        [result] = outcome
-        if isinstance(result, BaseException):
-            raise result
-        return result
+class _Tally:
+    """Counts one source's thread reports (set only by that thread, summed by the poll's)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def set_total(self, total: int | None, unit: str | None = None) -> None:
+        return
+
+    def advance(self, done: int = 0, rows: int = 0) -> None:
+        self.rows += rows
+
+
+def read_side_by_side(
+    sources: Sequence[SpendSource],
+    tag_keys: set[str],
+    *,
+    seconds: float | None,
+    progress: Progress | None = None,
+) -> list[SourceData | BaseException]:
+    """Read every source at once, each in a thread of its own, and wait at most `seconds` in all.
+
+    Returns each source's data, or what its read raised, in the sources' order; a source still
+    reading at the deadline gets SourceDeadlineExceeded. So hung sources cost the poll one
+    deadline however many there are. An abandoned thread is a daemon that holds no database
+    session (it runs only the source's `read`): its late answer is never picked up or written.
+    `progress` counts the sources done and the rows they read.
+    """
+    finished: queue.SimpleQueue[tuple[int, SourceData | BaseException]] = queue.SimpleQueue()
+    tallies = [_Tally() for _ in sources]
+
+    def run(index: int, source: SpendSource) -> None:
+        try:
+            outcome: SourceData | BaseException = source.read(tag_keys, tallies[index])
+        except BaseException as exc:  # handed to the waiting thread, which reports it
+            outcome = exc
+        finished.put((index, outcome))
+
+    deadline = None if seconds is None else time.monotonic() + seconds
+    if progress is not None:
+        progress.set_total(len(sources), "sources")
+    for index, source in enumerate(sources):
+        name = source_name(source)
+        threading.Thread(target=run, args=(index, source), name=f"read {name}", daemon=True).start()
+    received: dict[int, SourceData | BaseException] = {}
+    counted_rows = 0
+    while len(received) < len(sources):
+        wait = None if deadline is None else deadline - time.monotonic()
+        if wait is not None and wait <= 0:
+            break
+        if progress is not None:
+            wait = _REDRAW_SECONDS if wait is None else min(wait, _REDRAW_SECONDS)
+        try:
+            index, outcome = finished.get(timeout=wait)
+            received[index] = outcome
+        except queue.Empty:
+            index = -1
+        if progress is not None:
+            rows = sum(t.rows for t in tallies)
+            progress.advance(1 if index >= 0 else 0, rows=rows - counted_rows)
+            counted_rows = rows
+    return [
+        received[index] if index in received else _deadline_exceeded(source, seconds)
+        for index, source in enumerate(sources)
+    ]
+
+
+def _deadline_exceeded(source: SpendSource, seconds: float | None) -> SourceDeadlineExceeded:
+    return SourceDeadlineExceeded(
+        f"{source_name(source)}: did not finish within {seconds or 0:g} s "
+        "(MLCOST_POLL_SOURCE_TIMEOUT_SECONDS); planned from what the ledger holds"
+    )
 
 
 def source_name(source: SpendSource) -> str:

@@ -197,8 +197,9 @@ def test_poll_shows_each_source_and_step(
     assert "read 1,000 rows" in out
     lines = [final_line(line) for line in err.split("\n") if line.startswith("\r")]
     assert lines[0].startswith(f"poll: read focus:{export}  [")
-    assert "1/1 files  1,000 rows" in lines[0]
-    assert lines[1].startswith("poll: check budgets, anomalies, unallocated, waste as of ")
+    assert "1/1 sources  1,000 rows" in lines[0]  # sources are read side by side: one bar
+    assert lines[1].startswith(f"poll: write focus:{export}  ")
+    assert lines[2].startswith("poll: check budgets, anomalies, unallocated, waste as of ")
     code, out, err = run_cli(
         monkeypatch, capsys, True, "--database-url", database_url, "poll", "--quiet"
     )

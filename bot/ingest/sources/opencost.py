@@ -20,6 +20,7 @@ import json
 import socket
 import threading
 import time
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -147,9 +148,62 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     if parts.username is None and parts.password is None:
         return url, None
     host = parts.netloc.rpartition("@")[2]
-    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
-    header = "Basic " + base64.b64encode(pair.encode()).decode()
+    header = _basic(parts.username, parts.password)
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), header
+
+
+def _basic(username: str | None, password: str | None) -> str:
+    pair = f"{unquote(username or '')}:{unquote(password or '')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode()
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """The forward proxy a URL is fetched through (HTTP_PROXY or HTTPS_PROXY)."""
+
+    host: str
+    port: int
+    authorization: str | None  # Proxy-Authorization, from the proxy URL's user:password
+    shown: str  # the proxy URL, masked
+    variable: str
+
+    def describe(self) -> str:
+        return f" through the proxy {self.shown} ({self.variable})"
+
+
+def proxy_for(url: str) -> Proxy | None:
+    """Return the proxy the environment names for the URL's scheme, or None.
+
+    None when `http_proxy` / `https_proxy` (either case) is unset or the host is in
+    `no_proxy`, as urllib decides. Only http:// proxies are spoken to: http through them with
+    the absolute URI, https through a CONNECT tunnel; any other is refused by name.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    configured = urllib.request.getproxies().get(scheme)
+    if not configured or urllib.request.proxy_bypass(parts.netloc.rpartition("@")[2]):
+        return None
+    variable = f"{scheme.upper()}_PROXY"
+    if "://" not in configured:
+        configured = "http://" + configured  # `proxy:3128`, as urllib reads it
+    shown = mask_url(configured)
+    try:
+        proxy = urlsplit(configured)
+        port = proxy.port
+    except ValueError:
+        proxy, port = None, None
+    if proxy is None or proxy.scheme.lower() != "http" or not proxy.hostname:
+        raise IngestError(
+            f"opencost: {variable}={shown}: mlcost reaches OpenCost through an http:// proxy "
+            f"only (https:// then goes through a CONNECT tunnel): set {variable} to "
+            f"http://host:port, or add {parts.hostname} to NO_PROXY"
+        )
+    authorization = (
+        _basic(proxy.username, proxy.password)
+        if proxy.username is not None or proxy.password is not None
+        else None
+    )
+    return Proxy(proxy.hostname, port or 80, authorization, shown, variable)
 
 
 def fetch_json(
@@ -191,7 +245,15 @@ def _fetch_body(
     origin = _origin(url)
     for hop in range(MAX_REDIRECTS + 1):
         shown = shown if hop == 0 else mask_url(url)
-        response = _Exchange(url, authorization, deadline)
+        proxy = proxy_for(url)
+        via = proxy.describe() if proxy is not None else ""
+        if proxy is not None and authorization is not None and origin[0] == "http":
+            raise IngestError(
+                f"opencost: {shown} carries credentials, and {proxy.variable} would send them "
+                f"in clear text to the proxy {proxy.shown}: use an https:// URL (the proxy "
+                f"then only tunnels), or add {origin[1]} to NO_PROXY"
+            )
+        response = _Exchange(url, authorization, deadline, proxy)
         try:
             status, location = response.open()
             if status in _REDIRECT_STATUSES and location:
@@ -208,13 +270,13 @@ def _fetch_body(
             if not 200 <= status < 300:
                 detail = response.read_some(300).decode("utf-8", "replace").strip()
                 raise IngestError(
-                    f"opencost: {shown} answered HTTP {status}"
+                    f"opencost: {shown} answered HTTP {status}{via}"
                     + (f": {mask_text(detail)}" if detail else "")
                 )
             return response.read_all(max_bytes)
         except _DeadlinePassed:
             raise IngestError(
-                f"opencost: {shown} gave no complete answer within {timeout:g} s "
+                f"opencost: {shown} gave no complete answer within {timeout:g} s{via} "
                 "(MLCOST_OPENCOST_TIMEOUT_SECONDS)"
             ) from None
         except _TooLarge:
@@ -225,9 +287,8 @@ def _fetch_body(
             ) from None
         except (OSError, http.client.HTTPException) as exc:
             verb = "read" if response.connected else "reach"
-            raise IngestError(
-                f"opencost: cannot {verb} {shown} ({exc or type(exc).__name__})"
-            ) from None
+            reason = mask_text(str(exc)) or type(exc).__name__
+            raise IngestError(f"opencost: cannot {verb} {shown}{via} ({reason})") from None
         finally:
             response.close()
     raise IngestError(
@@ -251,21 +312,32 @@ class _Exchange:
     for ever; shutting the socket down at the deadline ends any read, however far it got.
     """
 
-    def __init__(self, url: str, authorization: str | None, deadline: float) -> None:
+    def __init__(
+        self, url: str, authorization: str | None, deadline: float, proxy: Proxy | None = None
+    ) -> None:
         self.url = url
         self.authorization = authorization
         self.deadline = deadline
+        self.proxy = proxy
         self.connected = False
         self._cut = threading.Event()
         self._timer: threading.Timer | None = None
         self._response: http.client.HTTPResponse | None = None
         parts = urlsplit(url)
-        make = (
-            http.client.HTTPSConnection
-            if parts.scheme.lower() == "https"
-            else http.client.HTTPConnection
-        )
-        self._connection = make(parts.hostname or "", parts.port, timeout=self._left())
+        https = parts.scheme.lower() == "https"
+        make = http.client.HTTPSConnection if https else http.client.HTTPConnection
+        if proxy is None:
+            self._connection = make(parts.hostname or "", parts.port, timeout=self._left())
+            return
+        # through a proxy: https in a CONNECT tunnel (the proxy sees only the host and port,
+        # never OpenCost's Authorization), http as an absolute URI; the proxy's credentials
+        # go to the proxy alone, as Proxy-Authorization
+        self._connection = make(proxy.host, proxy.port, timeout=self._left())
+        if https:
+            tunnel = (
+                {} if proxy.authorization is None else {"Proxy-Authorization": proxy.authorization}
+            )
+            self._connection.set_tunnel(parts.hostname or "", parts.port or 443, tunnel)
 
     def _left(self) -> float:
         left = self.deadline - time.monotonic()
@@ -304,6 +376,10 @@ class _Exchange:
         if self.authorization is not None:
             headers["Authorization"] = self.authorization
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        if self.proxy is not None and parts.scheme.lower() == "http":
+            target = urlunsplit((parts.scheme, parts.netloc, parts.path or "/", parts.query, ""))
+            if self.proxy.authorization is not None:
+                headers["Proxy-Authorization"] = self.proxy.authorization
         try:
             self._connection.request("GET", target, headers=headers)
             self._response = self._connection.getresponse()
