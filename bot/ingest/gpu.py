@@ -102,6 +102,20 @@ _AZURE_GPUS = {
     "standard_nv36ads_a10_v5": 1,
     "standard_nv72ads_a10_v5": 2,
 }
+# Azure's meter and product names write a size without "Standard_" and with spaces ("NC24ads A100
+# v4", then " Spot", " Low Priority"; "Virtual Machines NCadsA100v4 Series Windows - NC24ads A100 v4
+# - US East"), and ND96asr_v4's meter names its A100 ("ND96asr A100 v4"). Only the sizes above are
+# read: a look-alike ("NV12s v3", "NC24ads A100 v5") is no size at all, never a shorter one (the
+# atomic group keeps "NC24 v3x" from being read as NC24).
+_AZURE_METER_SIZES = {
+    **{size.removeprefix("standard_").replace("_", " "): size for size in _AZURE_GPUS},
+    "nd96asr a100 v4": "standard_nd96asr_v4",
+}
+_AZURE_SIZE_IN_TEXT = re.compile(
+    r"(?<!\w)(?P<arm>Standard_)?(?P<size>(?>N[CDV][0-9]+[a-z]*"
+    r"(?:[ _](?:A100|A10|H100|H200|T4))?(?:[ _]v[0-9]+)?))(?!\w)",
+    re.IGNORECASE,
+)
 # Usage hours of one instance (GPU-hours = hours x GPUs per instance).
 HOUR_UNITS = frozenset({"hrs", "hours", "hour", "hr", "h", "1 hour"})
 # Usage already counted per GPU (a GPU SKU's hours, as Google Cloud bills them).
@@ -120,6 +134,20 @@ def find_instance_type(text: str | None) -> str | None:
         return azure.group(0)
     gcp = _GCP_RE.search(text.lower())
     return gcp.group(0) if gcp else None
+
+
+def find_azure_gpu_size(text: str | None) -> str | None:
+    """Find an Azure GPU VM size in a meter or product name (`NC24ads A100 v4 Spot`)."""
+    for match in _AZURE_SIZE_IN_TEXT.finditer(text or ""):
+        key = _AZURE_METER_SIZES.get(match["size"].replace("_", " ").lower())
+        if key is None:
+            continue
+        if match["arm"]:
+            return match.group(0)
+        if key == "standard_nd96asr_v4":
+            return "Standard_ND96asr_v4"
+        return "Standard_" + match["size"].replace(" ", "_")
+    return None
 
 
 def gpu_count(instance_type: str | None) -> int:

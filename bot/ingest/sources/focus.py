@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bot.errors import IngestError
-from bot.ingest.gpu import GPU_HOUR_UNITS, HOUR_UNITS, find_instance_type
+from bot.ingest.gpu import GPU_HOUR_UNITS, HOUR_UNITS, find_azure_gpu_size, find_instance_type
 from bot.ingest.sources.base import (
     COST_TYPE,
     TAGS_JSON,
@@ -115,6 +115,7 @@ _INSTANCE_IN_TEXT = (
 # x_SystemLabels carry compute.googleapis.com/machine_spec.
 _INSTANCE_KEYS = ("ServiceType", "InstanceType", "x_InstanceType", "machine_spec")
 _GCP_MACHINE_SPEC = "compute.googleapis.com/machine_spec"
+_AZURE_PROVIDER_RE = "(?i)microsoft|azure"
 # Google Cloud bills a GPU VM as separate core, RAM and GPU SKUs; the GPU SKU's usage counts
 # per GPU ("Nvidia Tesla A100 GPU running in Americas", in seconds).
 _GPU_SKU_RE = re.compile(r"\bGPU\b")
@@ -230,7 +231,7 @@ def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
     )
     google = pc.match_substring_regex(provider, "(?i)^google")
     description = as_string(get("ChargeDescription"), n)
-    instance = _instance_types(cols, description, n)
+    instance = _instance_types(cols, description, provider, n)
     usage_type = _first_present(
         as_string(get("x_UsageType"), n),
         as_string(get("SkuMeter"), n),
@@ -288,14 +289,25 @@ def _first_present(*columns: pa.Array) -> pa.Array:
     return result
 
 
-def _instance_types(cols: dict[str, Any], description: pa.Array, n: int) -> pa.Array:
+def _instance_types(
+    cols: dict[str, Any], description: pa.Array, provider: pa.Array, n: int
+) -> pa.Array:
     """Find each row's instance (machine) type where the provider's export carries it."""
     found = as_string(cols.get("x_InstanceType"), n)
     for name in ("SkuPriceDetails", "x_SkuDetails", "x_SystemLabels"):
         if name in cols:
             found = _first_present(found, _instance_in_mapping(cols[name], n, name))
     in_text = pc.struct_field(pc.extract_regex(description, _INSTANCE_IN_TEXT), [0])
-    return _first_present(found, pc.fill_null(in_text, ""))
+    found = _first_present(found, pc.fill_null(in_text, ""))
+    # Azure rows without SkuPriceDetails / x_SkuDetails still name a GPU VM's size in the
+    # standard columns: the meter (SkuMeter), then the product (ChargeDescription).
+    azure = pc.match_substring_regex(provider, _AZURE_PROVIDER_RE)
+    if not pc.any(pc.and_(azure, pc.equal(found, ""))).as_py():
+        return found
+    for column in (as_string(cols.get("SkuMeter"), n), description):
+        size = _per_value(column, lambda text: find_azure_gpu_size(text) or "")
+        found = _first_present(found, pc.if_else(azure, size, ""))
+    return found
 
 
 def _instance_in_mapping(column: Any, n: int, what: str) -> pa.Array:
