@@ -1,4 +1,4 @@
-"""Every file of the billing corpus through `mlcost ingest`, as tests/data/corpus/MANIFEST.yaml says.
+"""Every file of the billing corpus through `mlcost ingest`, as its MANIFEST.yaml says.
 
 A file that is read reconciles to the cent, per currency, with an independent sum of the file
 (csv/pyarrow/json and Decimal, not mlcost's readers), and re-ingesting it changes nothing. A file

@@ -114,7 +114,9 @@ def _cost_rows(path: Path, cost: str, currency: str | None) -> list[tuple[str | 
         units = table[currency] if currency else [None] * len(costs)
         return list(zip(costs, units, strict=True))
     with path.open(newline="", encoding="utf-8-sig") as f:
-        return [(row.get(cost), row.get(currency) if currency else None) for row in csv.DictReader(f)]
+        return [
+            (row.get(cost), row.get(currency) if currency else None) for row in csv.DictReader(f)
+        ]
 
 
 def _json_totals(kind: str, path: Path) -> dict[str, Decimal]:
@@ -153,12 +155,12 @@ def render_table(entries: list[CorpusFile]) -> str:
     """Return the markdown formats table (one row per corpus file and command)."""
     lines = [
         TABLE_START,
-        "| Format | Sample in `tests/data/` | Command | What mlcost does |",
+        "| Format | Sample: source, file in `tests/data/` | Command | What mlcost does |",
         "|---|---|---|---|",
     ]
     for entry in entries:
         lines.append(
-            f"| {entry.format} | `{entry.file}` ({entry.source}) | `mlcost ingest {entry.command}` "
+            f"| {entry.format} | {entry.source}: `{entry.file}` | `mlcost ingest {entry.command}` "
             f"| {_status_cell(entry.expect)} |"
         )
     lines.append(TABLE_END)
