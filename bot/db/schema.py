@@ -225,6 +225,8 @@ class IngestionRun(Base):
     replaced_rows: Mapped[int] = mapped_column(Integer, default=0)
     scopes: Mapped[list[dict[str, str]]] = mapped_column(JSONType, default=list)
     error: Mapped[str | None] = mapped_column(Text)
+    # the same dollars also billed by another source (bot.ingest.overlap.Overlap.as_dict)
+    overlaps: Mapped[list[dict[str, str]] | None] = mapped_column(JSONType)
 
 
 class SourceFailure(Base):
@@ -275,6 +277,48 @@ class DailySpend(Base):
     model_tag_value: Mapped[str | None] = mapped_column(String(256))
     attribution: Mapped[str] = mapped_column(String(40))
     # the training run (ml:run tag or SageMaker training job), not the ingestion run (run_id)
+    run: Mapped[str | None] = mapped_column(String(256))
+    billed_cost: Mapped[Decimal] = mapped_column(Money)
+    effective_cost: Mapped[Decimal] = mapped_column(Money)
+    usage_quantity: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
+    gpu_hours: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
+    estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class OverlappingSpend(Base):
+    """Ledger rows set aside: the same dollars are in the ledger from a source that counts first.
+
+    A row moves here from daily_spend (and back) as bot.ingest.overlap decides; nothing reads
+    this table to sum spend, so every report, budget and chargeback counts each dollar once.
+    """
+
+    __tablename__ = "overlapping_spend"
+    __table_args__ = (Index("ix_overlapping_spend_scope", "provider", "billing_account", "day"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(
+        ForeignKey("ingestion_runs.id", ondelete="CASCADE"), index=True
+    )
+    # the source kind whose rows count for these dollars (`cur`, `focus`, ...)
+    counted_by: Mapped[str] = mapped_column(String(40))
+    day: Mapped[dt.date] = mapped_column(Date)
+    billing_period: Mapped[dt.date] = mapped_column(Date)
+    provider: Mapped[str] = mapped_column(String(60))
+    billing_account: Mapped[str] = mapped_column(String(200))
+    sub_account: Mapped[str | None] = mapped_column(String(200))
+    service: Mapped[str] = mapped_column(String(200))
+    service_category: Mapped[str | None] = mapped_column(String(100))
+    usage_type: Mapped[str | None] = mapped_column(String(200))
+    region: Mapped[str | None] = mapped_column(String(60))
+    resource_id: Mapped[str | None] = mapped_column(String(1024))
+    instance_type: Mapped[str | None] = mapped_column(String(60))
+    charge_category: Mapped[str] = mapped_column(String(30), default="Usage")
+    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
+    model: Mapped[str | None] = mapped_column(String(100))
+    stage: Mapped[str] = mapped_column(String(20))
+    team: Mapped[str | None] = mapped_column(String(100))
+    model_tag_value: Mapped[str | None] = mapped_column(String(256))
+    attribution: Mapped[str] = mapped_column(String(40))
     run: Mapped[str | None] = mapped_column(String(256))
     billed_cost: Mapped[Decimal] = mapped_column(Money)
     effective_cost: Mapped[Decimal] = mapped_column(Money)

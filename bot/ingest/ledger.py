@@ -11,15 +11,16 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import and_, delete, or_, text
+from sqlalchemy import and_, delete, func, or_, select, text
 from sqlalchemy.orm import Session
 
 from bot.db.bulk_insert import insert_arrow
-from bot.db.schema import DailySpend, IngestionRun, utcnow
+from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend, utcnow
 from bot.errors import IngestError
 from bot.ingest.attribution import IDLE, AttributionRules, Attributor, ChargeFacts
 from bot.ingest.gpu import gpus_per_unit
-from bot.ingest.rollup import ledger_day_range, refresh_rollup
+from bot.ingest.overlap import Overlap, resolve_overlaps
+from bot.ingest.rollup import refresh_rollup
 from bot.ingest.sources.base import (
     IDLE_COLUMN,
     KEY_COLUMNS,
@@ -102,6 +103,8 @@ class IngestReport:
     api_requests: int
     scopes: list[ReplaceScope] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # the same dollars also in the ledger from another source kind, counted once
+    overlaps: list[Overlap] = field(default_factory=list)
 
     @property
     def reconciled(self) -> bool:
@@ -150,6 +153,9 @@ class IngestReport:
             f"{t.currency} = attributed {t.attributed:.2f} {t.currency} + unallocated "
             f"{t.unallocated:.2f} {t.currency}"
             + (f" + idle {t.idle:.2f} {t.currency}" if t.idle else "")
+            + "".join(
+                f"; {o.describe(self.source)}" for o in self.overlaps if o.currency == t.currency
+            )
             for t in self.totals
         ]
 
@@ -181,9 +187,9 @@ def ingest(
     )
     session.add(run)
     # the days whose rollup must be summed again: those replaced, and those written below
-    condition = scope_condition(data.scopes)
-    touched = None if condition is None else ledger_day_range(session, condition)
-    replaced = replace_scopes(data.scopes, session=session)
+    condition = scope_condition(data.scopes, kind=source.kind)
+    touched = None if condition is None else _replaced_days(session, data.scopes, source.kind)
+    replaced = replace_scopes(data.scopes, session=session, kind=source.kind)
     session.flush()
     written = _write_ledger(data, rules, session=session, run_id=run.id, touched=touched)
     billed, attributed, touched = written.billed, written.attributed, written.touched
@@ -194,10 +200,13 @@ def ingest(
             f"(read {_amounts(data.billed_total)}, attributed {_amounts(billed)}); "
             "nothing was written"
         )
+    overlaps = []
     if touched is not None:
+        overlaps = resolve_overlaps(session, *touched, kind=source.kind)
         refresh_rollup(session, *touched)
     totals = _currency_totals(billed, attributed, written.idle, data)
     _finish_run(run, totals, written=written.rows, replaced=replaced)
+    run.overlaps = [o.as_dict() for o in overlaps] or None
     session.flush()
     return IngestReport(
         run_id=run.id,
@@ -210,6 +219,7 @@ def ingest(
         api_requests=data.api_requests,
         scopes=data.scopes,
         notes=data.notes,
+        overlaps=overlaps,
     )
 
 
@@ -307,29 +317,58 @@ def lock_ledger(session: Session) -> None:
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK_KEY})
 
 
-def scope_condition(scopes: Iterable[ReplaceScope]) -> Any:
-    """Return the condition matching the ledger rows these scopes cover (None for no scope)."""
+def scope_condition(scopes: Iterable[ReplaceScope], *, kind: str, model: Any = DailySpend) -> Any:
+    """Return the condition matching the rows of `kind` these scopes cover (None for no scope).
+
+    A source replaces only what a source of its own kind wrote: another kind's rows of the same
+    account and days are the same dollars seen twice, which bot.ingest.overlap counts once.
+    """
     conditions = []
     for scope in scopes:
-        column = DailySpend.billing_period if scope.column == "billing_period" else DailySpend.day
+        column = model.billing_period if scope.column == "billing_period" else model.day
         conditions.append(
             and_(
-                DailySpend.provider == scope.provider,
-                DailySpend.billing_account == scope.billing_account,
+                model.provider == scope.provider,
+                model.billing_account == scope.billing_account,
                 column >= scope.start,
                 column < scope.end,
             )
         )
-    return or_(*conditions) if conditions else None
+    if not conditions:
+        return None
+    return and_(
+        or_(*conditions),
+        model.run_id.in_(select(IngestionRun.id).where(IngestionRun.source == kind)),
+    )
 
 
-def replace_scopes(scopes: Iterable[ReplaceScope], *, session: Session) -> int:
-    """Delete the ledger rows that these scopes cover; return how many."""
-    condition = scope_condition(scopes)
-    if condition is None:
-        return 0
-    result = session.execute(delete(DailySpend).where(condition))
-    return int(getattr(result, "rowcount", 0) or 0)
+def _replaced_days(
+    session: Session, scopes: list[ReplaceScope], kind: str
+) -> tuple[dt.date, dt.date] | None:
+    """Return the first and last day of the rows the scopes replace, set-aside rows included."""
+    span = None
+    for model in (DailySpend, OverlappingSpend):
+        first, last = session.execute(
+            select(func.min(model.day), func.max(model.day)).where(
+                scope_condition(scopes, kind=kind, model=model)
+            )
+        ).one()
+        if first is not None:
+            span = _widen(span, first, last)
+    return span
+
+
+def replace_scopes(scopes: Iterable[ReplaceScope], *, session: Session, kind: str) -> int:
+    """Delete the rows of `kind` that these scopes cover (set-aside ones too); return how many."""
+    scopes = list(scopes)
+    removed = 0
+    for model in (DailySpend, OverlappingSpend):
+        condition = scope_condition(scopes, kind=kind, model=model)
+        if condition is None:
+            return 0
+        result = session.execute(delete(model).where(condition))
+        removed += int(getattr(result, "rowcount", 0) or 0)
+    return removed
 
 
 def _widen(span: tuple[dt.date, dt.date] | None, first: Any, last: Any) -> tuple[dt.date, dt.date]:

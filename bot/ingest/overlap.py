@@ -1,0 +1,249 @@
+"""The same dollars from two sources: which source counts them, and what is set aside.
+
+One rule: **the bill counts**. When two source kinds hold the same provider account's day (a
+CUR and a FOCUS export of one AWS account, Cost Explorer and the CUR, OpenCost's `/cloudCost`
+and the bill it read), the rows of the kind earlier in SOURCE_PRIORITY stay in `daily_spend`
+and the others move to `overlapping_spend`, which no report, budget or chargeback sums. The
+choice depends on the kinds alone, not on which was ingested first, so the ledger ends the same
+whatever the order; a set-aside day comes back when the source that counted it no longer does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import delete, func, insert, literal, select
+from sqlalchemy.orm import Session
+
+from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
+
+# The book of record first: the detailed bill, the bill through Athena, FOCUS, then the
+# summaries (Cost Explorer) and OpenCost's restatement of the bill (`/cloudCost`).
+SOURCE_PRIORITY = ("cur", "athena", "focus", "cost-explorer", "opencost")
+# Kubernetes allocations are not a provider's bill: they never overlap by account and day.
+KUBERNETES = "Kubernetes"
+_PROVIDERS = {
+    "aws": "AWS",
+    "amazon": "AWS",
+    "amazon web services": "AWS",
+    "azure": "Azure",
+    "microsoft": "Azure",
+    "microsoft azure": "Azure",
+    "gcp": "Google Cloud",
+    "google": "Google Cloud",
+    "google cloud": "Google Cloud",
+    "google cloud platform": "Google Cloud",
+    "oci": "OCI",
+    "oracle": "OCI",
+    "oracle cloud infrastructure": "OCI",
+}
+
+
+def canonical_provider(name: str) -> str:
+    """Return the provider a name stands for: `Amazon Web Services` and `AWS` are one."""
+    return _PROVIDERS.get(name.strip().lower(), name.strip())
+
+
+def _priority(kind: str) -> int:
+    return SOURCE_PRIORITY.index(kind) if kind in SOURCE_PRIORITY else len(SOURCE_PRIORITY)
+
+
+def _placeholder(account: str, provider: str) -> bool:
+    """Whether an account stands for the provider's whole bill (Cost Explorer's `aws`)."""
+    folded = account.strip().lower()
+    return folded in ("", provider.lower(), canonical_provider(provider).lower())
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Dollars of one ingestion also in the ledger from another source kind, counted once."""
+
+    counted_by: str  # the kind whose rows count
+    set_aside: str  # the kind whose rows were set aside
+    provider: str
+    account: str
+    first_day: dt.date
+    last_day: dt.date
+    currency: str
+    amount: Decimal  # billed, set aside
+
+    def describe(self, kind: str) -> str:
+        """Say it for the reconciliation line of an ingestion of `kind`."""
+        days = (
+            f"{self.first_day}"
+            if self.first_day == self.last_day
+            else f"{self.first_day}..{self.last_day}"
+        )
+        where = f"same {self.provider} account {self.account} on {days}"
+        if kind == self.set_aside:
+            return (
+                f"{self.amount:,.2f} {self.currency} also billed by {self.counted_by} "
+                f"({where}), counted once"
+            )
+        return (
+            f"{self.amount:,.2f} {self.currency} also ingested from {self.set_aside} ({where}), "
+            "counted once"
+        )
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "counted_by": self.counted_by,
+            "set_aside": self.set_aside,
+            "provider": self.provider,
+            "account": self.account,
+            "first_day": self.first_day.isoformat(),
+            "last_day": self.last_day.isoformat(),
+            "currency": self.currency,
+            "amount": str(self.amount),
+        }
+
+
+@dataclass(frozen=True)
+class _Part:
+    """The ledger's rows of one (provider, account, day, source kind, currency)."""
+
+    provider: str
+    account: str
+    day: dt.date
+    kind: str
+    currency: str
+    billed: Decimal
+    aside: bool
+
+
+def _ledger_columns() -> list[str]:
+    """The columns daily_spend and overlapping_spend share (all but the id)."""
+    theirs = {c.name for c in OverlappingSpend.__table__.columns}
+    return [c.name for c in DailySpend.__table__.columns if c.name != "id" and c.name in theirs]
+
+
+def _parts(session: Session, first: dt.date, last: dt.date) -> list[_Part]:
+    """Return what the ledger holds per provider, account, day, kind and currency."""
+    found = []
+    for model, aside in ((DailySpend, False), (OverlappingSpend, True)):
+        rows = session.execute(
+            select(
+                model.provider,
+                model.billing_account,
+                model.day,
+                IngestionRun.source,
+                model.currency,
+                func.sum(model.billed_cost),
+            )
+            .join(IngestionRun, IngestionRun.id == model.run_id)
+            .where(model.day >= first, model.day <= last, model.provider != KUBERNETES)
+            .group_by(
+                model.provider,
+                model.billing_account,
+                model.day,
+                IngestionRun.source,
+                model.currency,
+            )
+        )
+        found += [
+            _Part(provider, account, day, kind, currency, Decimal(billed or 0), aside)
+            for provider, account, day, kind, currency, billed in rows
+        ]
+    return found
+
+
+def _counting_kind(part: _Part, parts: Iterable[_Part]) -> str | None:
+    """Return the kind that counts this part's dollars instead of it, or None if it counts."""
+    provider = canonical_provider(part.provider)
+    best: str | None = None
+    for other in parts:
+        if other.kind == part.kind or canonical_provider(other.provider) != provider:
+            continue
+        same_account = (
+            other.account == part.account
+            or _placeholder(other.account, other.provider)
+            or _placeholder(part.account, part.provider)
+        )
+        if not same_account or _priority(other.kind) >= _priority(part.kind):
+            continue
+        if best is None or _priority(other.kind) < _priority(best):
+            best = other.kind
+    return best
+
+
+def resolve_overlaps(
+    session: Session, first: dt.date, last: dt.date, *, kind: str
+) -> list[Overlap]:
+    """Set aside the days first..last that a source earlier in SOURCE_PRIORITY also holds.
+
+    Rows set aside earlier whose day no earlier source holds any more come back. Return the
+    overlaps that involve `kind` (the ingestion's), one per counted/set-aside pair, account
+    and currency.
+    """
+    parts = _parts(session, first, last)
+    by_day: dict[tuple[str, dt.date], list[_Part]] = {}
+    for part in parts:
+        by_day.setdefault((canonical_provider(part.provider), part.day), []).append(part)
+    moves: dict[tuple[str, str, dt.date, str], tuple[bool, str]] = {}
+    overlaps: dict[tuple[str, str, str, str, str], list[Any]] = {}
+    for part in parts:
+        counted_by = _counting_kind(part, by_day[(canonical_provider(part.provider), part.day)])
+        key = (part.provider, part.account, part.day, part.kind)
+        if counted_by is None and part.aside:
+            moves[key] = (False, "")
+        elif counted_by is not None and not part.aside:
+            moves[key] = (True, counted_by)
+        if counted_by is not None and kind in (counted_by, part.kind):
+            group = (counted_by, part.kind, part.account, part.currency, part.provider)
+            entry = overlaps.setdefault(group, [part.day, part.day, Decimal(0)])
+            entry[0], entry[1] = min(entry[0], part.day), max(entry[1], part.day)
+            entry[2] += part.billed
+    for (provider, account, day, part_kind), (aside, counted_by) in sorted(moves.items()):
+        _move(session, provider, account, day, part_kind, aside=aside, counted_by=counted_by)
+    return [
+        Overlap(
+            counted_by=counted_by,
+            set_aside=set_aside,
+            provider=canonical_provider(provider),
+            account=account,
+            first_day=first_day,
+            last_day=last_day,
+            currency=currency,
+            amount=amount,
+        )
+        for (counted_by, set_aside, account, currency, provider), (
+            first_day,
+            last_day,
+            amount,
+        ) in sorted(overlaps.items())
+    ]
+
+
+def _move(
+    session: Session,
+    provider: str,
+    account: str,
+    day: dt.date,
+    kind: str,
+    *,
+    aside: bool,
+    counted_by: str,
+) -> None:
+    """Move one source kind's rows of a provider account's day to or from overlapping_spend."""
+    ledger = DailySpend.metadata.tables[DailySpend.__tablename__]
+    set_aside = OverlappingSpend.metadata.tables[OverlappingSpend.__tablename__]
+    source, target = (ledger, set_aside) if aside else (set_aside, ledger)
+    runs = select(IngestionRun.id).where(IngestionRun.source == kind)
+    where = (
+        source.c.provider == provider,
+        source.c.billing_account == account,
+        source.c.day == day,
+        source.c.run_id.in_(runs),
+    )
+    columns = _ledger_columns()
+    chosen = [source.c[name] for name in columns]
+    if aside:
+        rows = select(*chosen, literal(counted_by).label("counted_by")).where(*where)
+        session.execute(insert(target).from_select([*columns, "counted_by"], rows))
+    else:
+        session.execute(insert(target).from_select(columns, select(*chosen).where(*where)))
+    session.execute(delete(source).where(*where))
