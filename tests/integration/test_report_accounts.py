@@ -158,3 +158,52 @@ def test_cli_by_account_table_csv_json_reconcile_with_the_file(
     code, out, _ = cli(capsys, *spend)
     assert "/subscriptions/3f9c2a1e-7b44-4d7e-9a51-2c8e1d0f6a42" in out
     assert "recsys-train-318204" in out and "llm-research-552190" in out
+
+
+ACCOUNT_REGISTRY = """\
+teams:
+  - {name: ranking}
+  - {name: research}
+models:
+  - {name: workshop, team: ranking, match: {accounts: "LINKED"}}
+attribution:
+  account_teams: {"llm-research-552190": research}
+""".replace("LINKED", LINKED)
+
+
+def test_a_linked_account_rule_claims_that_accounts_spend_after_re_ingesting(
+    session: Session,
+) -> None:
+    load_registry(session, ACCOUNT_REGISTRY.replace(LINKED, "000000000000"))
+    october = str(DATA / "Oct2018-WorkshopCUR-00001.snappy.parquet")
+    ingest(CurSource([october]), session=session)
+    month = "2018-10"
+    before = spend_report(session=session, period=month_period(month), by=["model"])
+    assert [line.group["model"] for line in before.lines] == [None]
+
+    load_registry(session, ACCOUNT_REGISTRY)  # the rule changes; re-ingesting applies it
+    ingest(CurSource([october]), session=session)
+    after = spend_report(session=session, period=month_period(month), by=["account", "model"])
+    found = {(line.group["account"], line.group["model"]): line.cost for line in after.lines}
+    expected = cur_by_month_and_account()[month]
+    assert found.keys() == {(LINKED, "workshop"), (PAYER, None)}
+    assert found[LINKED, "workshop"].quantize(CENT) == expected[LINKED].quantize(CENT)
+    assert after.attributed == found[LINKED, "workshop"]
+    assert after.total == before.total
+
+
+def test_a_project_given_to_a_team_is_that_teams_spend(session: Session) -> None:
+    load_registry(session, ACCOUNT_REGISTRY)
+    ingest(FocusSource([str(FOCUS12)]), session=session)
+    report = spend_report(session=session, period=month_period("2026-11"), by=["account", "team"])
+    teams = {
+        line.group["team"]
+        for line in report.lines
+        if line.group["account"] == "llm-research-552190"
+    }
+    assert teams == {"research"}
+    expected = focus_by_account(str(FOCUS12), "2026-11")["llm-research-552190"]
+    research = sum(
+        (line.cost for line in report.lines if line.group["team"] == "research"), Decimal(0)
+    )
+    assert research.quantize(CENT) == expected.quantize(CENT)
