@@ -1,4 +1,4 @@
-"""`mlcost report chargeback --month YYYY-MM --format table|csv|json`: each team's month."""
+"""`mlcost report chargeback --month YYYY-MM [--detail account] --format table|csv|json`."""
 
 from __future__ import annotations
 
@@ -24,6 +24,12 @@ def register(reports: Any) -> None:
     )
     parser.add_argument("--month", help="YYYY-MM (default: last month)")
     parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    parser.add_argument(
+        "--detail",
+        choices=["account"],
+        help="account: also each team's row by usage account (linked account, project, "
+        "subscription), adding up to it to the cent",
+    )
     add_cost_basis_argument(parser)
     parser.set_defaults(handler=run_chargeback)
 
@@ -44,28 +50,45 @@ def run_chargeback(args: argparse.Namespace, ctx: CliContext) -> int:
             period=period,
             policy=load_chargeback_policy(session=session),
             basis=CostBasis(args.cost),
+            detail=args.detail,
         )
-    print(render_chargeback(charges, args.format), end="")
+    print(render_chargeback(charges, args.format, detail=args.detail), end="")
     if not charges:
         print(f"note: no spend in {period.label}; nothing to charge back", file=sys.stderr)
     return 0
 
 
-def render_chargeback(charges: list[Chargeback], fmt: str) -> str:
-    """Render one chargeback per currency as a table, CSV or JSON (currencies never added)."""
+def render_chargeback(charges: list[Chargeback], fmt: str, detail: str | None = None) -> str:
+    """Render one chargeback per currency as a table, CSV or JSON (currencies never added).
+
+    With `detail="account"` the CSV has one row per team and usage account (an `account`
+    column after `team`), the table a "by account" section, the JSON an `accounts` list.
+    """
     from bot.spend.chargeback import COLUMNS
 
     if fmt == "json":
         return json.dumps([c.as_json() for c in charges], indent=2) + "\n"
     if fmt == "csv":
-        rows: list[list[object]] = [["month", "currency", "team", *COLUMNS, "shared", "total"]]
+        by_account = detail == "account"
+        rows: list[list[object]] = [
+            [
+                "month",
+                "currency",
+                "team",
+                *(["account"] if by_account else []),
+                *COLUMNS,
+                "shared",
+                "total",
+            ]
+        ]
         for charge in charges:
-            for team in charge.teams:
+            for team in charge.accounts if by_account else charge.teams:
                 rows.append(
                     [
                         charge.period.label,
                         charge.currency,
                         team.team,
+                        *([getattr(team, "account", "")] if by_account else []),
                         *(team.cells[c] for c in COLUMNS),
                         team.shared,
                         team.total,
@@ -78,6 +101,7 @@ def render_chargeback(charges: list[Chargeback], fmt: str) -> str:
                     charge.period.label,
                     charge.currency,
                     "total",
+                    *([""] if by_account else []),
                     *(charge.column_total(c) for c in COLUMNS),
                     sum(charge.column_total(c) for c in COLUMNS[1:]),
                     charge.total,
@@ -115,5 +139,34 @@ def _table(charge: Chargeback) -> str:
         f"{'reconciles' if charge.total == charge.ledger_total else 'DOES NOT RECONCILE'}: "
         f"teams {money(charge.total)}, ledger {money(charge.ledger_total)}",
         *(f"note: {note}" for note in charge.notes),
+        *_account_lines(charge, money),
     ]
     return "\n".join(lines) + "\n\n"
+
+
+def _account_lines(charge: Chargeback, money: Any) -> list[str]:
+    """The account detail as an aligned table under the teams' (nothing without detail)."""
+    from bot.spend.chargeback import COLUMNS
+
+    if not charge.accounts:
+        return []
+    header = ["team", "account", *COLUMNS, "total"]
+    body = [
+        [a.team, a.account, *(money(a.cells[c]) for c in COLUMNS), money(a.total)]
+        for a in charge.accounts
+    ]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(
+            cell.ljust(w) if i < 2 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+
+    return [
+        "",
+        "by account (each team's row split by usage account; the rows add up to it):",
+        line(header),
+        "  ".join("-" * w for w in widths),
+        *(line(row) for row in body),
+    ]

@@ -28,7 +28,8 @@ def register(commands: Any) -> None:
     spend.add_argument(
         "--by",
         default="model,stage",
-        help="dimensions, e.g. model,stage; or run alone: one line per training run",
+        help="dimensions, e.g. model,stage or account (the usage account: linked account, "
+        "project, subscription; billing_account: the payer); or run alone: one line per run",
     )
     spend.add_argument("--model", help="only this model's spend (its runs, with --by run)")
     spend.add_argument("--format", choices=["table", "csv", "json"], default="table")

@@ -200,6 +200,10 @@ class ModelMatcher:
     accounts: tuple[str, ...] = ()
 
     @property
+    def _accounts(self) -> frozenset[str]:
+        return frozenset(a.lower() for a in self.accounts)
+
+    @property
     def has_rules(self) -> bool:
         """Return whether the model declares any match rule."""
         return bool(self.tags or self.resource_ids or self.accounts)
@@ -218,7 +222,23 @@ class ModelMatcher:
             fnmatch.fnmatch(charge.resource_id or "", pattern) for pattern in self.resource_ids
         ):
             return False
-        return not self.accounts or (charge.sub_account or charge.billing_account) in self.accounts
+        wanted = self._accounts
+        return not wanted or any(key in wanted for key in account_keys(charge))
+
+
+def account_keys(charge: ChargeFacts) -> list[str]:
+    """Return the ids a registry account rule may name for a charge, folded, usage account first.
+
+    The usage account (AWS linked account, Google Cloud project, Azure subscription) and the
+    billing account (a payer's id claims its linked accounts); an Azure `/subscriptions/<id>`
+    also by its bare id.
+    """
+    keys: dict[str, None] = {}
+    for account in (charge.sub_account, charge.billing_account):
+        if account:
+            keys[account.lower()] = None
+            keys[account.rstrip("/").rsplit("/", 1)[-1].lower()] = None
+    return list(keys)
 
 
 @dataclass(frozen=True)
@@ -257,6 +277,8 @@ class AttributionRules:
     team_tag_keys: tuple[str, ...] = ("team",)
     run_tag_keys: tuple[str, ...] = ("ml_run",)
     stage_rules: tuple[StageRule, ...] = DEFAULT_STAGE_RULES
+    # usage or billing account (folded) -> the team its spend goes to when no model claims it
+    account_teams: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -268,6 +290,7 @@ class AttributionRules:
         team_tag_keys: Iterable[str],
         extra_stage_rules: Iterable[StageRule] = (),
         run_tag_keys: Iterable[str] = ("ml:run",),
+        account_teams: Mapping[str, str] | None = None,
     ) -> AttributionRules:
         """Build rules with tag keys normalised; custom stage rules run before the defaults."""
         return cls(
@@ -278,6 +301,7 @@ class AttributionRules:
             team_tag_keys=tuple(normalize_tag_key(k) for k in team_tag_keys),
             run_tag_keys=tuple(normalize_tag_key(k) for k in run_tag_keys),
             stage_rules=(*extra_stage_rules, *DEFAULT_STAGE_RULES),
+            account_teams={k.lower(): v for k, v in (account_teams or {}).items()},
         )
 
     def tag_keys_used(self) -> set[str]:
@@ -327,6 +351,8 @@ def attribute(
 ) -> Attribution:
     """Attribute one charge: explicit tags first, then registry match rules, then stage rules.
 
+    Without a model, the team is the team tag's, else the one the registry gives the account.
+
     Idle cluster capacity is no one's: model and team stay empty, the stage is `other`.
     """
     if charge.idle:
@@ -354,6 +380,11 @@ def attribute(
     else:
         team_tag = _first_tag(charge.tags, rules.team_tag_keys)
         team = next((t for t in rules.teams if team_tag and t.lower() == team_tag.lower()), None)
+        if team is None and rules.account_teams:
+            team = next(
+                (rules.account_teams[k] for k in account_keys(charge) if k in rules.account_teams),
+                None,
+            )
     return Attribution(
         model=model.name if model else None,
         stage=stage,

@@ -65,12 +65,28 @@ class TeamSpec(_Spec):
     _owners = field_validator("owners")(_check_users)
 
 
+def _check_account_ids(values: Any) -> Any:
+    """Refuse an account id YAML read as a number (`0123` is octal 83): it must be quoted."""
+    for value in values if isinstance(values, list | dict) else [values]:
+        if isinstance(value, int | float):
+            raise ValueError(f'{value!r} is read as a number; quote account ids: ["123456789012"]')
+    return values
+
+
 class MatchSpec(_Spec):
     tags: dict[str, str | list[str]] = Field(default_factory=dict)
     resource_ids: list[str] = Field(default_factory=list)
+    # usage accounts (AWS linked account, Google Cloud project, Azure subscription) or billing
+    # accounts; one id or a list means any of
     accounts: list[str] = Field(default_factory=list)
     # Kubernetes namespace(s) (OpenCost allocations); a list means any of
     namespace: str | list[str] = Field(default_factory=list)
+
+    @field_validator("accounts", mode="before")
+    @classmethod
+    def _accounts(cls, value: Any) -> Any:
+        _check_account_ids(value)
+        return [value] if isinstance(value, str) else value
 
 
 FAMILY_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -218,6 +234,10 @@ class AttributionSpec(_Spec):
     # a training run: `ml:run`, which also matches an OpenCost/Kubernetes label `ml_run`
     run_tag_keys: list[str] = Field(default_factory=lambda: ["ml:run"])
     stage_rules: list[StageRuleSpec] = Field(default_factory=list)
+    # a usage or billing account's spend that no model claims goes to this team
+    account_teams: dict[str, str] = Field(default_factory=dict)
+
+    _account_teams = field_validator("account_teams", mode="before")(_check_account_ids)
 
 
 SplitMethod = Literal["evenly", "proportional", "fixed"]
@@ -457,6 +477,9 @@ def _cross_check(spec: RegistrySpec, lines: dict[tuple[Any, ...], int], source: 
             report(("budgets", i, "scope"), f"unknown model {scope_model!r}")
         if scope_team is not None and scope_team not in team_names:
             report(("budgets", i, "scope"), f"unknown team {scope_team!r}")
+    for account, account_team in spec.attribution.account_teams.items():
+        if account_team not in team_names:
+            report(("attribution", "account_teams", account), f"unknown team {account_team!r}")
     for share_team in spec.chargeback.shares:
         if share_team not in team_names:
             report(("chargeback", "shares", share_team), f"unknown team {share_team!r}")

@@ -300,4 +300,5 @@ def load_attribution_rules(*, session: Session) -> AttributionRules:
         team_tag_keys=spec.team_tag_keys,
         run_tag_keys=spec.run_tag_keys,
         extra_stage_rules=[StageRule(**r.model_dump()) for r in spec.stage_rules],
+        account_teams=spec.account_teams,
     )

@@ -28,10 +28,11 @@ from bot.ingest.attribution import IDLE
 from bot.money import CENT, ZERO, CostBasis
 from bot.periods import Period
 from bot.registry.spec import ChargebackSpec
-from bot.spend.reports import cost_column
+from bot.spend.reports import USAGE_ACCOUNT, cost_column
 
 POOLS = ("unallocated", "idle", "support", "tax")
 COLUMNS = ("direct", *POOLS)
+DETAILS = ("account",)  # what `--detail` may break each team's row down by
 IDLE_ATTRIBUTION = IDLE  # OpenCost's idle cluster capacity (bot/ingest/sources/opencost.py)
 
 
@@ -66,6 +67,13 @@ class TeamCharge:
         return self.direct + self.shared
 
 
+@dataclass(frozen=True)
+class AccountCharge(TeamCharge):
+    """A team's month in one usage account: its spend there and its split of the pools there."""
+
+    account: str = ""
+
+
 @dataclass
 class Chargeback:
     """One currency's chargeback for a month; `total` equals the ledger's total to the cent."""
@@ -77,6 +85,10 @@ class Chargeback:
     teams: list[TeamCharge]
     exact_total: Decimal  # the ledger's total, unrounded
     notes: list[str] = field(default_factory=list)
+    # with `detail="account"`: each team's row by usage account, adding up to it to the cent
+    accounts: list[AccountCharge] = field(default_factory=list)
+    # each team's cells before rounding (what the account detail splits)
+    exact_cells: dict[str, dict[str, Decimal]] = field(default_factory=dict, repr=False)
 
     def column_total(self, column: str) -> Decimal:
         return sum((t.cells[column] for t in self.teams), ZERO)
@@ -116,6 +128,22 @@ class Chargeback:
                 "difference": str(self.total - self.ledger_total),
             },
             "notes": list(self.notes),
+            **(
+                {
+                    "accounts": [
+                        {
+                            "team": a.team,
+                            "account": a.account,
+                            **{column: str(a.cells[column]) for column in COLUMNS},
+                            "shared": str(a.shared),
+                            "total": str(a.total),
+                        }
+                        for a in self.accounts
+                    ]
+                }
+                if self.accounts
+                else {}
+            ),
         }
 
 
@@ -126,6 +154,12 @@ class Chargeback:
 class _MonthSpend:
     direct: dict[str, Decimal] = field(default_factory=dict)
     pools: dict[str, Decimal] = field(default_factory=lambda: dict.fromkeys(POOLS, ZERO))
+    # per usage account: each team's direct spend and each pool (a team or a pool -> account)
+    by_account: dict[str, dict[str, Decimal]] = field(default_factory=dict)
+
+    def add(self, owner: str, account: str, value: Decimal) -> None:
+        cells = self.by_account.setdefault(owner, {})
+        cells[account] = cells.get(account, ZERO) + value
 
 
 def chargeback_report(
@@ -134,39 +168,49 @@ def chargeback_report(
     period: Period,
     policy: ChargebackSpec,
     basis: CostBasis = CostBasis.BILLED,
+    detail: str | None = None,
 ) -> list[Chargeback]:
-    """Return the month's chargeback, one per currency the month was billed in (never added)."""
+    """Return the month's chargeback, one per currency the month was billed in (never added).
+
+    `detail="account"` also breaks each team's row down by usage account.
+    """
+    if detail is not None and detail not in DETAILS:
+        raise UsageError(f"cannot detail a chargeback by {detail!r}; choose {', '.join(DETAILS)}")
     cost = cost_column(basis)
+    groups = [
+        DailySpend.currency,
+        DailySpend.team,
+        DailySpend.charge_category,
+        DailySpend.service,
+        DailySpend.attribution,
+        USAGE_ACCOUNT.label("account") if detail else None,
+    ]
+    keys = [g for g in groups if g is not None]
     rows = session.execute(
-        select(
-            DailySpend.currency,
-            DailySpend.team,
-            DailySpend.charge_category,
-            DailySpend.service,
-            DailySpend.attribution,
-            func.sum(cost),
-        )
+        select(*keys, func.sum(cost))
         .where(DailySpend.day >= period.start, DailySpend.day < period.end)
-        .group_by(
-            DailySpend.currency,
-            DailySpend.team,
-            DailySpend.charge_category,
-            DailySpend.service,
-            DailySpend.attribution,
-        )
+        .group_by(*keys)
     )
     spend: dict[str, _MonthSpend] = {}
-    for currency, team, category, service, attribution, amount in rows:
+    for row in rows:
+        currency = str(row[0])
+        team: str | None = row[1]
+        category, service, attribution = row[2], row[3], str(row[4])
         month = spend.setdefault(currency, _MonthSpend())
-        value = Decimal(amount or 0)
+        value = Decimal(row[-1] or 0)
         if team is not None:
             month.direct[team] = month.direct.get(team, ZERO) + value
+            owner = team
         else:
             pool = shared_pool(charge_category=category, service=service, attribution=attribution)
             month.pools[pool] += value
+            owner = f"pool:{pool}"
+        if detail:
+            month.add(owner, row.account, value)
     registry_teams = sorted(session.scalars(select(Team.name)))
-    return [
-        allocate(
+    charges = []
+    for currency, month in sorted(spend.items()):
+        charge = allocate(
             period=period,
             currency=currency,
             basis=basis,
@@ -175,8 +219,54 @@ def chargeback_report(
             policy=policy,
             registry_teams=registry_teams,
         )
-        for currency, month in sorted(spend.items())
+        if detail:
+            charge.accounts = account_detail(charge, month.pools, month.by_account)
+        charges.append(charge)
+    return charges
+
+
+def account_detail(
+    charge: Chargeback,
+    pools: Mapping[str, Decimal],
+    by_account: Mapping[str, Mapping[str, Decimal]],
+) -> list[AccountCharge]:
+    """Split each team's cells by usage account; rows add up to the team's cells to the cent.
+
+    A team's direct spend is split as it was spent; its share of a pool as the pool was spent
+    (a team holding a quarter of the pool holds a quarter of each account's part of it). Each
+    cell is rounded to its team's rounded cell by the largest remainder, like the matrix.
+    """
+    cents = {team.team: team.cells for team in charge.teams}
+    rows: dict[tuple[str, str], dict[str, Decimal]] = {}
+    for team, exact in charge.exact_cells.items():
+        for column in COLUMNS:
+            if column == "direct":
+                parts = dict(by_account.get(team, {}))
+            else:
+                spent = by_account.get(f"pool:{column}", {})
+                parts = split_signed(exact[column], spent, pools.get(column, ZERO))
+            if not parts:
+                continue
+            for account, value in largest_remainder(parts, cents[team][column]).items():
+                cells = rows.setdefault((team, account), dict.fromkeys(COLUMNS, ZERO))
+                cells[column] = value
+    return [
+        AccountCharge(team=team, cells=cells, account=account)
+        for (team, account), cells in sorted(rows.items())
+        if any(cells.values())
     ]
+
+
+def split_signed(
+    amount: Decimal, parts: Mapping[str, Decimal], whole: Decimal
+) -> dict[str, Decimal]:
+    """Split an amount as `whole` is made of `parts` (any signs); the last part takes the rest."""
+    if amount == 0 or whole == 0 or not parts:
+        return {}
+    names = sorted(parts)
+    shares = {name: amount * parts[name] / whole for name in names[:-1]}
+    shares[names[-1]] = amount - sum(shares.values(), ZERO)
+    return shares
 
 
 # --- the split (pure) -------------------------------------------------------------------
@@ -221,6 +311,7 @@ def allocate(
         teams=[TeamCharge(team, cents[team]) for team in teams],
         exact_total=exact_total,
         notes=notes,
+        exact_cells=exact,
     )
 
 

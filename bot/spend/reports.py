@@ -17,13 +17,18 @@ from bot.ingest.attribution import IDLE
 from bot.money import CostBasis
 from bot.periods import Period
 
+# The usage account: AWS linked account, Google Cloud project, Azure subscription, OpenCost
+# namespace; a charge whose source names none is its billing account's.
+USAGE_ACCOUNT = func.coalesce(DailySpend.sub_account, DailySpend.billing_account)
+
 DIMENSIONS: dict[str, Any] = {
     "model": DailySpend.model,
     "stage": DailySpend.stage,
     "team": DailySpend.team,
     "service": DailySpend.service,
     "provider": DailySpend.provider,
-    "account": DailySpend.billing_account,
+    "account": USAGE_ACCOUNT,
+    "billing_account": DailySpend.billing_account,  # the payer / billing account
     "region": DailySpend.region,
     "resource": DailySpend.resource_id,
     "day": DailySpend.day,

@@ -245,3 +245,66 @@ def test_gcp_and_azure_focus12_tax_is_its_own_pool_and_the_month_reconciles(
     # evenly: the teams that spent each carry a third of the tax, give or take the odd cent
     shares = [t.cells["tax"] for t in result.teams if t.direct != 0]
     assert len(shares) == 3 and max(shares) - min(shares) <= CENT
+
+
+def test_account_detail_rows_add_up_to_each_team_and_to_the_file(session: Session) -> None:
+    load_registry(session, GCP_AZURE_REGISTRY)
+    frame = pd.read_csv(FOCUS12, dtype=str)
+    ingest(FocusSource([str(FOCUS12)]), session=session)
+    [result] = chargeback_report(
+        session=session,
+        period=month_period("2026-11"),
+        policy=load_chargeback_policy(session=session),
+        detail="account",
+    )
+    columns = ("direct", "unallocated", "idle", "support", "tax")
+    accounts = {row.account for row in result.accounts}
+    expected_accounts = set(frame["SubAccountId"].fillna(frame["BillingAccountId"]))
+    assert accounts == expected_accounts and len(accounts) == 4
+    for team in result.teams:  # a team's account rows add up to its row, cell by cell
+        rows = [row for row in result.accounts if row.team == team.team]
+        for column in columns:
+            assert sum((r.cells[column] for r in rows), Decimal(0)) == team.cells[column]
+    assert sum((r.total for r in result.accounts), Decimal(0)) == result.total
+    # over the teams, an account's rows are what the file billed it (each cell rounded once)
+    frame["account"] = frame["SubAccountId"].fillna(frame["BillingAccountId"])
+    for account in expected_accounts:
+        billed = pandas_sum(frame.loc[frame["account"] == account, "BilledCost"])
+        charged = sum((r.total for r in result.accounts if r.account == account), Decimal(0))
+        assert abs(charged - billed) <= CENT * len(result.teams) * len(columns), account
+
+
+def test_cli_detail_account_in_every_format(
+    pooled_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = make_engine(pooled_url)
+    with session_scope(make_session_factory(engine)) as session:
+        linked = {
+            **spend_row(DAY, "recsys", "training", "ranking", "5.004"),
+            "sub_account": "011254002932",
+        }
+        add_spend(session, [linked])
+    engine.dispose()
+    args = ("--month", "2026-11", "--detail", "account")
+    code, out, err = run_cli(pooled_url, capsys, *args, "--format", "csv")
+    assert code == 0, err
+    body, _blank, _total = out.partition("\n\n")
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert list(rows[0])[:4] == ["month", "currency", "team", "account"]
+    assert {(r["team"], r["account"]) for r in rows} >= {
+        ("ranking", "011254002932"),
+        ("ranking", "123456789012"),
+    }
+    assert sum(Decimal(r["total"]) for r in rows) == Decimal("1225.11")
+
+    code, out, _ = run_cli(pooled_url, capsys, *args, "--format", "json")
+    [doc] = json.loads(out)
+    assert sum(Decimal(a["total"]) for a in doc["accounts"]) == Decimal(doc["totals"]["total"])
+    assert {a["account"] for a in doc["accounts"]} == {"011254002932", "123456789012"}
+
+    code, out, _ = run_cli(pooled_url, capsys, *args)
+    assert "by account" in out and "011254002932" in out
+
+    with pytest.raises(SystemExit):
+        run_cli(pooled_url, capsys, "--month", "2026-11", "--detail", "region")
+    assert "invalid choice: 'region' (choose from 'account')" in capsys.readouterr().err
