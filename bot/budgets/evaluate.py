@@ -14,7 +14,7 @@ team×stage) with equality joins, so the cost is one scan however many budgets e
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -23,7 +23,6 @@ from sqlalchemy import (
     and_,
     case,
     func,
-    literal,
     literal_column,
     select,
     text,
@@ -31,16 +30,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from bot.db.schema import Budget, DailySpend, SpendRollup
+from bot.db.schema import Budget, SpendRollup
 from bot.money import CostBasis
 from bot.periods import DAILY, MONTHLY, Period, budget_period
+from bot.spend.coverage import covered_days
 from bot.spend.forecast import (
     HISTORY_DAYS,
-    RUN_RATE_DAYS,
     BudgetForecast,
-    SpendSummary,
     forecast_month_end,
-    history_window,
+    summarize_daily,
 )
 from bot.spend.reports import cost_column
 
@@ -88,7 +86,7 @@ class BudgetStatus:
     @property
     def forecast_percent(self) -> Decimal | None:
         """Return the forecast as a percentage of the budget."""
-        if self.forecast is None or not self.amount:
+        if self.forecast is None or self.forecast.amount is None or not self.amount:
             return None
         return self.forecast.amount * 100 / self.amount
 
@@ -120,11 +118,6 @@ def _join_condition(source: Any, shape: tuple[bool, bool, bool]) -> Any:
         source.currency == Budget.currency,
         *(a == b for (a, b), wanted in zip(pairs, shape, strict=True) if wanted),
     )
-
-
-def ledger_first_day(session: Session) -> dt.date | None:
-    """Return the first day the ledger covers."""
-    return session.scalar(select(func.min(DailySpend.day)))
 
 
 def scope_sums(
@@ -188,28 +181,29 @@ def to_date_bucket(kind: str) -> str:
     return f"to_date_{kind}"
 
 
+def day_bucket(back: int) -> str:
+    """Return the name of the bucket summing the day `back` days before as_of."""
+    return f"day_{back}"
+
+
 def budget_sums(
     *,
     session: Session,
     as_of: dt.date,
-    first_day: dt.date,
     basis: CostBasis = CostBasis.BILLED,
     periods: tuple[str, ...] = (MONTHLY,),
 ) -> dict[int, dict[str, Decimal]]:
-    """Return, per budget id, each period's to-date sum, the last-7-day and per-weekday sums.
+    """Return, per budget id, each period's to-date sum and the sum of each of the last 28 days.
 
     `periods` are the kinds of budget period in use: the window read reaches back to the
     earliest of their first days (a quarter's, when there is a quarterly budget).
     """
-    history = history_window(as_of, first_day)
     starts = {kind: budget_period(kind, as_of).start for kind in periods}
     conditions: dict[str, Any] = {
-        **{to_date_bucket(kind): SpendRollup.day >= start for kind, start in starts.items()},
-        "last7": SpendRollup.day >= as_of - dt.timedelta(days=RUN_RATE_DAYS - 1),
+        to_date_bucket(kind): SpendRollup.day >= start for kind, start in starts.items()
     }
-    for weekday in range(7):
-        days = [d for d in history if d.weekday() == weekday]
-        conditions[f"wd{weekday}"] = SpendRollup.day.in_(days) if days else literal(False)
+    for back in range(HISTORY_DAYS):
+        conditions[day_bucket(back)] = SpendRollup.day == as_of - dt.timedelta(days=back)
     rows = scope_sums(
         session,
         buckets=conditions,
@@ -252,23 +246,27 @@ def evaluate_budgets(
     if not rows:
         return []
     periods = tuple(sorted({row.period or MONTHLY for row in rows}))
-    first_day = ledger_first_day(session) or min(budget_period(k, as_of).start for k in periods)
-    sums = budget_sums(
-        session=session, as_of=as_of, first_day=first_day, basis=basis, periods=periods
-    )
+    sums = budget_sums(session=session, as_of=as_of, basis=basis, periods=periods)
+    # the forecast's history: the days some source covered, in each budget's currency
+    start = min(budget_period(kind, as_of).start for kind in periods)
+    start = min(start, as_of - dt.timedelta(days=HISTORY_DAYS - 1))
+    covered = {
+        code: covered_days(session, start=start, end=as_of, currency=code)
+        for code in sorted({row.currency for row in rows})
+    }
     statuses = []
     for row in rows:
         kind = row.period or MONTHLY
         period = budget_period(kind, as_of)
         values = sums.get(row.id, {})
         to_date = values.get(to_date_bucket(kind), ZERO)
-        summary = SpendSummary(
-            as_of=as_of,
-            first_day=first_day,
-            month_to_date=to_date,
-            last_7_days=values.get("last7", ZERO),
-            weekday_totals=tuple(values.get(f"wd{i}", ZERO) for i in range(7)),
-            period=period,
+        daily = {
+            as_of - dt.timedelta(days=back): values.get(day_bucket(back), ZERO)
+            for back in range(HISTORY_DAYS)
+        }
+        summary = replace(
+            summarize_daily(daily, as_of=as_of, covered=covered[row.currency], period=period),
+            month_to_date=to_date,  # the period may reach back further than the 28 days
         )
         statuses.append(
             BudgetStatus(
