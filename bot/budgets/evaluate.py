@@ -14,7 +14,8 @@ team×stage) with equality joins, so the cost is one scan however many budgets e
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -23,7 +24,9 @@ from sqlalchemy import (
     and_,
     case,
     func,
+    literal,
     literal_column,
+    or_,
     select,
     text,
     union_all,
@@ -37,8 +40,10 @@ from bot.spend.coverage import covered_days
 from bot.spend.forecast import (
     HISTORY_DAYS,
     BudgetForecast,
+    SpendSummary,
     forecast_month_end,
-    summarize_daily,
+    history_days,
+    run_rate_days,
 )
 from bot.spend.reports import cost_column
 
@@ -181,29 +186,41 @@ def to_date_bucket(kind: str) -> str:
     return f"to_date_{kind}"
 
 
-def day_bucket(back: int) -> str:
-    """Return the name of the bucket summing the day `back` days before as_of."""
-    return f"day_{back}"
+def _on_days(days_by_currency: dict[str, Sequence[dt.date]]) -> Any:
+    """Return the rollup condition: a day among its currency's given days."""
+    parts = [
+        and_(SpendRollup.currency == code, SpendRollup.day.in_(days))
+        for code, days in sorted(days_by_currency.items())
+        if days
+    ]
+    return or_(*parts) if parts else literal(False)
 
 
 def budget_sums(
     *,
     session: Session,
     as_of: dt.date,
+    covered: dict[str, Sequence[dt.date]],
     basis: CostBasis = CostBasis.BILLED,
     periods: tuple[str, ...] = (MONTHLY,),
 ) -> dict[int, dict[str, Decimal]]:
-    """Return, per budget id, each period's to-date sum and the sum of each of the last 28 days.
+    """Return, per budget id, each period's to-date sum, the run-rate days' and per-weekday sums.
 
+    `covered` holds, per currency, the ledger's covered days: the run-rate and weekday buckets
+    count only those of the history window (a day no source had data for is unknown, not $0).
     `periods` are the kinds of budget period in use: the window read reaches back to the
     earliest of their first days (a quarter's, when there is a quarterly budget).
     """
+    history = {code: history_days(days, as_of) for code, days in covered.items()}
     starts = {kind: budget_period(kind, as_of).start for kind in periods}
     conditions: dict[str, Any] = {
-        to_date_bucket(kind): SpendRollup.day >= start for kind, start in starts.items()
+        **{to_date_bucket(kind): SpendRollup.day >= start for kind, start in starts.items()},
+        "last7": _on_days({code: run_rate_days(days) for code, days in history.items()}),
     }
-    for back in range(HISTORY_DAYS):
-        conditions[day_bucket(back)] = SpendRollup.day == as_of - dt.timedelta(days=back)
+    for weekday in range(7):
+        conditions[f"wd{weekday}"] = _on_days(
+            {code: [d for d in days if d.weekday() == weekday] for code, days in history.items()}
+        )
     rows = scope_sums(
         session,
         buckets=conditions,
@@ -246,27 +263,27 @@ def evaluate_budgets(
     if not rows:
         return []
     periods = tuple(sorted({row.period or MONTHLY for row in rows}))
-    sums = budget_sums(session=session, as_of=as_of, basis=basis, periods=periods)
     # the forecast's history: the days some source covered, in each budget's currency
     start = min(budget_period(kind, as_of).start for kind in periods)
     start = min(start, as_of - dt.timedelta(days=HISTORY_DAYS - 1))
-    covered = {
-        code: covered_days(session, start=start, end=as_of, currency=code)
+    covered: dict[str, Sequence[dt.date]] = {
+        code: tuple(covered_days(session, start=start, end=as_of, currency=code))
         for code in sorted({row.currency for row in rows})
     }
+    sums = budget_sums(session=session, as_of=as_of, covered=covered, basis=basis, periods=periods)
     statuses = []
     for row in rows:
         kind = row.period or MONTHLY
         period = budget_period(kind, as_of)
         values = sums.get(row.id, {})
         to_date = values.get(to_date_bucket(kind), ZERO)
-        daily = {
-            as_of - dt.timedelta(days=back): values.get(day_bucket(back), ZERO)
-            for back in range(HISTORY_DAYS)
-        }
-        summary = replace(
-            summarize_daily(daily, as_of=as_of, covered=covered[row.currency], period=period),
-            month_to_date=to_date,  # the period may reach back further than the 28 days
+        summary = SpendSummary(
+            as_of=as_of,
+            covered=tuple(covered[row.currency]),
+            month_to_date=to_date,
+            last_7_days=values.get("last7", ZERO),
+            weekday_totals=tuple(values.get(f"wd{i}", ZERO) for i in range(7)),
+            period=period,
         )
         statuses.append(
             BudgetStatus(

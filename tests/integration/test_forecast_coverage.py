@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from sqlalchemy.orm import Session
 
+from bot.budgets.board import budget_board
 from bot.budgets.evaluate import evaluate_budgets
 from bot.budgets.plan import ACTUAL, FORECAST, plan_budget_alerts
 from bot.notify.messages import AlertContext
@@ -19,8 +20,13 @@ from bot.notify.plan import covered_week
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
 from bot.slack.blocks.alerts import build_budget_alert
+from bot.slack.blocks.budget import build_budget_list_blocks, build_budget_show_blocks
+from bot.slack.blocks.home import build_home_view
 from bot.slack.blocks.model import build_model_report_blocks
+from bot.slack.blocks.team import build_team_report_blocks
+from bot.spend.home import home_dashboard
 from bot.spend.model_report import model_chart, model_report
+from bot.spend.team_report import team_report
 from tests.support.alert_walk import ALERT_REGISTRY, add_spend, days, spend_row
 
 NOW = dt.datetime(2026, 11, 20, 9, tzinfo=dt.UTC)
@@ -125,3 +131,22 @@ def test_a_week_in_a_gap_is_not_covered(session: Session) -> None:
         dt.date(2026, 11, 2),
         dt.date(2026, 11, 8),
     )
+
+
+def test_team_budget_board_and_home_say_when_history_is_too_short(session: Session) -> None:
+    seed(session, JANUARY_2024, (dt.date(2026, 11, 1), dt.date(2026, 11, 5)))
+    today = dt.date(2026, 11, 5)
+    no_forecast = "no forecast (not enough history)"
+    team = team_report(session=session, name="ranking", today=today)
+    assert team.total.forecast.amount is None
+    text, blocks = build_team_report_blocks(team, "USD")
+    assert no_forecast in text and NOT_ENOUGH in str(blocks)
+    board = budget_board(session=session, today=today)
+    row = next(r for r in board.statuses if r.scope == "model:alpha")
+    assert row.forecast.amount is None and row.forecast_used is None
+    _text, blocks = build_budget_list_blocks(board, "USD")
+    assert no_forecast in str(blocks)
+    text, blocks = build_budget_show_blocks(row, board, "USD")
+    assert no_forecast in text and NOT_ENOUGH in str(blocks)
+    home = build_home_view(home_dashboard(session=session, user_id="U0AAA111", today=today), "USD")
+    assert no_forecast in str(home)
