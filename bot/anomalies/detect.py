@@ -35,6 +35,7 @@ from bot.anomalies.drivers import (
 )
 from bot.db.schema import AnomalyExpectation, DailySpend, ValueMetric
 from bot.money import CostBasis
+from bot.spend.coverage import JUDGED_CHARGES, covered_days
 from bot.spend.reports import cost_column
 
 BASELINE_MAX_DAYS = 28
@@ -46,8 +47,8 @@ WORKLOAD_SLACK = Decimal("1.25")  # GPU-hours may grow 25 % more than the worklo
 ZERO = Decimal(0)
 # Anomalies judge usage only. A month's tax, a support plan's or a reservation's fee (Purchase),
 # credits and adjustments land on one day (often the 1st) by how billing works, not by how the
-# workload ran; judged, they would be an "unusual day" every month.
-JUDGED_CHARGES = DailySpend.charge_category == "Usage"
+# workload ran; judged, they would be an "unusual day" every month (JUDGED_CHARGES, which also
+# says which days are covered: bot/spend/coverage.py).
 # An Expected GPU-hour anomaly accepts the model's GPU-hours (this pseudo-dimension) up to a level
 GPU_HOURS = "gpu_hours"
 EXPECTED, NOT_EXPECTED = "expected", "not_expected"
@@ -121,28 +122,6 @@ def _series(rows: Sequence[tuple[str, dt.date, Decimal]]) -> dict[str, dict[dt.d
     for key, day, value in rows:
         series.setdefault(key, {})[day] = Decimal(value or 0)
     return series
-
-
-def covered_days(
-    session: Session, *, start: dt.date, end: dt.date, currency: str = "USD"
-) -> list[dt.date]:
-    """Return the days in [start, end] on which the ledger holds usage billed in `currency`.
-
-    These are the days a baseline may use: on a day no source had data for, spend is unknown.
-    """
-    return list(
-        session.scalars(
-            select(DailySpend.day)
-            .where(
-                DailySpend.day >= start,
-                DailySpend.day <= end,
-                DailySpend.currency == currency,
-                JUDGED_CHARGES,
-            )
-            .distinct()
-            .order_by(DailySpend.day)
-        )
-    )
 
 
 def baseline_days(day: dt.date, covered: Sequence[dt.date]) -> list[dt.date]:

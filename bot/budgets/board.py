@@ -15,6 +15,7 @@ from bot.db.schema import Budget, DailySpend
 from bot.errors import NotFoundError
 from bot.money import CostBasis, percent_of
 from bot.periods import MONTHLY, Period, budget_period
+from bot.spend.coverage import forecast_covered_days
 from bot.spend.daily import ReportingWindow, daily_totals, reporting_window, scope_filters
 from bot.spend.forecast import Forecast, forecast_month
 from bot.spend.reports import cost_column
@@ -46,6 +47,8 @@ class BudgetBoardRow:
     @property
     def forecast_used(self) -> Decimal | None:
         """Return the forecast as a percentage of the budget."""
+        if self.forecast.amount is None:
+            return None
         return percent_of(self.forecast.amount, self.amount)
 
 
@@ -86,7 +89,10 @@ def budget_status(
         end=end,
         basis=basis,
     )
-    forecast = forecast_month(daily, period, span.as_of)
+    covered = forecast_covered_days(
+        session, as_of=span.as_of, period_start=period.start, currency=budget.currency
+    )
+    forecast = forecast_month(daily, period, span.as_of, covered=covered)
     cost = cost_column(basis)
     others = session.execute(
         select(DailySpend.currency, func.sum(cost))

@@ -14,6 +14,7 @@ team×stage) with equality joins, so the cost is one scan however many budgets e
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -25,22 +26,24 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
+    or_,
     select,
     text,
     union_all,
 )
 from sqlalchemy.orm import Session
 
-from bot.db.schema import Budget, DailySpend, SpendRollup
+from bot.db.schema import Budget, SpendRollup
 from bot.money import CostBasis
 from bot.periods import DAILY, MONTHLY, Period, budget_period
+from bot.spend.coverage import covered_days
 from bot.spend.forecast import (
     HISTORY_DAYS,
-    RUN_RATE_DAYS,
     BudgetForecast,
     SpendSummary,
     forecast_month_end,
-    history_window,
+    history_days,
+    run_rate_days,
 )
 from bot.spend.reports import cost_column
 
@@ -88,7 +91,7 @@ class BudgetStatus:
     @property
     def forecast_percent(self) -> Decimal | None:
         """Return the forecast as a percentage of the budget."""
-        if self.forecast is None or not self.amount:
+        if self.forecast is None or self.forecast.amount is None or not self.amount:
             return None
         return self.forecast.amount * 100 / self.amount
 
@@ -120,11 +123,6 @@ def _join_condition(source: Any, shape: tuple[bool, bool, bool]) -> Any:
         source.currency == Budget.currency,
         *(a == b for (a, b), wanted in zip(pairs, shape, strict=True) if wanted),
     )
-
-
-def ledger_first_day(session: Session) -> dt.date | None:
-    """Return the first day the ledger covers."""
-    return session.scalar(select(func.min(DailySpend.day)))
 
 
 def scope_sums(
@@ -188,28 +186,41 @@ def to_date_bucket(kind: str) -> str:
     return f"to_date_{kind}"
 
 
+def _on_days(days_by_currency: dict[str, Sequence[dt.date]]) -> Any:
+    """Return the rollup condition: a day among its currency's given days."""
+    parts = [
+        and_(SpendRollup.currency == code, SpendRollup.day.in_(days))
+        for code, days in sorted(days_by_currency.items())
+        if days
+    ]
+    return or_(*parts) if parts else literal(False)
+
+
 def budget_sums(
     *,
     session: Session,
     as_of: dt.date,
-    first_day: dt.date,
+    covered: dict[str, Sequence[dt.date]],
     basis: CostBasis = CostBasis.BILLED,
     periods: tuple[str, ...] = (MONTHLY,),
 ) -> dict[int, dict[str, Decimal]]:
-    """Return, per budget id, each period's to-date sum, the last-7-day and per-weekday sums.
+    """Return, per budget id, each period's to-date sum, the run-rate days' and per-weekday sums.
 
+    `covered` holds, per currency, the ledger's covered days: the run-rate and weekday buckets
+    count only those of the history window (a day no source had data for is unknown, not $0).
     `periods` are the kinds of budget period in use: the window read reaches back to the
     earliest of their first days (a quarter's, when there is a quarterly budget).
     """
-    history = history_window(as_of, first_day)
+    history = {code: history_days(days, as_of) for code, days in covered.items()}
     starts = {kind: budget_period(kind, as_of).start for kind in periods}
     conditions: dict[str, Any] = {
         **{to_date_bucket(kind): SpendRollup.day >= start for kind, start in starts.items()},
-        "last7": SpendRollup.day >= as_of - dt.timedelta(days=RUN_RATE_DAYS - 1),
+        "last7": _on_days({code: run_rate_days(days) for code, days in history.items()}),
     }
     for weekday in range(7):
-        days = [d for d in history if d.weekday() == weekday]
-        conditions[f"wd{weekday}"] = SpendRollup.day.in_(days) if days else literal(False)
+        conditions[f"wd{weekday}"] = _on_days(
+            {code: [d for d in days if d.weekday() == weekday] for code, days in history.items()}
+        )
     rows = scope_sums(
         session,
         buckets=conditions,
@@ -252,10 +263,14 @@ def evaluate_budgets(
     if not rows:
         return []
     periods = tuple(sorted({row.period or MONTHLY for row in rows}))
-    first_day = ledger_first_day(session) or min(budget_period(k, as_of).start for k in periods)
-    sums = budget_sums(
-        session=session, as_of=as_of, first_day=first_day, basis=basis, periods=periods
-    )
+    # the forecast's history: the days some source covered, in each budget's currency
+    start = min(budget_period(kind, as_of).start for kind in periods)
+    start = min(start, as_of - dt.timedelta(days=HISTORY_DAYS - 1))
+    covered: dict[str, Sequence[dt.date]] = {
+        code: tuple(covered_days(session, start=start, end=as_of, currency=code))
+        for code in sorted({row.currency for row in rows})
+    }
+    sums = budget_sums(session=session, as_of=as_of, covered=covered, basis=basis, periods=periods)
     statuses = []
     for row in rows:
         kind = row.period or MONTHLY
@@ -264,7 +279,7 @@ def evaluate_budgets(
         to_date = values.get(to_date_bucket(kind), ZERO)
         summary = SpendSummary(
             as_of=as_of,
-            first_day=first_day,
+            covered=tuple(covered[row.currency]),
             month_to_date=to_date,
             last_7_days=values.get("last7", ZERO),
             weekday_totals=tuple(values.get(f"wd{i}", ZERO) for i in range(7)),

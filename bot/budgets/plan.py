@@ -139,6 +139,7 @@ def plan_budget_alerts(
     if (
         status.forecast_enabled
         and status.forecast is not None
+        and status.forecast.amount is not None  # none without enough history: nothing to alert
         and status.amount > 0
         and status.reached(level, status.forecast.amount)
         and not status.reached(level)

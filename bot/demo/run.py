@@ -362,7 +362,7 @@ def show_slack_model_report(services: AppServices, charts: DemoCharts) -> None:
     print(
         f"budget          {money(report.budget or 0)} · {format_percent(report.budget_used)} used"
     )
-    print(f"forecast        {money(report.forecast.amount)} ({report.forecast.describe()})")
+    print(f"forecast        {report.forecast.in_words(money)}")
     print(
         f"vs last month   {signed_percent(report.change_vs_last_month)} against "
         f"{money(report.last_month_same_days)} in the same days"
@@ -426,7 +426,7 @@ def show_slack_team_report(services: AppServices, charts: DemoCharts) -> None:
     money = lambda v: format_money(v, currency)  # noqa: E731
     print(f"month to date   {money(total.month_to_date)} (data through {report.span.as_of})")
     print(f"budget          {money(total.budget or 0)} · {format_percent(total.budget_used)} used")
-    print(f"forecast        {money(total.forecast.amount)} ({total.forecast.describe()})")
+    print(f"forecast        {total.forecast.in_words(money)}")
     print(
         f"vs last month   {signed_percent(total.change)} against "
         f"{money(total.last_month_same_days)} in the same days"
@@ -434,7 +434,11 @@ def show_slack_team_report(services: AppServices, charts: DemoCharts) -> None:
     for rank, line in enumerate(report.models, 1):
         print(
             f"{'models' if rank == 1 else '':<15} {rank}. {line.name} {money(line.month_to_date)}, "
-            f"forecast {money(line.forecast.amount)}"
+            + (
+                "no forecast (not enough history)"
+                if line.forecast.amount is None
+                else f"forecast {money(line.forecast.amount)}"
+            )
         )
     name = f"team-{REVIEW_TEAM}-{DEMO_MONTH}.png"
     charts.write(

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from bot.anomalies.detect import scan_anomalies
 from bot.budgets.drivers import Drivers, top_drivers
-from bot.budgets.evaluate import evaluate_budgets, ledger_first_day
+from bot.budgets.evaluate import evaluate_budgets
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
 from bot.config import Settings
 from bot.db.schema import AlertSilence, DailySpend, OutboxMessage
@@ -32,6 +32,7 @@ from bot.notify.messages import (
 )
 from bot.notify.outbox import PlannedPost, planned_post
 from bot.notify.routing import Router
+from bot.spend.coverage import covered_days
 from bot.spend.reports import check_currency_setting, cost_column, taggable
 from bot.waste.checks import WasteFinding
 from bot.waste.findings import ResourceEntry, waste_overview
@@ -206,11 +207,14 @@ def last_complete_week(as_of: dt.date) -> tuple[dt.date, dt.date]:
     return sunday - dt.timedelta(days=6), sunday
 
 
-def covered_week(session: Session, as_of: dt.date) -> tuple[dt.date, dt.date] | None:
-    """Return the last complete week (Monday, Sunday) if the ledger covers all of it."""
+def covered_week(
+    session: Session, as_of: dt.date, currency: str = "USD"
+) -> tuple[dt.date, dt.date] | None:
+    """Return the last complete week (Monday, Sunday) if each of its days is covered (some
+    source's usage in `currency` is in the ledger): a day in a gap is unknown, not $0."""
     monday, sunday = last_complete_week(as_of)
-    first_day = ledger_first_day(session)
-    return None if first_day is None or first_day > monday else (monday, sunday)
+    covered = covered_days(session, start=monday, end=sunday, currency=currency)
+    return (monday, sunday) if len(covered) == 7 else None
 
 
 def week_label(monday: dt.date, sunday: dt.date) -> str:
@@ -226,7 +230,7 @@ def plan_unallocated_post(
     One per billing currency (amounts in different currencies are never added): the
     organisation's currency keeps the key `unallocated:<monday>`, others add `:<code>`.
     """
-    week = covered_week(session, as_of)
+    week = covered_week(session, as_of, settings.currency)
     if week is None:
         return [], []  # the ledger does not cover the whole week
     monday, sunday = week
@@ -273,7 +277,7 @@ def plan_waste_posts(
     Not waste is listed (one line) in the channel its own post went to: its model's, else its
     team's, else FinOps; a channel's closed resource findings add what they saved so far.
     """
-    week = covered_week(session, as_of)
+    week = covered_week(session, as_of, settings.currency)
     if week is None:
         return [], []  # the ledger does not cover the whole week
     monday, sunday = week

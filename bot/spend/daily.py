@@ -18,6 +18,7 @@ from bot.money import CostBasis, format_money
 from bot.periods import Period, month_of, parse_window, previous_month
 from bot.registry.spec import parse_scope
 from bot.slack.charts.spend_chart import SpendChart
+from bot.spend.coverage import forecast_covered_days
 from bot.spend.forecast import LOOKBACK_DAYS, Forecast
 from bot.spend.reports import cost_column, display_currency
 
@@ -126,6 +127,13 @@ def in_period(daily: dict[dt.date, Decimal], period: Period) -> Decimal:
     return sum((v for d, v in daily.items() if period.start <= d < period.end), Decimal(0))
 
 
+def forecast_history(session: Session, span: ReportingWindow, currency: str) -> list[dt.date]:
+    """Return the covered days a report's forecast for the window's month reads."""
+    return forecast_covered_days(
+        session, as_of=span.as_of, period_start=span.month.start, currency=currency
+    )
+
+
 def window_and_currency(
     session: Session,
     *,
@@ -167,5 +175,7 @@ def forecast_chart(
         month_actual=month_actual,
         projected=forecast.projected,
         budget=budget,
-        forecast_label=f"forecast {format_money(forecast.amount, currency)}",
+        forecast_label=(
+            "" if forecast.amount is None else f"forecast {format_money(forecast.amount, currency)}"
+        ),
     )

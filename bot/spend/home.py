@@ -13,7 +13,7 @@ from bot.db.schema import Budget, DailySpend, MLModel, Team
 from bot.money import CostBasis
 from bot.periods import MONTHLY
 from bot.registry.catalog import is_admin, model_owner_ids
-from bot.spend.daily import ReportingWindow, reporting_window
+from bot.spend.daily import ReportingWindow, forecast_history, reporting_window
 from bot.spend.reports import display_currency
 from bot.spend.team_report import ModelLine, daily_by_model, model_budgets, model_line
 from bot.waste.findings import ResourceEntry, resource_entries
@@ -69,7 +69,8 @@ def home_dashboard(
     if names:
         series = daily_by_model(session, span, CostBasis.BILLED, owned)
         budgets = model_budgets(session, currency)
-        lines = [model_line(n, series.get(n, {}), span, budgets.get(n)) for n in names]
+        covered = forecast_history(session, span, currency)
+        lines = [model_line(n, series.get(n, {}), span, budgets.get(n), covered) for n in names]
         lines.sort(key=lambda line: (-line.month_to_date, line.name))
     waste: list[ResourceEntry] = []
     if names:

@@ -15,7 +15,13 @@ from bot.money import CostBasis, percent_of
 from bot.periods import MONTHLY
 from bot.registry.catalog import find_model, model_owner_ids
 from bot.slack.charts.spend_chart import SpendChart
-from bot.spend.daily import ReportingWindow, forecast_chart, in_period, window_and_currency
+from bot.spend.daily import (
+    ReportingWindow,
+    forecast_chart,
+    forecast_history,
+    in_period,
+    window_and_currency,
+)
 from bot.spend.forecast import Forecast, forecast_month
 from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
 from bot.spend.reports import cost_column
@@ -70,7 +76,8 @@ class ModelReport:
     @property
     def forecast_used(self) -> Decimal | None:
         """Return the forecast as a percentage of the budget."""
-        return percent_of(self.forecast.amount, self.budget) if self.budget else None
+        amount = self.forecast.amount
+        return percent_of(amount, self.budget) if self.budget and amount is not None else None
 
     @property
     def change_vs_last_month(self) -> Decimal | None:
@@ -133,7 +140,9 @@ def model_report(
         by_stage=sorted(stage_totals.items(), key=lambda kv: kv[1], reverse=True),
         gpu_hours=gpu_hours,
         top_resources=_top_resources(session, model.name, span, basis),
-        forecast=forecast_month(known, span.month, as_of),
+        forecast=forecast_month(
+            known, span.month, as_of, covered=forecast_history(session, span, currency)
+        ),
         budget=budgets.get(None),
         last_month_same_days=in_period(daily, span.same_days_last_month()),
         last_month_total=in_period(daily, span.previous_month),

@@ -20,6 +20,7 @@ from bot.slack.charts.spend_chart import SpendChart
 from bot.spend.daily import (
     ReportingWindow,
     forecast_chart,
+    forecast_history,
     in_period,
     reporting_window,
     window_and_currency,
@@ -104,11 +105,16 @@ def daily_by_model(
 
 
 def model_line(
-    name: str, daily: dict[dt.date, Decimal], span: ReportingWindow, budget: Decimal | None
+    name: str,
+    daily: dict[dt.date, Decimal],
+    span: ReportingWindow,
+    budget: Decimal | None,
+    covered: Sequence[dt.date],
 ) -> ModelLine:
-    """Summarise one model's daily series for the window's month."""
+    """Summarise one model's daily series for the window's month; `covered` holds the days
+    its forecast may read (`forecast_history`)."""
     known = {d: v for d, v in daily.items() if d <= span.as_of}
-    forecast = forecast_month(known, span.month, span.as_of)
+    forecast = forecast_month(known, span.month, span.as_of, covered=covered)
     return ModelLine(
         name, forecast.actual, in_period(daily, span.same_days_last_month()), forecast, budget
     )
@@ -156,7 +162,11 @@ def team_report(
     for model_name in session.scalars(select(MLModel.name).where(MLModel.team_id == team.id)):
         series.setdefault(model_name, {})
     budgets = model_budgets(session, currency)
-    lines = [model_line(model, daily, span, budgets.get(model)) for model, daily in series.items()]
+    covered = forecast_history(session, span, currency)
+    lines = [
+        model_line(model, daily, span, budgets.get(model), covered)
+        for model, daily in series.items()
+    ]
     lines.sort(key=lambda line: (-line.month_to_date, line.name))
     team_daily: dict[dt.date, Decimal] = defaultdict(lambda: ZERO)
     for daily in series.values():
@@ -177,7 +187,7 @@ def team_report(
         basis=basis,
         span=span,
         models=lines,
-        total=model_line(f"team {team.name}", dict(team_daily), span, team_budget),
+        total=model_line(f"team {team.name}", dict(team_daily), span, team_budget, covered),
         daily_by_model=dict(series),
         currency=currency,
         freshness=None
@@ -205,7 +215,11 @@ def top_models(
     )
     series = daily_by_model(session, span, basis, owned)
     budgets = model_budgets(session, currency)
-    lines = [model_line(model, daily, span, budgets.get(model)) for model, daily in series.items()]
+    covered = forecast_history(session, span, currency)
+    lines = [
+        model_line(model, daily, span, budgets.get(model), covered)
+        for model, daily in series.items()
+    ]
     biggest = sorted(lines, key=lambda line: (-line.month_to_date, line.name))[:count]
     candidates = [
         line

@@ -130,14 +130,19 @@ def test_keys_of_another_period_do_not_count_as_sent() -> None:
     assert sent_by_scope([weekly, monthly], periods={"model:alpha": "w2026-11-23"}) == {}
 
 
+def covered_from(first: dt.date, as_of: dt.date) -> tuple[dt.date, ...]:
+    """Return every day from first through as_of: a ledger without gaps."""
+    return tuple(first + dt.timedelta(days=i) for i in range((as_of - first).days + 1))
+
+
 def test_the_forecast_runs_to_the_end_of_the_week_or_quarter() -> None:
     """With under two weeks of history the projection is the flat run-rate of the last days."""
     as_of = dt.date(2026, 11, 18)  # a Wednesday: 4 days of the week to go
-    first_day = dt.date(2026, 11, 12)  # 7 days of history
+    covered = covered_from(dt.date(2026, 11, 12), as_of)  # 7 days of history
     week = budget_period("weekly", as_of)
     summary = SpendSummary(
         as_of=as_of,
-        first_day=first_day,
+        covered=covered,
         month_to_date=Decimal("300"),  # Mon to Wed
         last_7_days=Decimal("700"),
         weekday_totals=(Decimal(100),) * 7,
@@ -149,7 +154,7 @@ def test_the_forecast_runs_to_the_end_of_the_week_or_quarter() -> None:
     quarter = budget_period("quarterly", as_of)
     to_go = (quarter.end - as_of).days - 1  # Nov 19 .. Dec 31
     forecast = forecast_month_end(
-        SpendSummary(as_of, first_day, Decimal("300"), Decimal("700"), (Decimal(100),) * 7, quarter)
+        SpendSummary(as_of, covered, Decimal("300"), Decimal("700"), (Decimal(100),) * 7, quarter)
     )
     assert forecast is not None and forecast.amount == Decimal(300 + 100 * to_go)
 
@@ -159,10 +164,19 @@ def test_when_a_period_is_first_forecast() -> None:
     assert min_days_known(budget_period("quarterly", dt.date(2026, 11, 2))) == 5
     assert min_days_known(budget_period("weekly", dt.date(2026, 11, 2))) == 2
     day = budget_period("daily", dt.date(2026, 11, 2))
-    summary = SpendSummary(day.start, dt.date(2026, 10, 1), Decimal(5), Decimal(35), (), day)
+    summary = SpendSummary(
+        day.start, covered_from(dt.date(2026, 10, 1), day.start), Decimal(5), Decimal(35), (), day
+    )
     assert forecast_month_end(summary) is None  # a day is complete when it is checked
     monday = budget_period("weekly", dt.date(2026, 11, 16))
-    first = SpendSummary(monday.start, dt.date(2026, 10, 1), Decimal(5), Decimal(35), (), monday)
+    first = SpendSummary(
+        monday.start,
+        covered_from(dt.date(2026, 10, 1), monday.start),
+        Decimal(5),
+        Decimal(35),
+        (),
+        monday,
+    )
     assert forecast_month_end(first) is None  # one day of the week known
 
 

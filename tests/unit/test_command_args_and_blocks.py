@@ -64,7 +64,7 @@ def huge_report() -> ModelReport:
         by_stage=[(s * 50, Decimal(1)) for s in ("training", "serving")],
         gpu_hours=Decimal("12345.678"),
         top_resources=[ResourceCost("arn:" + "x" * 3000, "S" * 500, "training", Decimal(9))] * 5,
-        forecast=forecast_month(daily, NOV, AS_OF),
+        forecast=forecast_month(daily, NOV, AS_OF, covered=daily),
         budget=Decimal(0),
         last_month_same_days=Decimal(0),
         last_month_total=Decimal(0),
@@ -79,7 +79,7 @@ def test_model_blocks_fit_slacks_limits_even_for_absurd_input() -> None:
 
 
 def test_home_view_fits_for_many_models() -> None:
-    empty = forecast_month({}, NOV, AS_OF)
+    empty = forecast_month({}, NOV, AS_OF, covered=[])  # not enough history
     lines = [
         ModelLine(f"model-{i}", Decimal(i * 100), Decimal(50), empty, Decimal(1000))
         for i in range(120)

@@ -156,10 +156,13 @@ def _budget_lines(
         f"*{money(status.amount)}{per_suffix(kind)}* budget: "
         f"*{format_percent(status.percent)}*, {how_much}."
     ]
-    if status.forecast is not None:
+    forecast = status.forecast
+    if forecast is not None and forecast.amount is None:
+        lines.append(f"Forecast for the {unit}: {forecast.method}.")  # not enough history
+    elif forecast is not None and forecast.amount is not None:
         lines.append(
-            f"Forecast for the {unit}: *{money(status.forecast.amount)}* "
-            f"({format_percent(status.forecast_percent)}), {status.forecast.method}."
+            f"Forecast for the {unit}: *{money(forecast.amount)}* "
+            f"({format_percent(status.forecast_percent)}), {forecast.method}."
         )
     elif kind == DAILY:
         lines.append("No forecast for a daily budget: its day is complete when it is checked.")
@@ -180,7 +183,7 @@ def _budget_fallback(alert: BudgetAlert, lead: str, money: Callable[[Decimal], s
         money(status.month_to_date),
         money(status.amount) + per_suffix(status.period_kind),
     )
-    if alert.kind == ACTUAL or status.forecast is None:
+    if alert.kind == ACTUAL or status.forecast is None or status.forecast.amount is None:
         return f"{lead}: {spent} of {budget} ({format_percent(status.percent)})."
     return (
         f"{lead}: forecast {money(status.forecast.amount)} of {budget} "

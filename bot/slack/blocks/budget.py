@@ -8,7 +8,16 @@ from bot.budgets.board import BudgetBoard, BudgetBoardRow
 from bot.db.schema import Budget
 from bot.money import format_money, format_percent
 from bot.periods import MONTHLY, per_period, per_suffix, period_words
-from bot.slack.blocks.common import basis_words, context, fields, header, month_words, section
+from bot.slack.blocks.common import (
+    basis_words,
+    context,
+    fields,
+    forecast_field,
+    forecast_phrase,
+    header,
+    month_words,
+    section,
+)
 from bot.slack.guard import MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import code, escape, fit_lines, user
 
@@ -32,8 +41,9 @@ def _status_line(status: BudgetBoardRow, currency: str) -> str:
         f"• {code(clip(status.scope, 100))} {format_money(status.spent, currency)} of "
         f"{format_money(status.amount, currency)}{_period_note(status)} · "
         f"*{format_percent(status.used)}* · "
-        f"forecast {format_money(status.forecast.amount, currency)} "
-        f"({format_percent(status.forecast_used)}){flag}"
+        f"{forecast_phrase(status.forecast.amount, currency)}"
+        f"{'' if status.forecast_used is None else f' ({format_percent(status.forecast_used)})'}"
+        f"{flag}"
         f"{_not_counted(status, ' · ')}"
     )
 
@@ -101,9 +111,12 @@ def build_budget_show_blocks(
             "Month-end forecast"
             if kind == MONTHLY
             else f"Forecast to the {per_period(kind)}'s end",
-            f"{format_money(status.forecast.amount, currency)} · "
-            f"{format_percent(status.forecast_used)}\n"
-            f"_{status.forecast.describe()}_",
+            forecast_field(
+                status.forecast.amount,
+                status.forecast.describe(),
+                currency,
+                f" · {format_percent(status.forecast_used)}",
+            ),
         ),
         ("Alerts at", ", ".join(f"{t} %" for t in status.thresholds) or "none"),
         ("Forecast alerts", "on" if status.forecast_alerts else "off"),
@@ -114,8 +127,8 @@ def build_budget_show_blocks(
     text = (
         f"Budget {code(clip(status.scope, 250))}: {format_money(status.spent, currency)} of "
         f"{format_money(status.amount, currency)}{_period_note(status)} "
-        f"({format_percent(status.used)}); forecast "
-        f"{format_money(status.forecast.amount, currency)}."
+        f"({format_percent(status.used)}); "
+        f"{forecast_phrase(status.forecast.amount, currency)}."
     )
     blocks = [header(f"Budget {status.scope}"), fields(pairs), context(basis_words(board.basis))]
     return text, blocks

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
-from bot.money import CostBasis
+from bot.money import CostBasis, format_money
 from bot.slack import mrkdwn
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
@@ -79,6 +79,21 @@ def month_words(span: ReportingWindow) -> str:
     if span.as_of < span.month.start:
         return f"no data yet for {span.month.start:%b}"
     return f"{span.month.start.day}–{span.as_of.day} {span.month.start:%b}"
+
+
+def forecast_phrase(amount: Decimal | None, currency: str) -> str:
+    """Return `forecast $1,234`, or `no forecast (not enough history)` when there is none."""
+    if amount is None:
+        return "no forecast (not enough history)"
+    return f"forecast {format_money(amount, currency)}"
+
+
+def forecast_field(amount: Decimal | None, describe: str, currency: str, used: str = "") -> str:
+    """Return a forecast field's text: the amount (and `used`, e.g. `· 80 % of budget`) over
+    the method in italics; the method alone (it says why) when there is no amount."""
+    if amount is None:
+        return f"_{describe}_"
+    return f"{format_money(amount, currency)}{used}\n_{describe}_"
 
 
 def signed_percent(value: Decimal | None) -> str:

@@ -8,7 +8,15 @@ from typing import Any
 from bot.budgets.evaluate import BudgetStatus
 from bot.money import CostBasis, format_money, format_percent
 from bot.periods import per_suffix, period_words
-from bot.slack.blocks.common import basis_words, context, divider, header, month_words, section
+from bot.slack.blocks.common import (
+    basis_words,
+    context,
+    divider,
+    forecast_phrase,
+    header,
+    month_words,
+    section,
+)
 from bot.slack.blocks.waste_resource import KIND_WORDS
 from bot.slack.guard import clip
 from bot.slack.mrkdwn import code, escape, fit_lines
@@ -32,11 +40,14 @@ def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
             budget = (
                 f"*{format_percent(line.budget_used)}* of {format_money(line.budget, currency)}"
             )
-        forecast = format_money(line.forecast.amount, currency)
-        if line.budget:
-            forecast += f" ({format_percent(line.forecast.amount * 100 / line.budget)})"
+        amount = line.forecast.amount
+        forecast = forecast_phrase(amount, currency)
+        if line.budget and amount is not None:
+            forecast += f" ({format_percent(amount * 100 / line.budget)})"
         alarm = (
-            " :large_orange_circle:" if (line.budget and line.forecast.amount > line.budget) else ""
+            " :large_orange_circle:"
+            if (line.budget and amount is not None and amount > line.budget)
+            else ""
         )
         to_date = format_money(line.month_to_date, currency)
         periods = "".join(
@@ -48,7 +59,7 @@ def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
             section(
                 f"*{escape(clip(line.name, 80))}*"
                 f"{alarm}\nMonth to date *{to_date}* · "
-                f"budget {budget} · forecast {forecast}{periods}"
+                f"budget {budget} · {forecast}{periods}"
             )
         )
     if len(board.models) > MAX_MODELS:
@@ -77,7 +88,7 @@ def period_budget_line(status: BudgetStatus, currency: str) -> str:
     alarm = " :red_circle:" if status.reached(100) and status.amount > 0 else ""
     forecast = ""
     if status.forecast is not None:
-        forecast = f" · forecast {format_money(status.forecast.amount, currency)}"
+        forecast = f" · {forecast_phrase(status.forecast.amount, currency)}"
     return (
         f"{status.period_kind.capitalize()} budget{stage} ({period_words(status.month.label)}): "
         f"*{format_money(status.month_to_date, currency)}* of "

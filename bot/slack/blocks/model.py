@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -10,6 +11,7 @@ from bot.slack.blocks.common import (
     basis_words,
     context,
     fields,
+    forecast_field,
     header,
     mention_channel,
     mention_users,
@@ -70,10 +72,12 @@ def _summary(report: ModelReport, currency: str, to_date: str) -> list[tuple[str
     budget_line = "no budget set"
     if report.budget:
         budget_line = f"{money(report.budget)} · *{format_percent(report.budget_used)}* used"
-    forecast_line = f"{money(report.forecast.amount)}"
+    used = ""
     if report.forecast_used is not None:
-        forecast_line += f" · {format_percent(report.forecast_used)} of budget"
-    forecast_line += f"\n_{report.forecast.describe()}_"
+        used = f" · {format_percent(report.forecast_used)} of budget"
+    forecast_line = forecast_field(
+        report.forecast.amount, report.forecast.describe(), currency, used
+    )
     change = report.change_vs_last_month
     change_line = (
         f"{signed_percent(change)} vs {money(report.last_month_same_days)} "
@@ -131,6 +135,14 @@ def _runs_section(report: ModelReport, currency: str, to_date: str) -> list[dict
     return [section(title + fit_lines(lines, MAX_SECTION_TEXT - 60))]
 
 
+def _forecast_words(report: ModelReport, money: Callable[[Decimal], str]) -> str:
+    """Return `forecast $X (method); `, or `no forecast: not enough history ...; `."""
+    forecast = report.forecast
+    if forecast.amount is None:
+        return f"no forecast: {forecast.describe()}; "
+    return f"forecast {money(forecast.amount)} ({forecast.describe()}); "
+
+
 def _fallback_text(report: ModelReport, currency: str, to_date: str) -> str:
     """Return the notification text: month so far, budget use, forecast, basis."""
     money = lambda v: format_money(v, currency)  # noqa: E731
@@ -142,6 +154,6 @@ def _fallback_text(report: ModelReport, currency: str, to_date: str) -> str:
             if report.budget
             else "no budget; "
         )
-        + f"forecast {money(report.forecast.amount)} ({report.forecast.describe()}); "
-        f"{basis_words(report.basis)}."
+        + _forecast_words(report, money)
+        + f"{basis_words(report.basis)}."
     )

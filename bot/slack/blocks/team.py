@@ -9,6 +9,8 @@ from bot.slack.blocks.common import (
     basis_words,
     context,
     fields,
+    forecast_field,
+    forecast_phrase,
     header,
     mention_channel,
     mention_users,
@@ -34,7 +36,7 @@ def _model_line(rank: int, line: ModelLine, currency: str) -> str:
         parts.append("new this month")
     if line.budget:
         parts.append(f"{format_percent(line.budget_used)} of {format_money(line.budget, currency)}")
-    parts.append(f"forecast {format_money(line.forecast.amount, currency)}")
+    parts.append(forecast_phrase(line.forecast.amount, currency))
     return " · ".join(parts)
 
 
@@ -50,7 +52,10 @@ def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, li
     summary = [
         (f"Month to date ({month_words(span)})", f"*{money(total.month_to_date)}*"),
         ("Budget", budget),
-        ("Month-end forecast", f"{money(total.forecast.amount)}\n_{total.forecast.describe()}_"),
+        (
+            "Month-end forecast",
+            forecast_field(total.forecast.amount, total.forecast.describe(), currency),
+        ),
         (
             "Change vs last month",
             f"{signed_percent(total.change)} vs {money(total.last_month_same_days)}",
@@ -64,7 +69,7 @@ def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, li
     text = (
         f"Team {escape(clip(report.team, 100))}: {money(total.month_to_date)} month to date "
         f"across "
-        f"{len(report.models)} models; forecast {money(total.forecast.amount)}; "
+        f"{len(report.models)} models; {forecast_phrase(total.forecast.amount, currency)}; "
         f"{basis_words(report.basis)}."
     )
     blocks = [

@@ -1,0 +1,51 @@
+"""Covered days: the days on which the ledger holds usage from some source.
+
+A day no source had data for is unknown, not $0: baselines (bot/anomalies), forecasts
+(bot/spend/forecast.py) and weekly posts (bot/notify/plan.py) use covered days only. On a covered
+day, a scope without rows did spend $0.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.db.schema import DailySpend
+from bot.spend.forecast import HISTORY_DAYS
+
+# usage only: tax, credits and fees land on a day by how billing works, not because a source
+# saw that day's workload
+JUDGED_CHARGES = DailySpend.charge_category == "Usage"
+
+
+def covered_days(
+    session: Session, *, start: dt.date, end: dt.date, currency: str = "USD"
+) -> list[dt.date]:
+    """Return the days in [start, end] on which the ledger holds usage billed in `currency`.
+
+    These are the days a baseline may use: on a day no source had data for, spend is unknown.
+    """
+    return list(
+        session.scalars(
+            select(DailySpend.day)
+            .where(
+                DailySpend.day >= start,
+                DailySpend.day <= end,
+                DailySpend.currency == currency,
+                JUDGED_CHARGES,
+            )
+            .distinct()
+            .order_by(DailySpend.day)
+        )
+    )
+
+
+def forecast_covered_days(
+    session: Session, *, as_of: dt.date, period_start: dt.date, currency: str = "USD"
+) -> list[dt.date]:
+    """Return the covered days a forecast through as_of reads: its history window (the last
+    28 days) and the period so far."""
+    start = min(period_start, as_of - dt.timedelta(days=HISTORY_DAYS - 1))
+    return covered_days(session, start=start, end=as_of, currency=currency)
