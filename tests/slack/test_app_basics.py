@@ -47,11 +47,12 @@ def test_healthz_checks_the_database_and_reports_the_backlog(http_slack: SlackHa
     assert health() == {
         "status": "ok",
         "database": "ok",
-        "outbox": {"waiting": 0, "oldest_waiting_seconds": None, "failed": 0},
+        "outbox": {"waiting": 0, "oldest_waiting_seconds": None, "failed": 0, "failed_recent": []},
         "last_ingestion": None,
         "source_failures": [],
         "review_threads_to_update": 0,
         "review_threads_failed": 0,
+        "review_threads_failed_recent": [],
     }
     an_hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
     with session_scope(slack.session_factory) as session:
@@ -64,6 +65,7 @@ def test_healthz_checks_the_database_and_reports_the_backlog(http_slack: SlackHa
                     payload={},
                     status=status,
                     created_at=an_hour_ago,
+                    last_error="channel_not_found" if status == "failed" else None,
                 )
             )
         session.add(
@@ -71,12 +73,13 @@ def test_healthz_checks_the_database_and_reports_the_backlog(http_slack: SlackHa
         )
     report = health()
     assert report["outbox"]["waiting"] == 2 and report["outbox"]["failed"] == 1
+    assert [f["reason"] for f in report["outbox"]["failed_recent"]] == ["channel_not_found"]
     assert 3590 <= report["outbox"]["oldest_waiting_seconds"] <= 3700
     assert report["last_ingestion"] == {"source": "focus", "finished_at": an_hour_ago.isoformat()}
 
 
-def test_waste_replies_with_findings(slack: SlackHarness) -> None:
+def test_waste_on_an_empty_ledger_gives_no_verdict(slack: SlackHarness) -> None:
     assert slack.command("waste").status == 200
     reply = slack.responses(1)[0]
     assert reply["response_type"] == "ephemeral"
-    assert reply["text"] == "Waste: nothing found this week."
+    assert reply["text"] == "Waste: no verdict, the billing data is stale."  # never "nothing found"
