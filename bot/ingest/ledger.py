@@ -102,6 +102,7 @@ class IngestReport:
     api_requests: int
     scopes: list[ReplaceScope] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    format: str = ""  # what the source read, when it tells versions apart ("FOCUS 1.2")
 
     @property
     def reconciled(self) -> bool:
@@ -210,6 +211,7 @@ def ingest(
         api_requests=data.api_requests,
         scopes=data.scopes,
         notes=data.notes,
+        format=data.detected_format,
     )
 
 
