@@ -40,9 +40,9 @@ _AZURE_FOCUS = (
     "dataset 'Cost and usage details (FOCUS)') and use 'mlcost ingest focus'"
 )
 _OCI_FOCUS = (
-    ", which mlcost does not read: OCI also writes FOCUS cost reports to the same bucket "
-    "(Billing & Cost Management, Cost and Usage Reports, FOCUS Reports); download those and "
-    "use 'mlcost ingest focus'"
+    ", which mlcost does not read: OCI also writes FOCUS cost reports to the same bucket, "
+    "under 'FOCUS Reports/' (Billing & Cost Management, Cost and Usage Reports, FOCUS "
+    "Reports); download those and use 'mlcost ingest focus'"
 )
 
 # Checked in order: the first format whose signature the header has wins (FOCUS and CUR
