@@ -22,6 +22,7 @@ from bot.ingest.ledger import ingest
 from bot.ingest.sources.focus import FocusSource, focus_version
 from bot.ingest.sources.formats import export_kind
 from tests.conftest import DATA
+from tests.support.ledger import ledger_totals
 from tests.support.sample_registry import load_registry
 
 
@@ -78,6 +79,9 @@ def test_a_focus_0_5_file_is_read_with_its_0_5_column_names(session: Session) ->
     assert by_category == want
     regions = set(session.scalars(select(DailySpend.region)))
     assert "us-east-1" in regions
+    before = ledger_totals(session)
+    again = ingest(FocusSource([str(path)]), session=session)
+    assert again.reconciled and ledger_totals(session) == before  # re-ingesting changes nothing
 
 
 def test_a_focus_1_0_preview_file_keeps_its_usage_quantity(session: Session) -> None:

@@ -377,7 +377,10 @@ def _csv_hint(text: str) -> str:
     first = text.partition("\n")[0]
     if "," not in first:
         return ""
-    return format_hint(next(csv.reader([first])), "opencost")
+    try:
+        return format_hint(next(csv.reader([first])), "opencost")
+    except csv.Error:
+        return ""
 
 
 @dataclass(frozen=True)
