@@ -149,7 +149,9 @@ def _run(source: SpendSource, ctx: CliContext) -> int:
 def print_report(report: IngestReport) -> None:
     """Print what an ingestion read, its notes and one reconciliation line per currency."""
     print(
-        f"{report.source} {report.location}: read {report.rows_read:,} rows, wrote "
+        f"{report.source} {report.location}"
+        + (f" ({report.format})" if report.format else "")
+        + f": read {report.rows_read:,} rows, wrote "
         f"{report.rows_written:,} daily rows (replaced {report.replaced_rows:,})"
         + (f", {report.api_requests} API requests" if report.api_requests else "")
     )

@@ -105,6 +105,7 @@ class IngestReport:
     notes: list[str] = field(default_factory=list)
     # the same dollars also in the ledger from another source kind, counted once
     overlaps: list[Overlap] = field(default_factory=list)
+    format: str = ""  # what the source read, when it tells versions apart ("FOCUS 1.2")
 
     @property
     def reconciled(self) -> bool:
@@ -220,6 +221,7 @@ def ingest(
         scopes=data.scopes,
         notes=data.notes,
         overlaps=overlaps,
+        format=data.detected_format,
     )
 
 

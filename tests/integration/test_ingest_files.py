@@ -140,7 +140,7 @@ def test_gzip_bom_and_azure_tags_without_braces(session: Session, tmp_path: Path
     ("mutate", "message"),
     [
         (lambda t: t[: len(t) // 2] + '"unterminated', "focus_bad.csv"),
-        (lambda t: t.replace("BilledCost", "Cost", 1), "missing FOCUS column(s): BilledCost"),
+        (lambda t: t.replace("BilledCost", "Cost", 1), "missing FOCUS 1.0 column(s): BilledCost"),
         (lambda t: t.replace("2024-09-18 22:00:00", "2024-13-45 99:00:00", 1), "bad date"),
         (lambda t: t.replace("0.00000080000", "twelve", 1), "not a number"),
     ],

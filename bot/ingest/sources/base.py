@@ -219,6 +219,8 @@ class SourceData:
     scopes: list[ReplaceScope]
     api_requests: int = 0
     notes: list[str] = field(default_factory=list)
+    # What was read, when a source tells formats or versions apart ("FOCUS 1.2").
+    detected_format: str = ""
 
 
 class SpendSource(Protocol):

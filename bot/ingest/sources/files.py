@@ -298,10 +298,11 @@ class FileSource:
                             progress.advance(rows=rows)
                 except RowError as exc:  # its row counts from the start of its batch
                     where = None if exc.row is None else read + exc.row + 1
-                    raise IngestError(f"{location}: {exc.describe(where)}") from None
+                    message = exc.describe(where)
+                    raise IngestError(f"{location}: {message}{self.read_as()}") from None
                 except IngestError as exc:
                     message = str(exc).removeprefix(path.name + ": ")
-                    raise IngestError(f"{location}: {message}") from None
+                    raise IngestError(f"{location}: {message}{self.read_as()}") from None
                 if not read:
                     empty.append(location)
             if progress is not None:
@@ -311,6 +312,10 @@ class FileSource:
             f"{where} has a header but no rows; nothing was read from it" for where in empty
         )
         return data
+
+    def read_as(self) -> str:
+        """Return what an error in the current file adds after its message ("" or "; ...")."""
+        return ""
 
     def file_charges(self, path: Path, tag_keys: set[str]) -> Iterator[tuple[int, pa.Table]]:
         """Yield each batch's count of rows read with its canonical charges."""

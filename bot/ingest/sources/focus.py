@@ -1,4 +1,4 @@
-"""FOCUS 1.0-1.2 cost exports (CSV, CSV.gz, Parquet; local or s3://), from AWS, Azure, GCP, OCI."""
+"""FOCUS 0.5-1.3 cost exports (CSV, CSV.gz, Parquet; local or s3://), from AWS, Azure, GCP, OCI."""
 
 from __future__ import annotations
 
@@ -59,8 +59,13 @@ MANDATORY_1_2 = (
     "ServiceCategory",
     "ServiceName",
 )
-# Columns a FOCUS version added; a file that has one is at least that version.
-ADDED_IN = {
+# How to tell FOCUS versions apart, newest first: a file with one of a version's columns (added
+# in it, or, for 1.0-preview and 0.5, named as only that version named them) is that version.
+# From the specification's CHANGELOG.md (FinOps-Open-Cost-and-Usage-Spec/FOCUS_Spec) and, for
+# 1.3, its renamed provider columns (ProviderName -> ServiceProviderName, PublisherName ->
+# HostProviderName). A file with none of them is read as 1.0.
+VERSION_MARKERS = {
+    "1.3": ("ServiceProviderName", "HostProviderName"),
     "1.2": (
         "BillingAccountType",
         "SubAccountType",
@@ -79,7 +84,34 @@ ADDED_IN = {
         "SkuMeter",
         "SkuPriceDetails",
     ),
+    "1.0": (
+        "ChargeClass",
+        "CommitmentDiscountStatus",
+        "ContractedCost",
+        "ContractedUnitPrice",
+        "RegionId",
+        "RegionName",
+        "ConsumedQuantity",
+        "ConsumedUnit",
+    ),
+    "1.0-preview": ("ChargeSubcategory", "UsageQuantity", "UsageUnit"),
+    "0.5": ("AmortizedCost", "ChargeType"),
 }
+# Columns a later version renamed: the old name is read as the new one when the file lacks the
+# new one (AmortizedCost and ChargeType until 1.0-preview, Region and UsageQuantity/UsageUnit
+# until 1.0).
+RENAMED = {
+    "AmortizedCost": "EffectiveCost",
+    "ChargeType": "ChargeCategory",
+    "Region": "RegionId",
+    "UsageQuantity": "ConsumedQuantity",
+    "UsageUnit": "ConsumedUnit",
+}
+_BEFORE_1_1 = ("0.5", "1.0-preview", "1.0")
+# Oldest first: how an ingestion of several files lists their versions.
+_VERSION_ORDER = tuple(reversed(VERSION_MARKERS))
+# A required column as an older version names it, for messages.
+_OLD_NAMES = {"0.5": {"EffectiveCost": "AmortizedCost", "ChargeCategory": "ChargeType"}}
 OPTIONAL = (
     "BillingPeriodStart",
     "ChargePeriodEnd",
@@ -130,7 +162,8 @@ _QUANTUM = Decimal("1e-10")
 class FocusSource(FileSource):
     """Read FOCUS exports; each (provider, billing account, billing period) replaces its rows.
 
-    FOCUS 1.0, 1.1 and 1.2 are told apart by their columns. Each row keeps its BillingCurrency;
+    FOCUS 0.5, 1.0-preview, 1.0, 1.1, 1.2 and 1.3 are told apart by their columns; columns a
+    later version renamed are read under their old names. Each row keeps its BillingCurrency;
     a row without one is counted in `default_currency`.
     """
 
@@ -140,16 +173,26 @@ class FocusSource(FileSource):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._notes: dict[str, None] = {}  # ordered and without repeats
+        self._versions: set[str] = set()
+        self._version: str | None = None  # the file being read, once its header is accepted
 
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
-        """Read every file; note 1.2 files that lack mandatory columns mlcost does not read."""
+        """Read every file, naming the FOCUS versions read and noting non-conformant 1.2 files."""
         self._notes.clear()
+        self._versions.clear()
         data = super().read(tag_keys, progress)
         data.notes.extend(self._notes)
+        versions = [v for v in _VERSION_ORDER if v in self._versions]
+        data.detected_format = f"FOCUS {', '.join(versions)}" if versions else ""
         return data
+
+    def read_as(self) -> str:
+        """Name the file's FOCUS version, once its header was read, after an error."""
+        return f"; read as FOCUS {self._version}" if self._version else ""
 
     def file_charges(self, path: Path, tag_keys: set[str]) -> Iterator[tuple[int, pa.Table]]:
         """Yield each batch's row count with its canonical charges."""
+        self._version = None
 
         def columns_for(names: list[str]) -> list[str]:
             columns, version, absent = focus_columns(names)
@@ -158,6 +201,8 @@ class FocusSource(FileSource):
                     f"a FOCUS {version} file lacks mandatory column(s) {', '.join(absent)} "
                     "(not conformant; mlcost does not read them)"
                 ] = None
+            self._version = version
+            self._versions.add(version)
             return columns
 
         for batch in iter_batches(path, columns_for):
@@ -165,28 +210,35 @@ class FocusSource(FileSource):
 
 
 def focus_version(names: list[str]) -> str:
-    """Return "1.2", "1.1" or "1.0": the newest FOCUS version whose added columns the header has."""
+    """Return the FOCUS version a header is read as ("0.5" ... "1.3"); 1.0 when nothing tells."""
+    return _detected_version(names) or "1.0"
+
+
+def _detected_version(names: list[str]) -> str | None:
+    """Return the newest FOCUS version whose columns the header has, else None."""
     present = {_clean(n) for n in names}
-    for version, added in ADDED_IN.items():
-        if present.intersection(added):
-            return version
-    return "1.0"
+    return next(
+        (v for v, markers in VERSION_MARKERS.items() if present.intersection(markers)), None
+    )
 
 
 def focus_columns(names: list[str]) -> tuple[list[str], str, list[str]]:
     """Return the columns to read, the FOCUS version, and absent 1.2-mandatory columns not read.
 
-    Raise IngestError naming every missing column mlcost needs.
+    Raise IngestError naming the version and every missing column mlcost needs, as the file's
+    version names them.
     """
-    stripped = {_clean(n): n for n in names}
+    stripped = _canonical_names(names)
     version = focus_version(names)
-    needed = (*REQUIRED, *REQUIRED_SINCE_1_1) if version != "1.0" else REQUIRED
-    missing = [c for c in needed if c not in stripped]
+    needed = REQUIRED if version in _BEFORE_1_1 else (*REQUIRED, *REQUIRED_SINCE_1_1)
+    written = _OLD_NAMES.get(version, {})
+    missing = [written.get(c, c) for c in needed if c not in stripped]
     if "ProviderName" not in stripped and "ServiceProviderName" not in stripped:
-        missing.append("ProviderName")
+        missing.append("ServiceProviderName" if version == "1.3" else "ProviderName")
     if missing:
         hint = format_hint(names, "focus")
-        what = f"FOCUS {version} column(s)" if version != "1.0" else "FOCUS column(s)"
+        detected = _detected_version(names)
+        what = f"FOCUS {detected} column(s)" if detected else "FOCUS column(s)"
         raise IngestError(f"missing {what}: {', '.join(missing)}{hint}")
     absent = (
         [c for c in MANDATORY_1_2 if c not in stripped and c != "ProviderName"]
@@ -197,13 +249,23 @@ def focus_columns(names: list[str]) -> tuple[list[str], str, list[str]]:
     return list(dict.fromkeys(columns)), version, absent
 
 
+def _canonical_names(names: list[str]) -> dict[str, str]:
+    """Map each column's current FOCUS name to its name in the file (renamed ones included)."""
+    found = {_clean(n): n for n in names}
+    for old, new in RENAMED.items():
+        if old in found and new not in found:
+            found[new] = found.pop(old)
+    return found
+
+
 def _clean(name: str) -> str:
     return name.strip().lstrip("\ufeff")
 
 
 def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
     # One array per column: the masks below (replace_with_mask) take arrays, not chunks.
-    cols = {_clean(name): batch[name].combine_chunks() for name in batch.column_names}
+    names = _canonical_names(batch.column_names)
+    cols = {name: batch[written].combine_chunks() for name, written in names.items()}
     n = batch.num_rows
 
     def get(name: str) -> Any:
@@ -239,7 +301,9 @@ def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
         pc.if_else(google, description, ""),
         as_string(get("SkuId"), n),
     )
-    quantity = as_decimal(get("ConsumedQuantity"), n, "ConsumedQuantity")
+    quantity = as_decimal(
+        get("ConsumedQuantity"), n, _clean(names.get("ConsumedQuantity", "ConsumedQuantity"))
+    )
     unit = as_string(get("ConsumedUnit"), n)
     quantity, unit = _google_usage(
         google,
@@ -275,7 +339,7 @@ def _canonical(batch: pa.Table, tag_keys: set[str]) -> pa.Table:
             "estimated": pa.array([False] * n),
             TAGS_JSON: filter_tags_json(tags, tag_keys),
             "billed": as_decimal(cols["BilledCost"], n, "BilledCost"),
-            "effective": as_decimal(cols["EffectiveCost"], n, "EffectiveCost"),
+            "effective": as_decimal(cols["EffectiveCost"], n, _clean(names["EffectiveCost"])),
             "quantity": quantity,
         }
     )

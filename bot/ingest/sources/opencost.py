@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import csv
 import datetime as dt
 import functools
 import http.client
@@ -49,6 +50,7 @@ from bot.ingest.sources.base import (
     source_data,
     tags_json,
 )
+from bot.ingest.sources.formats import format_hint
 from bot.masking import mask_text, mask_url
 
 PROVIDER = "Kubernetes"
@@ -443,7 +445,18 @@ def _parse_text(text: str, where: str) -> Any:
     try:
         return json.loads(text, parse_float=Decimal)
     except ValueError as exc:
-        raise IngestError(f"{where}: not JSON ({exc})") from None
+        raise IngestError(f"{where}: not JSON ({exc}){_csv_hint(text)}") from None
+
+
+def _csv_hint(text: str) -> str:
+    """Say what a CSV body is (OpenCost's CSV export, a FOCUS or CUR file), from its header."""
+    first = text.partition("\n")[0]
+    if "," not in first:
+        return ""
+    try:
+        return format_hint(next(csv.reader([first])), "opencost")
+    except csv.Error:
+        return ""
 
 
 @dataclass(frozen=True)
