@@ -19,7 +19,7 @@ from bot.cli.ingest_cmd import print_report
 from bot.db.schema import DailySpend
 from bot.errors import IngestError
 from bot.ingest.ledger import ingest
-from bot.ingest.sources.focus import FocusSource, focus_version
+from bot.ingest.sources.focus import FocusSource, focus_columns, focus_version
 from bot.ingest.sources.formats import export_kind
 from tests.conftest import DATA
 from tests.support.ledger import ledger_totals
@@ -53,6 +53,16 @@ def total(path: Path, column: str) -> Decimal:
 def test_the_focus_version_is_read_from_the_columns(name: str, version: str) -> None:
     assert focus_version(header(DATA / name)) == version
     assert export_kind(header(DATA / name)) == "focus"
+
+
+def test_a_0_5_column_caps_the_version_whatever_newer_columns_sit_beside_it() -> None:
+    """focus_validator's 0.5 sample has BillingAccountType (added in 1.2) next to 0.5's Provider,
+    Publisher, InvoiceIssuer and AmortizedCost: it is a 0.5 file, its Provider its ProviderName."""
+    names = header(DATA / "corpus" / "focus-0.5_validator_all_pass.csv")
+    assert {"BillingAccountType", "Provider", "AmortizedCost"} <= set(names)
+    assert focus_version(names) == "0.5"
+    columns, version, _ = focus_columns(names)
+    assert version == "0.5" and {"Provider", "AmortizedCost", "ChargeType"} <= set(columns)
 
 
 def test_a_focus_0_5_file_is_read_with_its_0_5_column_names(session: Session) -> None:

@@ -103,9 +103,23 @@ VERSION_MARKERS = {
 RENAMED = {
     "AmortizedCost": "EffectiveCost",
     "ChargeType": "ChargeCategory",
+    "Provider": "ProviderName",
+    "Publisher": "PublisherName",
+    "InvoiceIssuer": "InvoiceIssuerName",
     "Region": "RegionId",
     "UsageQuantity": "ConsumedQuantity",
     "UsageUnit": "ConsumedUnit",
+}
+# The last version that has a renamed column's old name: a header holding one is that version at
+# the newest, whatever newer columns an exporter added beside it.
+LAST_IN = {
+    "AmortizedCost": "0.5",
+    "ChargeType": "0.5",
+    "Provider": "0.5",
+    "Publisher": "0.5",
+    "InvoiceIssuer": "0.5",
+    "UsageQuantity": "1.0-preview",
+    "UsageUnit": "1.0-preview",
 }
 _BEFORE_1_1 = ("0.5", "1.0-preview", "1.0")
 # Oldest first: how an ingestion of several files lists their versions.
@@ -215,8 +229,14 @@ def focus_version(names: list[str]) -> str:
 
 
 def _detected_version(names: list[str]) -> str | None:
-    """Return the newest FOCUS version whose columns the header has, else None."""
+    """Return the newest FOCUS version whose columns the header has, else None.
+
+    A column a later version renamed caps it: the header is that column's last version.
+    """
     present = {_clean(n) for n in names}
+    capped = [_VERSION_ORDER.index(LAST_IN[n]) for n in present if n in LAST_IN]
+    if capped:
+        return _VERSION_ORDER[min(capped)]
     return next(
         (v for v, markers in VERSION_MARKERS.items() if present.intersection(markers)), None
     )
