@@ -1,4 +1,5 @@
-"""Numbers and dates as other tools write them: read exactly, or refused by file, row, column, value.
+"""Numbers and dates as other tools write them: read exactly, or refused by file, row, column
+and value.
 
 Python, pandas and Spark write a float cost as its shortest text (`2.5893953072562468e-05`) and a
 wide decimal with 19 or more places (`0.1209620000000000001`); each cell is read exactly from its
@@ -15,13 +16,18 @@ from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
+import boto3
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import requests
+from moto import mock_aws
 from sqlalchemy import create_engine, func, select
 
 from bot.cli import main
 from bot.db.schema import DailySpend
+from bot.errors import IngestError
+from bot.ingest.sources.athena import AthenaSource
 from tests.conftest import DATA
 from tests.integration.test_ingest_bad_values import REGISTRY, cur_file, nothing_written
 
@@ -131,9 +137,7 @@ def test_parquet_decimals_with_more_places_than_the_ledger_are_rounded_once(
     table = pq.read_table(path)
     costs = [Decimal("0.123456789012345678"), Decimal("0.000000000050000001"), Decimal("2.5")]
     at = table.column_names.index("line_item_unblended_cost")
-    table = table.set_column(
-        at, "line_item_unblended_cost", pa.array(costs, pa.decimal128(38, 18))
-    )
+    table = table.set_column(at, "line_item_unblended_cost", pa.array(costs, pa.decimal128(38, 18)))
     pq.write_table(table, path)
     code, out = ingest(capsys, migrated_database_url, "cur", path)
     assert code == 0, out
@@ -206,7 +210,7 @@ def test_a_nan_double_in_parquet_is_refused_by_row(
     pq.write_table(table, path)
     code, out = ingest(capsys, migrated_database_url, "cur", path)
     assert code == 2, out
-    assert out.startswith(f"error: {path}: row 2, column line_item_unblended_cost: nan"), out
+    assert out.startswith(f"error: {path}: row 2, column line_item_unblended_cost: 'nan'"), out
     assert nothing_written(migrated_database_url)
 
 
@@ -304,3 +308,47 @@ def test_each_date_form_focus_allows_is_read(
         engine.dispose()
     assert stored == days
     assert ledger_total(migrated_database_url, "billed_cost") == text_total(rows, "BilledCost")
+
+
+ATHENA_HEADER = ["day", "billing_period", "billing_account", "service", "billed", "effective"]
+
+
+def athena_source(rows: list[list[str]]) -> AthenaSource:
+    """An Athena source whose query (on moto) answers with these rows."""
+    data = [{"Data": [{"VarCharValue": v} for v in r]} for r in [ATHENA_HEADER, *rows]]
+    results = {
+        "results": [
+            {"rows": data, "column_info": [{"Name": h, "Type": "varchar"} for h in ATHENA_HEADER]}
+        ],
+        "region": "us-east-1",
+    }
+    answer = requests.post(
+        "http://motoapi.amazonaws.com/moto-api/static/athena/query-results", json=results, timeout=5
+    )
+    assert answer.status_code == 201
+    athena = boto3.client("athena", region_name="us-east-1")
+    return AthenaSource(
+        athena, database="cur", table="cur", month="2026-11", output="s3://r/", sleep=lambda s: 0
+    )
+
+
+@mock_aws
+def test_athena_sums_written_as_doubles_are_read_exactly() -> None:
+    # Athena prints a SUM of doubles with an exponent: 2.5893953072562468E-5
+    day = ["2026-11-01", "2026-11-01", "111", "Amazon EC2"]
+    data = athena_source(
+        [[*day, "2.5893953072562468E-5", "1.5E2"], [*day, "0.1209620000000000001", "1"]]
+    ).read(set())
+    assert data.billed_total == {"USD": Decimal("0.1209878940")}
+    assert data.effective_total == {"USD": Decimal(151)}
+
+
+@mock_aws
+def test_an_athena_value_that_is_not_a_number_is_refused_by_row() -> None:
+    day = ["2026-11-01", "2026-11-01", "111", "Amazon EC2"]
+    source = athena_source([[*day, "1", "1"], [*day, "NaN", "1"]])
+    with pytest.raises(IngestError) as caught:
+        source.read(set())
+    assert str(caught.value).startswith(
+        "athena:cur.cur/2026-11: query result row 2, column billed: 'NaN' is not a number"
+    ), caught.value
