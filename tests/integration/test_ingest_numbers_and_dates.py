@@ -276,6 +276,7 @@ DATE_FORMS: dict[str, Callable[[dt.datetime], str]] = {
     "offset": lambda t: t.strftime("%Y-%m-%dT%H:%M:%S+00:00"),
     "offset without colon": lambda t: t.strftime("%Y-%m-%dT%H:%M:%S+0000"),
     "pandas": lambda t: t.strftime("%Y-%m-%d %H:%M:%S+00:00"),
+    "space before the offset": lambda t: t.strftime("%Y-%m-%dT%H:%M:%S +00:00"),
     "space, no zone": lambda t: t.strftime("%Y-%m-%d %H:%M:%S"),
     "T, no zone": lambda t: t.strftime("%Y-%m-%dT%H:%M:%S"),
     "no seconds": lambda t: t.strftime("%Y-%m-%dT%H:%MZ"),

@@ -532,6 +532,15 @@ _BEYOND_MICROSECONDS = r"(T\d{2}:\d{2}:\d{2}\.\d{6})\d+"
 _DATE_FORMS = "ISO 8601 in UTC, such as 2024-01-01T00:00:00Z"
 
 
+def _usual_time_text(text: pa.Array) -> pa.Array:
+    """Rewrite a space separator, ` UTC`, no zone and a date alone into what Arrow casts."""
+    text = pc.replace_substring_regex(text, _SPACE_SEPARATOR, r"\1T\2")
+    text = pc.replace_substring_regex(text, r" ?UTC$", "Z")
+    text = pc.replace_substring_regex(text, _NAIVE_RE, r"\1T\2Z")
+    text = pc.replace_substring_regex(text, r"^(\d{4}-\d{2}-\d{2})$", r"\1T00:00:00Z")
+    return pc.if_else(pc.equal(text, ""), None, text)
+
+
 def as_timestamp(column: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     """Convert timestamps (typed, or text in the forms FOCUS and exporters write) to UTC.
 
@@ -545,13 +554,13 @@ def as_timestamp(column: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     raw = pc.cast(column, pa.string())
-    text = pc.utf8_upper(pc.utf8_trim_whitespace(raw))
-    text = pc.replace_substring_regex(text, _SPACE_SEPARATOR, r"\1T\2")
-    text = pc.replace_substring_regex(text, r" ?UTC$", "Z")
-    text = pc.replace_substring_regex(text, _BEYOND_MICROSECONDS, r"\1")
-    text = pc.replace_substring_regex(text, _NAIVE_RE, r"\1T\2Z")
-    text = pc.replace_substring_regex(text, r"^(\d{4}-\d{2}-\d{2})$", r"\1T00:00:00Z")
-    text = pc.if_else(pc.equal(text, ""), None, text)
+    text = pc.utf8_trim_whitespace(raw)
+    try:  # the common forms, in as few passes as they need
+        return pc.cast(_usual_time_text(text), pa.timestamp("us", "UTC"))
+    except pa.ArrowInvalid:
+        pass
+    text = pc.replace_substring_regex(pc.utf8_upper(text), r" ([+-]\d{2}:?\d{2})$", r"\1")
+    text = _usual_time_text(pc.replace_substring_regex(text, _BEYOND_MICROSECONDS, r"\1"))
     try:
         return pc.cast(text, pa.timestamp("us", "UTC"))
     except pa.ArrowInvalid:
