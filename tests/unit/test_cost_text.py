@@ -32,6 +32,8 @@ def test_plain_text_is_read_as_before() -> None:
         ("2.5893953072562468e-05", "0.0000258940"),
         ("0.1209620000000000001", "0.1209620000"),
         ("1.2345E+2", "123.45"),
+        ("5.2E-9", "0.0000000052"),  # as AWS writes a CUR cost
+        ("7.5e-005", "0.000075"),
         ("0.00000000005", "0"),  # half to even: down to 0
         ("0.00000000015", "0.0000000002"),  # half to even: up to 2
         ("0.00000000005000000000000000000001", "0.0000000001"),  # beyond half: up
@@ -90,3 +92,9 @@ def test_a_decimal_that_rounds_past_the_ledger_is_refused_not_wrapped() -> None:
     column = pa.array([Decimal(1), Decimal("99999999999999999999.999999999999999999")])
     with pytest.raises(RowError, match=r"row 2, column cost: .* is too large for the ledger"):
         as_decimal(column.cast(pa.decimal128(38, 18)), 2, "cost")
+
+
+def test_a_bad_cell_among_repeated_exponents_is_named_by_its_own_row() -> None:
+    cells = ["2.5893953072562468e-05", "5.2E-9", "2.5893953072562468e-05", "1e", "5.2E-9", "1e"]
+    with pytest.raises(RowError, match=r"^row 4, column BilledCost: '1e' is not a number$"):
+        read(*cells)

@@ -462,37 +462,47 @@ def _text_decimal(column: pa.Array, what: str) -> pa.Array:
     """Read decimal text exactly; the vectorised cast where it is exact, Decimal elsewhere."""
     text = pc.utf8_trim_whitespace(column)
     text = pc.if_else(pc.equal(text, ""), None, text)
-    if not _may_need_exact(text):
+    if _arrow_reads_exactly(text):
         try:
             return _round_wide(pc.cast(text, _WIDE_TEXT))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
-    # Some cells have more places, an exponent, or are no number at all: read only those by
-    # their text (a real export had 414 such cells among a million).
+    # Some cells have more places, a large exponent, or are no number at all: read the cells
+    # that are not plain by their text, each distinct one once (a real export had 414 such
+    # cells among a million).
     plain = pc.fill_null(pc.match_substring_regex(text, _PLAIN_NUMBER), True)
     result = _round_wide(pc.cast(pc.if_else(plain, text, None), _WIDE_TEXT))
     other = pc.invert(plain)
-    cells = zip(
-        pc.indices_nonzero(other).to_pylist(), pc.filter(text, other).to_pylist(), strict=True
-    )
-    exact = [_exact(raw, row, what) for row, raw in cells]
-    return pc.replace_with_mask(result, other, pa.array(exact, COST_TYPE))
+    rows = pc.indices_nonzero(other)
+    distinct = pc.dictionary_encode(pc.filter(text, other))
+    exact = []
+    for at, raw in enumerate(distinct.dictionary.to_pylist()):
+        try:
+            exact.append(_exact(raw, 0, what))
+        except RowError as exc:  # name the first row that holds it
+            row = rows[_first(pc.equal(distinct.indices, at)) or 0].as_py()
+            raise RowError(row, what, exc.problem) from None
+    values = pc.take(pa.array(exact, COST_TYPE), distinct.indices)
+    return pc.replace_with_mask(result, other, values)
 
 
-def _may_need_exact(text: pa.Array) -> bool:
-    """Say whether a cell may be one Arrow's cast does not read exactly, or should not see.
+def _arrow_reads_exactly(text: pa.Array) -> bool:
+    """Say whether Arrow's cast reads every cell exactly (or fails), and may be given them.
 
     Arrow drops digits beyond 38 without a word, and a huge negative exponent (`1e-999999999`)
-    crashed it (pyarrow 26.0.1): text longer than 37 characters or with an `e` goes the exact way.
+    crashed it (pyarrow 26.0.1): text longer than 37 characters, or with an exponent of three
+    digits or more, goes the exact way. Exponents are common: AWS writes `5.2E-9`.
     """
     longest = pc.max(pc.utf8_length(text)).as_py()
     if longest is None:
-        return False
-    if longest > 37:
         return True
+    if longest > 37:
+        return False
     data = text.buffers()[2]
     # Any byte that is `e` or `E` (UTF-8 multibyte characters never hold ASCII bytes).
-    return data is not None and bool((np.frombuffer(data, np.uint8) | 0x20 == ord("e")).any())
+    if data is None or not (np.frombuffer(data, np.uint8) | 0x20 == ord("e")).any():
+        return True
+    return not pc.any(pc.match_substring_regex(text, r"[eE][+-]?[0-9]{3}")).as_py()
 
 
 def _round_wide(wide: pa.Array) -> pa.Array:
