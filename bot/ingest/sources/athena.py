@@ -16,6 +16,7 @@ from bot.ingest.sources.base import (
     TAG_PREFIX,
     GroupedCharges,
     Progress,
+    RowError,
     SourceData,
     as_date,
     as_decimal,
@@ -143,7 +144,13 @@ class AthenaSource:
                 if header is None and rows:
                     header, rows = [str(h) for h in rows[0]], rows[1:]
                 if rows and header:
-                    grouped.add(_to_table(header, rows))
+                    try:
+                        grouped.add(_to_table(header, rows))
+                    except RowError as exc:  # its row counts from the start of this page
+                        where = None if exc.row is None else grouped.rows + exc.row + 1
+                        raise IngestError(
+                            f"{self.location}: query result {exc.describe(where)}"
+                        ) from None
                 if progress is not None:
                     progress.advance(1, rows=len(rows))
         except IngestError:

@@ -7,9 +7,10 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -402,43 +403,190 @@ def as_string(column: pa.Array | pa.ChunkedArray | None, length: int) -> pa.Arra
 
 
 def as_decimal(column: pa.Array | pa.ChunkedArray | None, length: int, what: str) -> pa.Array:
-    """Cast a cost column (double or text) to exact decimal; nulls are zero."""
+    """Read a cost or quantity column (text, decimal, float or integer) as exact decimals.
+
+    Each value is rounded once, half to even, to the ledger's 10 places; nulls are zero. Text is
+    read exactly as written, with any number of places or an exponent (`2.5893953072562468e-05`,
+    as Python, pandas and Spark write floats). A value that is not a finite number, or that has
+    more than 20 digits before the point, raises RowError naming its row and value.
+    """
     if column is None:
         return pa.array([Decimal(0)] * length, COST_TYPE)
+    if pa.types.is_dictionary(column.type):
+        column = pc.cast(column, column.type.value_type)
+    kind = column.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        return pc.fill_null(_text_decimal(column, what), Decimal(0))
+    if not (pa.types.is_floating(kind) or pa.types.is_decimal(kind) or pa.types.is_integer(kind)):
+        raise IngestError(f"column {what} holds {kind} values, not numbers")
     try:
-        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            column = pc.utf8_trim_whitespace(column)
-            column = pc.if_else(pc.equal(column, ""), None, column)
-            # Parse wide, then round half-even to the ledger's 10 places: exact, never float.
-            wide = pc.cast(column, pa.decimal128(36, 18))
-            rounded = pc.round(wide, ndigits=10, round_mode="half_to_even")
-            return pc.fill_null(pc.cast(rounded, COST_TYPE, safe=False), Decimal(0))
+        if pa.types.is_decimal(kind) and kind.scale > COST_TYPE.scale:  # Spark's decimal(38, 18)
+            return pc.fill_null(_round_decimals(column), Decimal(0))
         return pc.fill_null(pc.cast(column, COST_TYPE), Decimal(0))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise IngestError(f"column {what} has a value that is not a number ({exc})") from None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    # NaN, infinity, or too large somewhere (or a rounding that carries over): value by value
+    cells = column.to_pylist()
+    exact = [
+        None if v is None else _exact(repr(v) if isinstance(v, float) else str(v), row, what)
+        for row, v in enumerate(cells)
+    ]
+    return pc.fill_null(pa.array(exact, COST_TYPE), Decimal(0))
 
 
-_NAIVE_RE = r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)$"
+def _round_decimals(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Round decimals with more places than the ledger's, half to even; ArrowInvalid where a
+    value would carry over into a digit its type has no room for (Arrow then wraps silently)."""
+    kind = column.type
+    top = pc.max(pc.abs(column)).as_py()
+    room = _EXACT.subtract(Decimal(10) ** (kind.precision - kind.scale), _LEDGER_QUANTUM / 2)
+    if top is not None and top >= room:
+        raise pa.ArrowInvalid("rounding would carry over")
+    rounded = pc.round(column, ndigits=COST_TYPE.scale, round_mode="half_to_even")
+    return pc.cast(rounded, COST_TYPE)
+
+
+# Text the vectorised cast reads exactly: at most 18 places, and 17 digits before the point so
+# that rounding never carries over the 36 digits of _WIDE_TEXT.
+_PLAIN_NUMBER = r"^[+-]?(?:[0-9]{1,17}(?:\.[0-9]{0,18})?|\.[0-9]{1,18})$"
+_WIDE_TEXT = pa.decimal128(36, 18)
+# What mlcost reads as a number: ASCII digits, one point, an optional exponent (no separators,
+# no NaN or infinity; Python's Decimal alone would also take `1_000` and non-ASCII digits).
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_LEDGER_QUANTUM = Decimal(1).scaleb(-COST_TYPE.scale)
+_LEDGER_LIMIT = Decimal(10) ** (COST_TYPE.precision - COST_TYPE.scale)
+_EXACT = Context(prec=COST_TYPE.precision + 10, rounding=ROUND_HALF_EVEN)
+
+
+def _text_decimal(column: pa.Array, what: str) -> pa.Array:
+    """Read decimal text exactly; the vectorised cast where it is exact, Decimal elsewhere."""
+    text = pc.utf8_trim_whitespace(column)
+    text = pc.if_else(pc.equal(text, ""), None, text)
+    if _arrow_reads_exactly(text):
+        try:
+            return _round_wide(pc.cast(text, _WIDE_TEXT))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    # Some cells have more places, a large exponent, or are no number at all: read the cells
+    # that are not plain by their text, each distinct one once (a real export had 414 such
+    # cells among a million).
+    plain = pc.fill_null(pc.match_substring_regex(text, _PLAIN_NUMBER), True)
+    result = _round_wide(pc.cast(pc.if_else(plain, text, None), _WIDE_TEXT))
+    other = pc.invert(plain)
+    rows = pc.indices_nonzero(other)
+    distinct = pc.dictionary_encode(pc.filter(text, other))
+    exact = []
+    for at, raw in enumerate(distinct.dictionary.to_pylist()):
+        try:
+            exact.append(_exact(raw, 0, what))
+        except RowError as exc:  # name the first row that holds it
+            row = rows[_first(pc.equal(distinct.indices, at)) or 0].as_py()
+            raise RowError(row, what, exc.problem) from None
+    values = pc.take(pa.array(exact, COST_TYPE), distinct.indices)
+    return pc.replace_with_mask(result, other, values)
+
+
+def _arrow_reads_exactly(text: pa.Array) -> bool:
+    """Say whether Arrow's cast reads every cell exactly (or fails), and may be given them.
+
+    Arrow drops digits beyond 38 without a word, and a huge negative exponent (`1e-999999999`)
+    crashed it (pyarrow 26.0.1): text longer than 37 characters, or with an exponent of three
+    digits or more, goes the exact way. Exponents are common: AWS writes `5.2E-9`.
+    """
+    longest = pc.max(pc.utf8_length(text)).as_py()
+    if longest is None:
+        return True
+    if longest > 37:
+        return False
+    data = text.buffers()[2]
+    # Any byte that is `e` or `E` (UTF-8 multibyte characters never hold ASCII bytes).
+    if data is None or not (np.frombuffer(data, np.uint8) | 0x20 == ord("e")).any():
+        return True
+    return not pc.any(pc.match_substring_regex(text, r"[eE][+-]?[0-9]{3}")).as_py()
+
+
+def _round_wide(wide: pa.Array) -> pa.Array:
+    # Half to even at the ledger's 10 places, then narrowed: what is cut is zeros only.
+    rounded = pc.round(wide, ndigits=COST_TYPE.scale, round_mode="half_to_even")
+    return pc.cast(rounded, COST_TYPE, safe=False)
+
+
+def _exact(raw: str, row: int, what: str) -> Decimal:
+    """Return one number's text as a Decimal at the ledger's 10 places; RowError if it is none."""
+    text = raw.strip()
+    if not _NUMBER_RE.fullmatch(text):
+        lowered = text.lower().lstrip("+-")
+        why = " (NaN and infinity are no amount)" if lowered in _NOT_FINITE else ""
+        raise RowError(row, what, f"{shown(raw)} is not a number{why}")
+    value = Decimal(text)
+    # copy_abs, not abs(): abs() would round to the context's 28 digits first
+    if value.copy_abs() < _LEDGER_LIMIT:
+        value = value.quantize(_LEDGER_QUANTUM, context=_EXACT)
+        if value.copy_abs() < _LEDGER_LIMIT:
+            return value
+    raise RowError(
+        row,
+        what,
+        f"{shown(raw)} is too large for the ledger "
+        f"(at most {COST_TYPE.precision - COST_TYPE.scale} digits before the point)",
+    )
+
+
+_NOT_FINITE = frozenset({"nan", "snan", "inf", "infinity"})
+# Where a date/time is written. FOCUS (Date/Time Format attribute): ISO 8601 extended format in
+# UTC, `YYYY-MM-DDTHH:mm:ssZ`. Exporters around it: a space for the `T`, no zone (read as UTC), a
+# `+00:00` offset or ` UTC`, fractions of a second to 7 places (Azure) or 9, a date alone.
+_SPACE_SEPARATOR = r"^(\d{4}-\d{2}-\d{2}) (\d{2}:)"
+_NAIVE_RE = r"^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)$"
+_BEYOND_MICROSECONDS = r"(T\d{2}:\d{2}:\d{2}\.\d{6})\d+"
+_DATE_FORMS = "ISO 8601 in UTC, such as 2024-01-01T00:00:00Z"
+
+
+def _usual_time_text(text: pa.Array) -> pa.Array:
+    """Rewrite a space separator, ` UTC`, no zone and a date alone into what Arrow casts."""
+    text = pc.replace_substring_regex(text, _SPACE_SEPARATOR, r"\1T\2")
+    text = pc.replace_substring_regex(text, r" ?UTC$", "Z")
+    text = pc.replace_substring_regex(text, _NAIVE_RE, r"\1T\2Z")
+    text = pc.replace_substring_regex(text, r"^(\d{4}-\d{2}-\d{2})$", r"\1T00:00:00Z")
+    return pc.if_else(pc.equal(text, ""), None, text)
 
 
 def as_timestamp(column: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
-    """Convert timestamps (typed, or text with or without `T`/`Z`/offset) to UTC timestamps.
+    """Convert timestamps (typed, or text in the forms FOCUS and exporters write) to UTC.
 
-    Naive timestamps are read as UTC; empty cells stay null.
+    Naive timestamps are read as UTC; empty cells stay null; fractions beyond microseconds are
+    cut. A value that is no date raises RowError naming its row and value.
     """
     if pa.types.is_timestamp(column.type):
-        return pc.cast(column, pa.timestamp("us", "UTC"))
+        return pc.cast(column, pa.timestamp("us", "UTC"), safe=False)  # ns: cut, not refused
     if pa.types.is_date(column.type):
         return pc.cast(pc.cast(column, pa.timestamp("s")), pa.timestamp("us", "UTC"))
-    text = pc.utf8_trim_whitespace(pc.cast(column, pa.string()))
-    text = pc.replace_substring_regex(text, _NAIVE_RE, r"\1T\2Z")
-    text = pc.replace_substring_regex(text, r"^(\d{4}-\d{2}-\d{2})$", r"\1T00:00:00Z")
-    text = pc.replace_substring_regex(text, r" ?UTC$", "Z")
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    raw = pc.cast(column, pa.string())
+    text = pc.utf8_trim_whitespace(raw)
+    try:  # the common forms, in as few passes as they need
+        return pc.cast(_usual_time_text(text), pa.timestamp("us", "UTC"))
+    except pa.ArrowInvalid:
+        pass
+    text = pc.replace_substring_regex(pc.utf8_upper(text), r" ([+-]\d{2}:?\d{2})$", r"\1")
+    text = _usual_time_text(pc.replace_substring_regex(text, _BEYOND_MICROSECONDS, r"\1"))
     try:
         return pc.cast(text, pa.timestamp("us", "UTC"))
-    except pa.ArrowInvalid as exc:
-        detail = str(exc).split(":")[1].strip() if ":" in str(exc) else str(exc)
-        raise IngestError(f"column {what} has a bad date: {detail}") from None
+    except pa.ArrowInvalid:
+        pass
+    bad = []  # only a refusal comes here: find the first row whose value is no date
+    for value in pc.unique(text).drop_null().to_pylist():
+        try:
+            pc.cast(pa.array([value]), pa.timestamp("us", "UTC"))
+        except pa.ArrowInvalid:
+            bad.append(value)
+    row = _first(pc.is_in(text, value_set=pa.array(bad, pa.string())))
+    if row is None:  # pragma: no cover - the cast failed, so some value is bad
+        raise IngestError(f"column {what} has a bad date")
+    raise RowError(row, what, f"bad date {shown(raw[row].as_py())}: expected {_DATE_FORMS}")
 
 
 def as_date(column: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
@@ -451,8 +599,9 @@ def as_date(column: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
         result = pc.cast(column, pa.date32())
     else:
         result = pc.cast(as_timestamp(column, what), pa.date32())
-    if result.null_count:
-        raise IngestError(f"column {what} is empty on {result.null_count} row(s)")
+    row = _first(pc.is_null(result))
+    if row is not None:
+        raise RowError(row, what, f"is empty ({_DATE_FORMS} expected)")
     return result
 
 
