@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal, localcontext
 from typing import Any
 
@@ -31,6 +31,7 @@ from sqlalchemy import delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
+from bot.ingest.attribution import IDLE
 
 KUBERNETES = "Kubernetes"
 # what is matched, each on its own, and the places each is kept to in the ledger
@@ -65,6 +66,9 @@ class NodeOverlap:
     currency: str
     amount: Decimal  # billed by both, counted once (at the allocations' attribution)
     above_bill: Decimal  # the allocations' cost above the bill, set aside
+    # idle capacity of these nodes' clusters on those days that names no node (no idleByNode)
+    unplaced_idle: Decimal = Decimal(0)
+    clusters: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """Say it for the reconciliation line."""
@@ -80,6 +84,13 @@ class NodeOverlap:
         )
         if self.above_bill:
             said += f"; {self.above_bill:,.2f} {self.currency} above the bill set aside"
+        if self.unplaced_idle:
+            plural = "" if len(self.clusters) == 1 else "s"
+            said += (
+                f"; idle {self.unplaced_idle:,.2f} {self.currency} of cluster{plural} "
+                f"{', '.join(self.clusters)} names no node, so the bill may count it too "
+                "(ask OpenCost with idleByNode=true)"
+            )
         return said
 
     def as_dict(self) -> dict[str, str]:
@@ -92,6 +103,7 @@ class NodeOverlap:
             "currency": self.currency,
             "amount": str(self.amount),
             "above_bill": str(self.above_bill),
+            "unplaced_idle": str(self.unplaced_idle),
         }
 
 
@@ -131,7 +143,7 @@ def resolve_nodes(
     on_node: dict[tuple[str, dt.date, str], list[Row]] = {}
     for row in allocations:
         on_node.setdefault((row["node"], row["day"], row["currency"]), []).append(row)
-    found: dict[tuple[bool, str, str], list[Any]] = {}
+    found: dict[tuple[bool, str, str], _Found] = {}
     for key, billed in sorted(_group(bills).items()):
         allocated = on_node.get(key)
         if not allocated:
@@ -143,28 +155,70 @@ def resolve_nodes(
         sides = [run_id in {r["run_id"] for r in rows} for rows in (allocated, billed)]
         for allocations_side, involved in zip((True, False), sides, strict=True):
             if involved:
-                entry = found.setdefault(
-                    (allocations_side, counted_by, key[2]), [set(), key[1], key[1], 0, 0]
-                )
-                entry[0].add(key[0])
-                entry[1], entry[2] = min(entry[1], key[1]), max(entry[2], key[1])
-                entry[3] += moved
-                entry[4] += above
-    return [
-        NodeOverlap(
-            allocations=side,
-            counted_by=counted_by,
-            nodes=len(nodes),
-            first_day=first_day,
-            last_day=last_day,
-            currency=currency,
-            amount=Decimal(amount),
-            above_bill=Decimal(above),
+                entry = found.setdefault((allocations_side, counted_by, key[2]), _Found())
+                entry.add(key[0], key[1], moved, above)
+                entry.clusters.update((r["billing_account"], key[1]) for r in allocated)
+    overlaps = []
+    for (side, counted_by, currency), entry in sorted(
+        found.items(), key=lambda item: (not item[0][0], item[0][1], item[0][2])
+    ):
+        idle = _unplaced_idle(session, entry.clusters, currency) if side else {}
+        overlaps.append(
+            NodeOverlap(
+                allocations=side,
+                counted_by=counted_by,
+                nodes=len(entry.nodes),
+                first_day=min(entry.days),
+                last_day=max(entry.days),
+                currency=currency,
+                amount=entry.amount,
+                above_bill=entry.above,
+                unplaced_idle=sum(idle.values(), Decimal(0)),
+                clusters=tuple(sorted(idle)),
+            )
         )
-        for (side, counted_by, currency), (nodes, first_day, last_day, amount, above) in sorted(
-            found.items(), key=lambda item: (not item[0][0], item[0][1], item[0][2])
+    return overlaps
+
+
+@dataclass
+class _Found:
+    """What one side, billing kind and currency matched: nodes, days, amounts, cluster days."""
+
+    nodes: set[str] = field(default_factory=set)
+    days: set[dt.date] = field(default_factory=set)
+    amount: Decimal = Decimal(0)
+    above: Decimal = Decimal(0)
+    clusters: set[tuple[str, dt.date]] = field(default_factory=set)
+
+    def add(self, node: str, day: dt.date, moved: Decimal, above: Decimal) -> None:
+        self.nodes.add(node)
+        self.days.add(day)
+        self.amount += moved
+        self.above += above
+
+
+def _unplaced_idle(
+    session: Session, cluster_days: set[tuple[str, dt.date]], currency: str
+) -> dict[str, Decimal]:
+    """Return, per cluster, its idle cost on these days that names no node."""
+    ledger = DailySpend.__table__
+    days = {day for _cluster, day in cluster_days}
+    rows = session.execute(
+        select(ledger.c.billing_account, ledger.c.day, ledger.c.billed_cost).where(
+            ledger.c.provider == KUBERNETES,
+            ledger.c.attribution == IDLE,
+            ledger.c.node.is_(None),
+            ledger.c.node_offset.is_(False),
+            ledger.c.currency == currency,
+            ledger.c.day.in_(sorted(days)),
+            ledger.c.billing_account.in_(sorted({c for c, _day in cluster_days})),
         )
-    ]
+    )
+    idle: dict[str, Decimal] = {}
+    for cluster, day, cost in rows:
+        if (cluster, day) in cluster_days and cost:
+            idle[cluster] = idle.get(cluster, Decimal(0)) + Decimal(cost)
+    return idle
 
 
 def _billed_instances(

@@ -243,3 +243,28 @@ def test_a_nodes_idle_capacity_is_the_idle_line_and_the_rest_stays_with_the_inst
     [costmodel] = [line for line in report.lines if line.group["model"] == "costmodel"]
     assert costmodel.cost == Decimal("3.00")
     assert_rollup_matches_ledger(session)
+
+
+def test_idle_capacity_of_the_whole_cluster_is_named_when_its_nodes_are_billed(
+    session: Session, tmp_path: Path
+) -> None:
+    load_registry(session, NODES_REGISTRY)
+    day = dt.date(2026, 11, 3)
+    answer = allocation_answer(
+        [
+            allocation(
+                "opencost/exporter", day, namespace="opencost", cpu="3.00", provider_id=NODE
+            ),
+            allocation("__idle__", day, cpu="5.00"),  # no idleByNode: the cluster's idle
+        ]
+    )
+    allocations = tmp_path / "allocation.json"
+    allocations.write_text(answer)
+    ingest(FocusSource([str(ec2_bill(tmp_path / "f.csv", [day], cost="10.00"))]), session=session)
+    report = ingest(OpenCostSource(str(allocations)), session=session)
+    [line] = report.reconciliation_lines()
+    assert line.endswith(
+        "; 3.00 USD of OpenCost allocations on 1 EC2 node also billed by focus, counted once; "
+        "idle 5.00 USD of cluster eks-ml names no node, so the bill may count it too "
+        "(ask OpenCost with idleByNode=true)"
+    ), line

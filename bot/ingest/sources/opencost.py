@@ -87,6 +87,8 @@ _ALLOCATION_DEFAULTS = {
     "accumulate": "false",
     "includeIdle": "true",
     "shareIdle": "false",
+    # each node's idle capacity with its providerID, so it is matched to the instance billed
+    "idleByNode": "true",
 }
 # the whole fetch's deadline and the largest answer read (MLCOST_OPENCOST_TIMEOUT_SECONDS,
 # MLCOST_OPENCOST_MAX_BYTES); redirects followed, within the URL's origin only
