@@ -46,6 +46,8 @@ _EC2_INSTANCE = re.compile(r"(?:^|/)(i-[0-9a-f]{8,17})$")
 _IN_CHUNK = 500
 
 Row = dict[str, Any]
+# the offset rows to write: into daily_spend, and into overlapping_spend
+_Offsets = tuple[list[Row], list[Row]]
 
 
 def ec2_instance(identifier: Any) -> str:
@@ -144,12 +146,13 @@ def resolve_nodes(
     for row in allocations:
         on_node.setdefault((row["node"], row["day"], row["currency"]), []).append(row)
     found: dict[tuple[bool, str, str], _Found] = {}
+    offsets: _Offsets = ([], [])
     for key, billed in sorted(_group(bills).items()):
         allocated = on_node.get(key)
         if not allocated:
             continue
         counted_by = kinds[max(billed, key=lambda r: r["billed_cost"])["run_id"]]
-        moved, above = _count_once(session, key[0], billed, allocated, counted_by)
+        moved, above = _count_once(offsets, key[0], billed, allocated, counted_by)
         if not moved and not above:
             continue
         sides = [run_id in {r["run_id"] for r in rows} for rows in (allocated, billed)]
@@ -158,6 +161,8 @@ def resolve_nodes(
                 entry = found.setdefault((allocations_side, counted_by, key[2]), _Found())
                 entry.add(key[0], key[1], moved, above)
                 entry.clusters.update((r["billing_account"], key[1]) for r in allocated)
+    _insert(session, DailySpend, offsets[0])
+    _insert(session, OverlappingSpend, offsets[1])
     overlaps = []
     for (side, counted_by, currency), entry in sorted(
         found.items(), key=lambda item: (not item[0][0], item[0][1], item[0][2])
@@ -265,9 +270,9 @@ def _group(rows: Iterable[Row]) -> dict[tuple[str, dt.date, str], list[Row]]:
 
 
 def _count_once(
-    session: Session, node: str, billed: list[Row], allocated: list[Row], counted_by: str
+    offsets: _Offsets, node: str, billed: list[Row], allocated: list[Row], counted_by: str
 ) -> tuple[Decimal, Decimal]:
-    """Write one instance-day's offsets; return the billed cost moved and the cost set aside."""
+    """Add one instance-day's offset rows; return the billed cost moved and the cost set aside."""
     taken: dict[int, Row] = {}  # per bill row: what moves to the allocations (negative)
     given_up: dict[int, Row] = {}  # per allocation: what is above the bill (positive)
     moved = above = Decimal(0)
@@ -284,22 +289,13 @@ def _count_once(
             given_up.setdefault(row["id"], {})[name] = weight - keep
         if name == "billed_cost":
             moved, above = counted, x - counted
-    _insert(
-        session,
-        DailySpend,
-        [_offset(row, taken[row["id"]], node) for row in billed],
-    )
-    aside = [row for row in allocated if any(given_up[row["id"]].values())]
-    _insert(
-        session,
-        DailySpend,
-        [_offset(row, {k: -v for k, v in given_up[row["id"]].items()}, node) for row in aside],
-    )
-    _insert(
-        session,
-        OverlappingSpend,
-        [{**_offset(row, given_up[row["id"]], node), "counted_by": counted_by} for row in aside],
-    )
+    ledger, set_aside = offsets
+    ledger.extend(_offset(row, taken[row["id"]], node) for row in billed)
+    for row in allocated:
+        if any(given_up[row["id"]].values()):
+            back = {k: -v for k, v in given_up[row["id"]].items()}
+            ledger.append(_offset(row, back, node))
+            set_aside.append({**_offset(row, given_up[row["id"]], node), "counted_by": counted_by})
     return moved, above
 
 
