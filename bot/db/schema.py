@@ -283,6 +283,12 @@ class DailySpend(Base):
     usage_quantity: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
     gpu_hours: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
     estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+    # the EC2 instance a Kubernetes allocation ran on (from its providerID), or that a
+    # node_offset row is for: bot.ingest.nodes counts the node's dollars once
+    node: Mapped[str | None] = mapped_column(String(200))
+    # mlcost's own row, not a source's: it moves a billed node's cost to the allocations on it
+    # (bill side) or takes off allocations above the bill; recomputed on every ingestion
+    node_offset: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class OverlappingSpend(Base):
@@ -325,6 +331,12 @@ class OverlappingSpend(Base):
     usage_quantity: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
     gpu_hours: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
     estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+    # the EC2 instance a Kubernetes allocation ran on (from its providerID), or that a
+    # node_offset row is for: bot.ingest.nodes counts the node's dollars once
+    node: Mapped[str | None] = mapped_column(String(200))
+    # mlcost's own row, not a source's: it moves a billed node's cost to the allocations on it
+    # (bill side) or takes off allocations above the bill; recomputed on every ingestion
+    node_offset: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class SpendRollup(Base):

@@ -19,11 +19,13 @@ from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend, utcnow
 from bot.errors import IngestError
 from bot.ingest.attribution import IDLE, AttributionRules, Attributor, ChargeFacts
 from bot.ingest.gpu import gpus_per_unit
+from bot.ingest.nodes import NodeOverlap, clear_node_offsets, resolve_nodes
 from bot.ingest.overlap import Overlap, resolve_overlaps
 from bot.ingest.rollup import refresh_rollup
 from bot.ingest.sources.base import (
     IDLE_COLUMN,
     KEY_COLUMNS,
+    NODE_COLUMN,
     TAG_PREFIX,
     TAGS_JSON,
     Progress,
@@ -106,6 +108,8 @@ class IngestReport:
     # the same dollars also in the ledger from another source kind, counted once
     overlaps: list[Overlap] = field(default_factory=list)
     format: str = ""  # what the source read, when it tells versions apart ("FOCUS 1.2")
+    # allocations on EC2 nodes whose instances the bill also charges, counted once
+    nodes: list[NodeOverlap] = field(default_factory=list)
 
     @property
     def reconciled(self) -> bool:
@@ -157,6 +161,7 @@ class IngestReport:
             + "".join(
                 f"; {o.describe(self.source)}" for o in self.overlaps if o.currency == t.currency
             )
+            + "".join(f"; {n.describe()}" for n in self.nodes if n.currency == t.currency)
             for t in self.totals
         ]
 
@@ -201,13 +206,18 @@ def ingest(
             f"(read {_amounts(data.billed_total)}, attributed {_amounts(billed)}); "
             "nothing was written"
         )
-    overlaps = []
+    overlaps: list[Overlap] = []
+    nodes: list[NodeOverlap] = []
     if touched is not None:
+        # node offsets are derived from what counts: drop them, settle which source counts
+        # each account's day, then match allocations to the instances billed
+        clear_node_offsets(session, *touched)
         overlaps = resolve_overlaps(session, *touched, kind=source.kind)
+        nodes = resolve_nodes(session, *touched, run_id=run.id)
         refresh_rollup(session, *touched)
     totals = _currency_totals(billed, attributed, written.idle, data)
     _finish_run(run, totals, written=written.rows, replaced=replaced)
-    run.overlaps = [o.as_dict() for o in overlaps] or None
+    run.overlaps = [o.as_dict() for o in overlaps] + [n.as_dict() for n in nodes] or None
     session.flush()
     return IngestReport(
         run_id=run.id,
@@ -222,6 +232,7 @@ def ingest(
         notes=data.notes,
         overlaps=overlaps,
         format=data.detected_format,
+        nodes=nodes,
     )
 
 
@@ -418,11 +429,16 @@ def _fold(rows: pa.Table) -> pa.Table:
         elif name == "estimated":
             column = pc.fill_null(column, False)
         table[name] = column
+    keys = list(LEDGER_KEYS)
+    if NODE_COLUMN in rows.column_names:  # a Kubernetes allocation's EC2 instance
+        node = rows[NODE_COLUMN]
+        table[NODE_COLUMN] = pc.if_else(pc.equal(node, ""), pa.scalar(None, pa.string()), node)
+        keys.append(NODE_COLUMN)
     table["billed_cost"] = rows["billed"]
     table["effective_cost"] = rows["effective"]
     table["usage_quantity"] = rows["quantity"]
     table["gpu_hours"] = pc.multiply(pc.cast(rows["quantity"], _QUANTITY), rows["gpus"])
-    folded = pa.table(table).group_by(list(LEDGER_KEYS), use_threads=False)
+    folded = pa.table(table).group_by(keys, use_threads=False)
     sums = folded.aggregate([(v, "sum") for v in LEDGER_VALUES])
     return sums.rename_columns([c.removesuffix("_sum") for c in sums.column_names])
 

@@ -302,6 +302,7 @@ def test_a_url_is_asked_for_daily_sets_with_idle_apart(session: Session) -> None
         "accumulate": "false",
         "includeIdle": "true",
         "shareIdle": "false",
+        "idleByNode": "true",
     }
     assert {(s.provider, s.billing_account, s.start, s.end) for s in report.scopes} == {
         ("Kubernetes", "eks-ml", dt.date(2026, 11, 3), dt.date(2026, 11, 5))

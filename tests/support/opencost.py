@@ -31,6 +31,7 @@ def allocation(
     labels: dict[str, str] | None = None,
     namespace_labels: dict[str, str] | None = None,
     total: str | None = None,
+    provider_id: str | None = None,
 ) -> dict[str, Any]:
     """One allocation of a daily set, in OpenCost's JSON shape (amounts as text, summed exactly).
 
@@ -48,6 +49,8 @@ def allocation(
         props["labels"] = labels
     if namespace_labels:
         props["namespaceLabels"] = namespace_labels
+    if provider_id is not None:
+        props["providerID"] = provider_id  # the node's: `i-...` or `aws:///zone/i-...`
     parts = {"cpuCost": cpu, "ramCost": ram, "gpuCost": gpu, "pvCost": pv}
     answer: dict[str, Any] = {
         "name": name,

@@ -97,6 +97,6 @@ def test_a_base_url_asks_the_allocation_endpoint() -> None:
     url = request_url("https://opencost.example:9003/", "7d", "namespace,pod")
     assert url == (
         "https://opencost.example:9003/allocation?window=7d&aggregate=namespace%2Cpod"
-        "&step=1d&accumulate=false&includeIdle=true&shareIdle=false"
+        "&step=1d&accumulate=false&includeIdle=true&shareIdle=false&idleByNode=true"
     )
     assert request_url("http://oc/cloudCost", "7d") == "http://oc/cloudCost?window=7d"

@@ -40,6 +40,8 @@ TAG_PREFIX = "tag."
 TAGS_JSON = "tags_json"
 # Optional boolean key column: true on a charge for idle cluster capacity (attribution "idle").
 IDLE_COLUMN = "idle"
+# Optional string key column: the EC2 instance under a Kubernetes allocation (ledger `node`).
+NODE_COLUMN = "node"
 # A unit whose quantity already counts GPU-hours (OpenCost allocations): one GPU per unit.
 GPU_HOURS_UNIT = "GPU-hours"
 DEFAULT_CURRENCY = "USD"

@@ -33,12 +33,14 @@ import pyarrow as pa
 
 from bot.errors import IngestError
 from bot.ingest.attribution import NAMESPACE_TAG, normalize_tags
+from bot.ingest.nodes import ec2_instance
 from bot.ingest.sources.base import (
     COST_TYPE,
     DEFAULT_CURRENCY,
     GPU_HOURS_UNIT,
     IDLE_COLUMN,
     KEY_COLUMNS,
+    NODE_COLUMN,
     TAGS_JSON,
     VALUE_COLUMNS,
     GroupedCharges,
@@ -87,6 +89,8 @@ _ALLOCATION_DEFAULTS = {
     "accumulate": "false",
     "includeIdle": "true",
     "shareIdle": "false",
+    # each node's idle capacity with its providerID, so it is matched to the instance billed
+    "idleByNode": "true",
 }
 # the whole fetch's deadline and the largest answer read (MLCOST_OPENCOST_TIMEOUT_SECONDS,
 # MLCOST_OPENCOST_MAX_BYTES); redirects followed, within the URL's origin only
@@ -478,6 +482,7 @@ class _Charge:
     effective: Decimal
     quantity: Decimal
     unit: str
+    node: str = ""  # the EC2 instance an allocation ran on (`i-...`), else empty
 
 
 class OpenCostSource:
@@ -638,6 +643,7 @@ class OpenCostSource:
                 columns[name] = pa.array([getattr(c, name) for c in charges], pa.string())
         columns[TAGS_JSON] = pa.array([c.tags for c in charges], pa.string())
         columns[IDLE_COLUMN] = pa.array([c.idle for c in charges], pa.bool_())
+        columns[NODE_COLUMN] = pa.array([c.node for c in charges], pa.string())
         for name in VALUE_COLUMNS:
             columns[name] = pa.array([getattr(c, name) for c in charges], COST_TYPE)
         return pa.table(columns)
@@ -696,6 +702,7 @@ def _allocation_charge(
         effective=_places(total),
         quantity=_places(gpu_hours),
         unit=GPU_HOURS_UNIT,
+        node=ec2_instance(props.get("providerID")),
     )
     return charge, days, gap
 
