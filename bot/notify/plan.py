@@ -32,7 +32,7 @@ from bot.notify.messages import (
 )
 from bot.notify.outbox import PlannedPost, planned_post
 from bot.notify.routing import Router
-from bot.spend.coverage import covered_days
+from bot.spend.coverage import covered_days, ledger_first_day
 from bot.spend.reports import check_currency_setting, cost_column, taggable
 from bot.waste.checks import WasteFinding
 from bot.waste.findings import ResourceEntry, waste_overview
@@ -277,10 +277,12 @@ def plan_waste_posts(
     Not waste is listed (one line) in the channel its own post went to: its model's, else its
     team's, else FinOps; a channel's closed resource findings add what they saved so far.
     """
-    week = covered_week(session, as_of, settings.currency)
-    if week is None:
-        return [], []  # the ledger does not cover the whole week
-    monday, sunday = week
+    monday, sunday = last_complete_week(as_of)
+    first_day = ledger_first_day(session)
+    if first_day is None or first_day > monday:
+        return [], []  # the ledger begins after this week: there is nothing to say about it
+    # A week the ledger reaches only in part is still posted: resource findings stand apart from
+    # the bill, and the digest says the data is stale rather than giving an all-clear.
     # resource findings as they stand at the end of as_of (Keep in force, saved so far)
     now = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
     overview = waste_overview(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend
@@ -49,3 +49,8 @@ def forecast_covered_days(
     28 days) and the period so far."""
     start = min(period_start, as_of - dt.timedelta(days=HISTORY_DAYS - 1))
     return covered_days(session, start=start, end=as_of, currency=currency)
+
+
+def ledger_first_day(session: Session) -> dt.date | None:
+    """Return the first day the ledger holds, or None for an empty ledger."""
+    return session.scalar(select(func.min(DailySpend.day)))
