@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog, Budget, MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
 from bot.money import format_money_places
+from bot.registry.import_audit import IMPORT_ACTION
 
 MAX_LIMIT = 10_000
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -313,7 +314,10 @@ def audit_trail(
         conditions.append(subject_condition(session, subject, subject_kind))
     if import_id is not None:
         conditions.append(
-            or_(AuditLog.id == import_id, AuditLog.detail["import"].as_integer() == import_id)
+            or_(
+                and_(AuditLog.id == import_id, AuditLog.action == IMPORT_ACTION),
+                AuditLog.detail["import"].as_integer() == import_id,
+            )
         )
     total = session.scalar(select(func.count(AuditLog.id)).where(*conditions)) or 0
     rows = session.scalars(
