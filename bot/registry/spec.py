@@ -116,6 +116,10 @@ class ModelSpec(_Spec):
     _owners = field_validator("owners")(_check_users)
 
 
+# a quoted registry amount: ASCII digits, an optional decimal point
+PLAIN_AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
 class BudgetSpec(_Spec):
     """A budget: `monthly: 12000`, or `amount: 2000` with `period: weekly` (daily, quarterly)."""
 
@@ -135,6 +139,18 @@ class BudgetSpec(_Spec):
         if code is not None and not re.fullmatch(r"[A-Z]{3}", code):
             raise ValueError(f"{code!r} is not a 3-letter ISO 4217 currency code such as USD")
         return code
+
+    @field_validator("monthly", "amount", mode="before")
+    @classmethod
+    def _plain_number(cls, amount: object) -> object:
+        # a quoted amount is held to ASCII digits as Slack's parser is: Decimal() would also
+        # read fullwidth or Arabic-Indic digits, underscores and exponents
+        if isinstance(amount, str) and not PLAIN_AMOUNT.fullmatch(amount.strip()):
+            raise ValueError(
+                "write the amount as a plain number of ASCII digits with an optional "
+                "decimal point: 45000 or 45000.50"
+            )
+        return amount
 
     @field_validator("monthly", "amount")
     @classmethod
