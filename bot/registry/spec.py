@@ -393,7 +393,7 @@ def _to_python(
                 raise _RefusedYAML(
                     problem="mapping keys must be plain values", problem_mark=key_node.start_mark
                 )
-            key = constructor.construct_object(key_node)
+            key = _no_nul(constructor.construct_object(key_node), key_node)
             if key in result:
                 raise _RefusedYAML(
                     problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark
@@ -404,7 +404,17 @@ def _to_python(
         return [
             _to_python(item, (*path, i), lines, constructor) for i, item in enumerate(node.value)
         ]
-    return constructor.construct_object(node)
+    return _no_nul(constructor.construct_object(node), node)
+
+
+def _no_nul(value: Any, node: yaml.Node) -> Any:
+    """Refuse a string with a NUL byte (a `"\\0"` escape): PostgreSQL cannot store one."""
+    if isinstance(value, str) and "\x00" in value:
+        raise _RefusedYAML(
+            problem="a NUL byte (\\0) is not allowed in a registry value",
+            problem_mark=node.start_mark,
+        )
+    return value
 
 
 def _line_for(path: Sequence[Any], lines: dict[tuple[Any, ...], int]) -> int | None:

@@ -176,3 +176,20 @@ def test_a_quoted_budget_amount_takes_ascii_digits_only(typed: str) -> None:
 def test_plain_budget_numbers_still_read(typed: str, value: str) -> None:
     spec = parse_registry(GOOD.replace("monthly: 40000", f"monthly: {typed}", 1))
     assert spec.budgets[1].monthly == Decimal(value)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("channel: C0RECSYS", 'channel: C0RECSYS\n    description: "a\\0b"'),
+        ('{"ml:model": recsys}', '{"ml:model": "rec\\0sys"}'),
+        ('{"ml:model": recsys}', '{"ml\\0model": recsys}'),
+    ],
+)
+def test_a_nul_byte_is_refused_at_its_line(old: str, new: str) -> None:
+    """PostgreSQL cannot store one (it was 'unexpected DataError', exit 1); SQLite stored it."""
+    with pytest.raises(RegistryError) as info:
+        parse_registry(GOOD.replace(old, new, 1))
+    message = str(info.value)
+    assert message.startswith("registry:") and "NUL byte" in message
+    assert message.split(":")[1] in {"7", "8"}
