@@ -296,6 +296,9 @@ def audit_trail(
 ) -> AuditPage:
     """Return the newest changes matching the filters (days inclusive, UTC), newest first.
 
+    Newest is the last written: changes to one thing are serialised, so the order written is
+    the order made, while `at` is each writer's clock (replicas' clocks may differ by minutes).
+
     `import_id` keeps one registry import's records; `currency` is the organisation's, for
     budget amounts whose record and budget do not name one.
     """
@@ -323,7 +326,7 @@ def audit_trail(
     rows = session.scalars(
         select(AuditLog)
         .where(*conditions)
-        .order_by(AuditLog.at.desc(), AuditLog.id.desc())
+        .order_by(AuditLog.id.desc())  # the order written, not the writers' clocks (see above)
         .limit(limit)
     ).all()
     currencies = _budget_currencies(session, rows)
