@@ -7,6 +7,7 @@ import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -211,10 +212,21 @@ class Settings(BaseSettings):
         """Accept any case; refuse anything but a 3-letter ISO 4217 code."""
         upper = code.strip().upper()
         if not re.fullmatch(r"[A-Z]{3}", upper):
-            raise ValueError(
-                f"MLCOST_CURRENCY must be a 3-letter ISO 4217 code such as USD, not {code!r}"
-            )
+            # the value is not repeated: a misplaced secret would be printed
+            raise ValueError("expected a 3-letter ISO 4217 currency code such as USD")
         return upper
+
+    @field_validator("timezone")
+    @classmethod
+    def _time_zone(cls, name: str) -> str:
+        """Refuse a zone the system's time zone database does not know."""
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                "expected an IANA time zone name such as UTC or Europe/Paris"
+            ) from None
+        return name
 
     def poll_source_specs(self) -> list[tuple[str, str | None]]:
         """Return (kind, location) for each source the scheduled poll reads.

@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog, Budget, MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
 from bot.money import format_money_places
+from bot.registry.import_audit import IMPORT_ACTION
 
 MAX_LIMIT = 10_000
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -295,6 +296,9 @@ def audit_trail(
 ) -> AuditPage:
     """Return the newest changes matching the filters (days inclusive, UTC), newest first.
 
+    Newest is the last written: changes to one thing are serialised, so the order written is
+    the order made, while `at` is each writer's clock (replicas' clocks may differ by minutes).
+
     `import_id` keeps one registry import's records; `currency` is the organisation's, for
     budget amounts whose record and budget do not name one.
     """
@@ -313,13 +317,16 @@ def audit_trail(
         conditions.append(subject_condition(session, subject, subject_kind))
     if import_id is not None:
         conditions.append(
-            or_(AuditLog.id == import_id, AuditLog.detail["import"].as_integer() == import_id)
+            or_(
+                and_(AuditLog.id == import_id, AuditLog.action == IMPORT_ACTION),
+                AuditLog.detail["import"].as_integer() == import_id,
+            )
         )
     total = session.scalar(select(func.count(AuditLog.id)).where(*conditions)) or 0
     rows = session.scalars(
         select(AuditLog)
         .where(*conditions)
-        .order_by(AuditLog.at.desc(), AuditLog.id.desc())
+        .order_by(AuditLog.id.desc())  # the order written, not the writers' clocks (see above)
         .limit(limit)
     ).all()
     currencies = _budget_currencies(session, rows)

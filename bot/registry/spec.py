@@ -132,6 +132,10 @@ class ModelSpec(_Spec):
     _owners = field_validator("owners")(_check_users)
 
 
+# a quoted registry amount: ASCII digits, an optional decimal point
+PLAIN_AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
 class BudgetSpec(_Spec):
     """A budget: `monthly: 12000`, or `amount: 2000` with `period: weekly` (daily, quarterly)."""
 
@@ -151,6 +155,18 @@ class BudgetSpec(_Spec):
         if code is not None and not re.fullmatch(r"[A-Z]{3}", code):
             raise ValueError(f"{code!r} is not a 3-letter ISO 4217 currency code such as USD")
         return code
+
+    @field_validator("monthly", "amount", mode="before")
+    @classmethod
+    def _plain_number(cls, amount: object) -> object:
+        # a quoted amount is held to ASCII digits as Slack's parser is: Decimal() would also
+        # read fullwidth or Arabic-Indic digits, underscores and exponents
+        if isinstance(amount, str) and not PLAIN_AMOUNT.fullmatch(amount.strip()):
+            raise ValueError(
+                "write the amount as a plain number of ASCII digits with an optional "
+                "decimal point: 45000 or 45000.50"
+            )
+        return amount
 
     @field_validator("monthly", "amount")
     @classmethod
@@ -397,7 +413,7 @@ def _to_python(
                 raise _RefusedYAML(
                     problem="mapping keys must be plain values", problem_mark=key_node.start_mark
                 )
-            key = constructor.construct_object(key_node)
+            key = _no_nul(constructor.construct_object(key_node), key_node)
             if key in result:
                 raise _RefusedYAML(
                     problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark
@@ -408,7 +424,17 @@ def _to_python(
         return [
             _to_python(item, (*path, i), lines, constructor) for i, item in enumerate(node.value)
         ]
-    return constructor.construct_object(node)
+    return _no_nul(constructor.construct_object(node), node)
+
+
+def _no_nul(value: Any, node: yaml.Node) -> Any:
+    """Refuse a string with a NUL byte (a `"\\0"` escape): PostgreSQL cannot store one."""
+    if isinstance(value, str) and "\x00" in value:
+        raise _RefusedYAML(
+            problem="a NUL byte (\\0) is not allowed in a registry value",
+            problem_mark=node.start_mark,
+        )
+    return value
 
 
 def _line_for(path: Sequence[Any], lines: dict[tuple[Any, ...], int]) -> int | None:

@@ -65,8 +65,13 @@ class LedgerFreshness:
 
 
 def ledger_freshness(*, session: Session, today: dt.date, max_age_days: int) -> LedgerFreshness:
-    """Read the ledger's newest day up to today; when stale, which sources fed it and until when."""
-    last = session.scalar(select(func.max(DailySpend.day)).where(DailySpend.day <= today))
+    """Read the newest usage day up to today; when stale, which sources fed it and until when.
+
+    Only usage counts (as for anomaly baselines' covered days): tax, support or a reservation fee
+    billed on the 1st, credits and adjustments say nothing about whether usage data still arrives.
+    """
+    usage = (DailySpend.day <= today, DailySpend.charge_category == "Usage")
+    last = session.scalar(select(func.max(DailySpend.day)).where(*usage))
     fresh = LedgerFreshness(today=today, last_day=last, max_age_days=max_age_days)
     if not fresh.stale or last is None:
         return fresh
@@ -74,7 +79,7 @@ def ledger_freshness(*, session: Session, today: dt.date, max_age_days: int) -> 
     rows = session.execute(
         select(IngestionRun.source, newest)
         .join(IngestionRun, IngestionRun.id == DailySpend.run_id)
-        .where(DailySpend.day <= today)
+        .where(*usage)
         .group_by(IngestionRun.source)
         .order_by(newest.desc(), IngestionRun.source)
     ).all()

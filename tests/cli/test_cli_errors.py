@@ -252,11 +252,13 @@ def test_a_bad_setting_never_echoes_a_secret(
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".env").write_text(
         "SLACK_BOT_TOKEN=xoxb-9-9-sekrit\nMLCOST_LOG_FORMAT=xoxb-9-9-sekrit\n"
-        "MLCOST_TEAM_TAG_KEYS=[xoxb-9-9-sekrit\n"
+        "MLCOST_TEAM_TAG_KEYS=[xoxb-9-9-sekrit\nMLCOST_CURRENCY=xoxb-9-9-sekrit\n"
+        "MLCOST_TIMEZONE=xoxb-9-9-sekrit\n"
     )
     code, out, err = run(capsys, "--database-url", f"sqlite:///{tmp_path / 'x.db'}", "serve")
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert "MLCOST_LOG_FORMAT" in err and "MLCOST_TEAM_TAG_KEYS" in err
+    assert "MLCOST_CURRENCY" in err and "MLCOST_TIMEZONE" in err
     assert "sekrit" not in err
 
 
@@ -323,3 +325,16 @@ def test_an_ingestion_without_an_aws_region_says_so(
     assert code == 2, err
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert "no AWS region" in err and "AWS_DEFAULT_REGION" in err, err
+
+
+def test_an_unknown_time_zone_is_a_bad_setting(
+    database_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was 'unexpected ZoneInfoNotFoundError', exit 1, from the first command that read it."""
+    monkeypatch.setenv("MLCOST_TIMEZONE", "Mars/Olympus_Mons")
+    code, out, err = run(capsys, "--database-url", database_url, "poll", "--dry-run")
+    assert code == 2 and out == "", err
+    assert err.startswith("error: invalid setting MLCOST_TIMEZONE: ") and "IANA" in err, err
+    monkeypatch.setenv("MLCOST_TIMEZONE", "Europe/Paris")
+    code, out, err = run(capsys, "--database-url", database_url, "poll", "--dry-run")
+    assert code == 0, err

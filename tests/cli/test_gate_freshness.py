@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 from pathlib import Path
@@ -9,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from tests.support.cli import days_back, freeze_cli_clock, import_registry_file, ingest_focus_days
+from tests.support.cli import (
+    days_back,
+    focus_days_file,
+    freeze_cli_clock,
+    import_registry_file,
+    ingest_focus_days,
+)
 from tests.support.fake_slack import FakeSlack
 
 REGISTRY = """\
@@ -141,3 +148,25 @@ def test_report_waste_on_a_stale_ledger_is_no_all_clear(
     assert first.startswith("stale data:") and "2026-11-03" in first and "focus" in first
     code, out, _ = run(capsys, *stale_db, "report", "waste", "--format", "json")
     assert json.loads(out)["data"]["stale"] is True
+
+
+def test_a_monthly_fee_after_usage_stopped_does_not_make_the_ledger_fresh(
+    stale_db: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tax, support or a reservation fee billed on the 1st is no sign usage data still arrives."""
+    export = focus_days_file(tmp_path / "fees.csv", [dt.date(2026, 12, 1)], model="recsys")
+    with export.open(newline="") as source:
+        rows = list(csv.DictReader(source))
+    with export.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]), quoting=csv.QUOTE_ALL)
+        writer.writeheader()
+        for index, category in enumerate(("Tax", "Purchase")):
+            writer.writerow({**rows[0], "ChargeCategory": category, "Id": f"fee-{index}"})
+    assert main([*stale_db, "ingest", "focus", str(export)]) == 0
+    capsys.readouterr()
+
+    code, out, _ = run(capsys, *stale_db, "gate", "recsys")
+    assert code == 3, out
+    assert "PASS" not in out and "2026-11-03" in out.splitlines()[1]
+    code, out, _ = run(capsys, *stale_db, "report", "waste")
+    assert "No waste found." not in out and out.startswith("stale data:")

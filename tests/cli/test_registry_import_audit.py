@@ -193,3 +193,18 @@ def test_the_import_is_audited_as_whoever_ran_it(
     out = import_file(capsys, database_url, tmp_path, EMBED.replace("95765", "1"))
     summary, entities = import_records(capsys, database_url, out)
     assert {r["actor"] for r in [summary, *entities]} == {"cli"}
+
+
+def test_audit_import_lists_nothing_for_an_id_that_is_not_an_import(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = import_file(capsys, database_url, tmp_path, EMBED)
+    match = IMPORT_ID.search(first)
+    assert match, first
+    import_id = int(match.group(1))
+    entity_ids = [r["id"] for r in audit_json(capsys, database_url) if r["id"] != import_id]
+    assert entity_ids
+    for other in entity_ids:
+        # another record's id is no import: its record is not listed as one
+        assert audit_json(capsys, database_url, "--import", str(other)) == []
+    assert len(audit_json(capsys, database_url, "--import", str(import_id))) == len(entity_ids) + 1

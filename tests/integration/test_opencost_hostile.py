@@ -274,3 +274,36 @@ def test_the_settings_reach_the_polled_and_the_cli_sources() -> None:
     assert isinstance(built, OpenCostSource)
     assert (built.timeout, built.max_bytes) == (7, 1234)
     assert Settings().opencost_max_bytes == 536_870_912
+
+
+@pytest.mark.parametrize("framing", ["content-length", "until-close"])
+def test_the_deadline_cuts_a_drip_off_rather_than_waiting_for_it_to_end(
+    session: Session, framing: str
+) -> None:
+    """The fetch gives up at its deadline: the server's drip is cut off well before its end (a
+    body ending when the socket closes, or any HTTP/1.0 answer, hands the socket from the
+    connection to the response; the cut used to miss it and wait for the whole drip)."""
+    sent: list[int] = []
+
+    def dripping(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        if framing == "content-length":
+            handler.send_header("Content-Length", "40")
+        else:
+            handler.send_header("Connection", "close")
+            handler.close_connection = True
+        handler.end_headers()
+        stopping: threading.Event = handler.server_stopping  # type: ignore[attr-defined]
+        for _ in range(40):
+            if stopping.wait(0.25):
+                return
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            sent.append(1)
+
+    with server(dripping) as (url, _seen):
+        source = OpenCostSource(url, window=WINDOW, timeout=1)
+        with pytest.raises(IngestError, match="no complete answer within 1 s"):
+            ingest(source, session=session)
+    assert len(sent) < 40  # the drip lasts 10 s: the fetch left after about 1

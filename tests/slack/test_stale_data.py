@@ -115,3 +115,14 @@ def test_the_weekly_signoff_digest_says_the_week_was_not_covered(session: Sessio
     assert STALE not in digests["2026-11-23"]  # the ledger reaches that Sunday
     assert STALE in digests["2026-11-30"]  # one day of seven: signing it off signs off nothing
     assert "2026-11-30, 6 days before 2026-12-06" in digests["2026-11-30"]
+
+
+@pytest.mark.usefixtures("tiny_charts")
+def test_the_notification_text_says_stale_data_once(slack: SlackHarness, clock: Clock) -> None:
+    seed(slack, seed_until_november)
+    for command in ("model recsys", "team ranking"):
+        assert slack.command(command, channel="C0RANKING").status == 200
+        text = slack.responses(1)[0]["text"]
+        assert text.lower().count("stale data") == 1, text
+        assert "Stale data: the ledger's newest day is 2026-11-30" in text, text
+        slack.fake.calls.clear()

@@ -1,4 +1,5 @@
 import threading
+from decimal import Decimal
 
 import pytest
 
@@ -157,3 +158,38 @@ def test_other_yaml_problems_are_one_line(text: str, expected: str) -> None:
         parse_registry(text, source="registry.yaml")
     assert str(info.value).startswith(expected)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("typed", ['"１２３"', '"٣٣"', '"1_000"', '"12,,0,00"', '"1e3"'])
+def test_a_quoted_budget_amount_takes_ascii_digits_only(typed: str) -> None:
+    """A string amount is held to what the Slack parser accepts: no look-alike digits or `_`."""
+    with pytest.raises(RegistryError) as info:
+        parse_registry(GOOD.replace("monthly: 40000", f"monthly: {typed}", 1))
+    assert "registry:14: budgets.1.monthly:" in str(info.value)
+    assert "plain number" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("typed", "value"),
+    [("40000", "40000"), ('"40000.5"', "40000.5"), ("1_000", "1000"), ("1.5e+3", "1500")],
+)
+def test_plain_budget_numbers_still_read(typed: str, value: str) -> None:
+    spec = parse_registry(GOOD.replace("monthly: 40000", f"monthly: {typed}", 1))
+    assert spec.budgets[1].monthly == Decimal(value)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("channel: C0RECSYS", 'channel: C0RECSYS\n    description: "a\\0b"'),
+        ('{"ml:model": recsys}', '{"ml:model": "rec\\0sys"}'),
+        ('{"ml:model": recsys}', '{"ml\\0model": recsys}'),
+    ],
+)
+def test_a_nul_byte_is_refused_at_its_line(old: str, new: str) -> None:
+    """PostgreSQL cannot store one (it was 'unexpected DataError', exit 1); SQLite stored it."""
+    with pytest.raises(RegistryError) as info:
+        parse_registry(GOOD.replace(old, new, 1))
+    message = str(info.value)
+    assert message.startswith("registry:") and "NUL byte" in message
+    assert message.split(":")[1] in {"7", "8"}

@@ -329,6 +329,9 @@ class _Exchange:
         self._cut = threading.Event()
         self._timer: threading.Timer | None = None
         self._response: http.client.HTTPResponse | None = None
+        # the connected socket: a response read until the socket closes (or any HTTP/1.0
+        # answer) takes it over, and the connection forgets it
+        self._sock: socket.socket | None = None
         parts = urlsplit(url)
         https = parts.scheme.lower() == "https"
         make = http.client.HTTPSConnection if https else http.client.HTTPConnection
@@ -353,7 +356,7 @@ class _Exchange:
 
     def _cut_off(self) -> None:
         self._cut.set()
-        sock = self._connection.sock
+        sock = self._sock or self._connection.sock
         if sock is not None:
             with contextlib.suppress(OSError):  # already closed
                 sock.shutdown(socket.SHUT_RDWR)
@@ -375,8 +378,11 @@ class _Exchange:
             self._checked(exc)
             raise
         self.connected = True
-        if self._connection.sock is not None:
-            self._connection.sock.settimeout(self._left())
+        self._sock = self._connection.sock
+        if self._sock is not None:
+            self._sock.settimeout(self._left())
+            if self._cut.is_set():  # the timer fired while connecting, before the socket was kept
+                self._cut_off()
         parts = urlsplit(self.url)
         headers = {"Accept": "application/json", "User-Agent": "mlcost"}
         if self.authorization is not None:
@@ -424,6 +430,8 @@ class _Exchange:
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        if self._response is not None:
+            self._response.close()  # it may hold the socket the connection handed over
         self._connection.close()
 
 

@@ -124,3 +124,8 @@ def chart_failure_note(error: str) -> dict[str, Any]:
 def stale_data_block(line: str) -> dict[str, Any]:
     """Return the section saying the data is stale (bot.spend.freshness.freshness_line)."""
     return section(f":warning: *Stale data, no all-clear:* {mrkdwn.escape(line)}")
+
+
+def stale_data_text(line: str) -> str:
+    """Return the freshness line as a sentence of the notification text (escaped)."""
+    return mrkdwn.escape(line[:1].upper() + line[1:])

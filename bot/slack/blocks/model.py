@@ -19,6 +19,7 @@ from bot.slack.blocks.common import (
     section,
     signed_percent,
     stale_data_block,
+    stale_data_text,
 )
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
@@ -61,7 +62,7 @@ def build_model_report_blocks(
     text = _fallback_text(report, currency, to_date)
     if report.stale_data is not None:
         blocks.insert(1, stale_data_block(report.stale_data))
-        text = f"{text} Stale data: {escape(report.stale_data)}"
+        text = f"{text} {stale_data_text(report.stale_data)}"
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 

@@ -18,6 +18,7 @@ from bot.slack.blocks.common import (
     section,
     signed_percent,
     stale_data_block,
+    stale_data_text,
 )
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
@@ -86,7 +87,7 @@ def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, li
     ]
     if report.stale_data is not None:
         blocks.insert(1, stale_data_block(report.stale_data))
-        text = f"{text} Stale data: {escape(report.stale_data)}"
+        text = f"{text} {stale_data_text(report.stale_data)}"
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
