@@ -38,7 +38,8 @@ AMOUNT_FORMS = (
 
 def _quoted(typed: str) -> str:
     """Return what was typed as it can be quoted back in any reply (no markup, 40 characters)."""
-    shown = "".join("?" if c in "`<>&*_~" or not c.isprintable() else c for c in typed)
+    # inside a code span only a backtick (and &, <, > for mrkdwn) could change the reply
+    shown = "".join("?" if c in "`<>&" or not c.isprintable() else c for c in typed)
     return shown if len(shown) <= 40 else shown[:39] + "…"
 
 

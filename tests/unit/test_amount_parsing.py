@@ -85,3 +85,12 @@ def test_beyond_one_trillion_is_refused_with_the_limit_named() -> None:
 def test_more_than_four_decimal_places_is_refused() -> None:
     with pytest.raises(UsageError, match="decimal places"):
         parse_amount("10.00001")
+
+
+def test_a_refusal_quotes_what_was_typed_and_only_defuses_markup() -> None:
+    with pytest.raises(UsageError) as refused:
+        parse_amount("1_000")
+    assert "`1_000`" in str(refused.value)  # a code span shows _ as it is
+    with pytest.raises(UsageError) as refused:
+        parse_amount("<!here>`5`")
+    assert "`?!here??5?`" in str(refused.value)
