@@ -8,8 +8,6 @@ from enum import StrEnum
 
 ZERO = Decimal(0)
 CENT = Decimal("0.01")
-# Ledger precision: 10 fractional digits keeps per-line costs like 0.0000008 exact.
-LEDGER_QUANTUM = Decimal("0.0000000001")
 # The largest budget mlcost stores (bot/db/schema.py BudgetMoney holds it on SQLite too).
 MAX_BUDGET = Decimal(1_000_000_000_000)
 

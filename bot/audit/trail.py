@@ -357,8 +357,3 @@ def _entry(row: AuditLog, currency: str) -> AuditEntry:
     return AuditEntry(
         row.id, row.at, row.actor, row.action, row.target, before, after, detail, currency
     )
-
-
-def entries_as_json(entries: Sequence[AuditEntry]) -> list[dict[str, Any]]:
-    """Return the entries as full JSON records."""
-    return [entry.as_json() for entry in entries]

@@ -11,7 +11,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bot.cli import (
     audit_cmd,
@@ -38,21 +38,48 @@ COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo
 COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd, waste_cmd, audit_cmd]
 
 
+class Command(NamedTuple):
+    """One subcommand: the words that reach it (`report spend`) and its parser."""
+
+    words: tuple[str, ...]
+    parser: argparse.ArgumentParser
+
+    @property
+    def runnable(self) -> bool:
+        """Whether the command runs something (a group like `report` only holds subcommands)."""
+        return self.parser.get_default("handler") is not None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser with every command group registered."""
-    parser = argparse.ArgumentParser(
-        prog="mlcost", description="Make ML cloud spend legible and governed."
-    )
+    return build_cli()[0]
+
+
+def build_cli() -> tuple[argparse.ArgumentParser, list[Command]]:
+    """Build the argument parser; return it with every subcommand, nested ones included."""
+    made: list[argparse.ArgumentParser] = []
+
+    class Parser(argparse.ArgumentParser):
+        # add_subparsers makes each subcommand's parser with its parent's class (its documented
+        # parser_class default), so every parser of the tree is kept here as it is made:
+        # argparse itself keeps them only in private attributes
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    parser = Parser(prog="mlcost", description="Make ML cloud spend legible and governed.")
     parser.add_argument("--version", action="version", version=f"mlcost {package_version()}")
     add_global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(commands)
-    for command in _subparsers(parser):
+    # a subcommand's prog is its parent's prog and its name (no positional comes before one)
+    found = [Command(tuple(sub.prog.split()[1:]), sub) for sub in made if sub is not parser]
+    for command in found:
         # after the subcommand too (`mlcost report spend -v`); SUPPRESS keeps a value given
         # before the subcommand from being reset to the default by the subcommand's parser
-        add_global_options(command, default=argparse.SUPPRESS)
-    return parser
+        add_global_options(command.parser, default=argparse.SUPPRESS)
+    return parser, found
 
 
 def add_global_options(parser: argparse.ArgumentParser, default: object = None) -> None:
@@ -72,17 +99,6 @@ def add_global_options(parser: argparse.ArgumentParser, default: object = None) 
         default=False if default is None else default,
         help="no progress bars (they are only drawn when stderr is a terminal)",
     )
-
-
-def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
-    """Return every subcommand's parser, nested ones included."""
-    found: list[argparse.ArgumentParser] = []
-    for action in parser._actions:  # argparse has no public walk over subparsers
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in dict.fromkeys(action.choices.values()):  # aliases share a parser
-                found.append(sub)
-                found.extend(_subparsers(sub))
-    return found
 
 
 def package_version() -> str:

@@ -186,8 +186,3 @@ def deliver_outbox(
         find_posted=find_posted,
         lease=outbox_lease(settings),
     )
-
-
-def alert_summary(post: PlannedPost) -> str:
-    """Return one line describing a planned post."""
-    return f"{post.channel:<12} {post.text}"

@@ -67,11 +67,6 @@ class RegistryDiff:
         """Teams, models, budgets and owner assignments the import removes."""
         return sum(self.removed_counts.values())
 
-    @property
-    def updated_entities(self) -> list[str]:
-        """Each updated entity once, in order."""
-        return list(dict.fromkeys(c.entity for c in self.updated))
-
     def lines(self) -> list[str]:
         """One line per created, updated field, and removed entity."""
         return (

@@ -17,7 +17,6 @@ MAX_FIELD_TEXT = 2000  # each field
 MAX_CONTEXT_ELEMENTS = 10
 MAX_CONTEXT_TEXT = 3000  # each mrkdwn element
 MAX_HEADER = 150  # plain_text
-MAX_BUTTON_TEXT = 75  # plain_text
 MAX_MODAL_TITLE = 24  # plain_text: title, submit, close
 MAX_FALLBACK_TEXT = 4000  # the `text` that notifications show; Slack truncates long ones
 

@@ -1,8 +1,8 @@
-"""Posting to Slack behind a small interface, with a fake for unit tests."""
+"""Posting to Slack behind a small interface (the tests' fake: tests/support/fake_notifier.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from slack_sdk import WebClient
@@ -76,45 +76,4 @@ class SlackNotifier:
     ) -> None:
         self.client.files_upload_v2(
             channel=channel, filename=filename, content=data, title=title, thread_ts=thread_ts
-        )
-
-
-@dataclass
-class FakeNotifier:
-    """Records every call; optionally fails the next N posts."""
-
-    posts: list[dict[str, Any]] = field(default_factory=list)
-    updates: list[dict[str, Any]] = field(default_factory=list)
-    uploads: list[dict[str, Any]] = field(default_factory=list)
-    fail_next: int = 0
-    error: Exception | None = None
-
-    def post(
-        self, channel: str, text: str, blocks: list[dict[str, Any]], thread_ts: str | None = None
-    ) -> Posted:
-        if self.fail_next > 0:
-            self.fail_next -= 1
-            raise self.error or RuntimeError("fake Slack failure")
-        checked_message(text, blocks)
-        ts = f"{1700000000 + len(self.posts)}.000100"
-        self.posts.append(
-            {"channel": channel, "text": text, "blocks": blocks, "thread_ts": thread_ts, "ts": ts}
-        )
-        return Posted(channel=channel, ts=ts)
-
-    def update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
-        checked_message(text, blocks)
-        self.updates.append({"channel": channel, "ts": ts, "text": text, "blocks": blocks})
-
-    def upload_png(
-        self, channel: str, filename: str, data: bytes, title: str, thread_ts: str | None = None
-    ) -> None:
-        self.uploads.append(
-            {
-                "channel": channel,
-                "filename": filename,
-                "data": data,
-                "title": title,
-                "thread_ts": thread_ts,
-            }
         )

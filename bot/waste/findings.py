@@ -137,7 +137,6 @@ def _scope(session: Session, name: str) -> tuple[set[str], str | None]:
 CENT = Decimal("0.01")
 CLOSED_RECENT_DAYS = 30  # closed findings listed one by one for this long; the total counts all
 OPEN, CLOSED = "open", "closed"
-SILENCING = ("keep", "not_waste")
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
 from bot.notify.cycle import run_cycle
-from bot.slack.notifier import FakeNotifier, Posted
+from bot.slack.notifier import Posted
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.database import migrated
+from tests.support.fake_notifier import FakeNotifier
 
 EXPECTED = {
     1: ["unallocated:2026-10-26"],

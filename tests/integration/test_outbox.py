@@ -16,8 +16,9 @@ from bot.db.engine import session_scope
 from bot.notify.delivery import DeliveryReport, deliver_pending
 from bot.notify.outbox import FindPosted, enqueue
 from bot.slack.errors import slack_error
-from bot.slack.notifier import FakeNotifier, Posted
+from bot.slack.notifier import Posted
 from tests.support.database import migrated
+from tests.support.fake_notifier import FakeNotifier
 from tests.support.outbox import BLOCKS, outbox_rows, put, put_one
 
 NOW = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)

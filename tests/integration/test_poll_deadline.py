@@ -15,10 +15,10 @@ from bot.db.schema import IngestionRun
 from bot.ingest.sources.base import Progress, SourceData
 from bot.ingest.sources.focus import FocusSource
 from bot.notify.cycle import run_cycle
-from bot.slack.notifier import FakeNotifier
 from bot.web.health import health_snapshot
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.database import migrated
+from tests.support.fake_notifier import FakeNotifier
 
 FOCUS = Path(__file__).resolve().parents[1] / "data" / "focus_sample.csv"
 NOW = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 
-from bot.cli import build_parser
+from bot.cli import build_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def _leaf_commands(parser: argparse.ArgumentParser, prefix: str = "mlcost") -> list[str]:
-    """Every runnable command line, e.g. 'mlcost ingest value' (argparse has no public walk)."""
-    found: list[str] = []
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                found.extend(_leaf_commands(sub, f"{prefix} {name}") or [f"{prefix} {name}"])
-    return found
+def _leaf_commands() -> list[str]:
+    """Every runnable command line, e.g. 'mlcost ingest value'."""
+    return [" ".join(("mlcost", *c.words)) for c in build_cli()[1] if c.runnable]
 
 
 def _commands_table() -> str:
@@ -31,7 +25,7 @@ def test_every_command_is_in_the_readme_table() -> None:
     table = _commands_table()
     rows = [line for line in table.splitlines() if line.startswith("| `mlcost")]
     listed = {re.match(r"\| `(mlcost(?: [a-z][a-z-]*)*)", row).group(1) for row in rows}  # type: ignore[union-attr]
-    missing = [cmd for cmd in _leaf_commands(build_parser()) if cmd not in listed]
+    missing = [cmd for cmd in _leaf_commands() if cmd not in listed]
     assert not missing, f"commands missing from the README's Commands table: {missing}"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
@@ -106,11 +105,6 @@ def signed_percent(value: Decimal | None) -> str:
     if whole < 0:
         return f"−{-whole} %"
     return "±0 %"
-
-
-def day_words(day: dt.date) -> str:
-    """Return `19 Nov 2026`."""
-    return f"{day.day} {day:%b %Y}"
 
 
 def chart_failure_note(error: str) -> dict[str, Any]:
