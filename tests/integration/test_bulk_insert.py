@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sqlalchemy import select
+from sqlalchemy import Boolean, select
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
@@ -46,7 +46,11 @@ def test_arrow_rows_round_trip_exactly(session: Session) -> None:
     for column in DailySpend.__table__.columns:
         if isinstance(column.type, ExactDecimal):
             columns[column.name] = pa.array(money, pa.decimal128(38, 10))
-        elif column.name not in columns and column.name != "id":
+        elif column.name in columns or column.name == "id":
+            continue
+        elif isinstance(column.type, Boolean):
+            columns[column.name] = pa.array([False, True] * 3)
+        else:
             columns[column.name] = pa.array([f"{column.name}-{i}" for i in range(n)])
     insert_arrow(
         DailySpend.metadata.tables[DailySpend.__tablename__],
@@ -68,6 +72,7 @@ def test_arrow_rows_round_trip_exactly(session: Session) -> None:
         e for e in expected if e is not None
     ]
     assert stored[2].service == "service-2"
+    assert [r.node_offset for r in stored] == [False, True] * 3
 
 
 @pytest.mark.parametrize("column_type", [Money, Quantity])
