@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def register(commands: Any) -> None:
     parser = commands.add_parser("ingest", help="load spend from a billing source")
     sub = parser.add_subparsers(dest="source", required=True)
-    focus = sub.add_parser("focus", help="FOCUS 1.0-1.2 export: .csv, .csv.gz, .parquet, s3://")
+    focus = sub.add_parser("focus", help="FOCUS 0.5-1.3 export: .csv, .csv.gz, .parquet, s3://")
     focus.add_argument("locations", nargs="+", metavar="PATH_OR_S3_URI")
     focus.set_defaults(handler=run_files, source_kind="focus")
     cur = sub.add_parser("cur", help="AWS CUR (legacy or 2.0) Parquet/CSV; all parts of a month")

@@ -212,7 +212,7 @@ def ingest(
         # node offsets are derived from what counts: drop them, settle which source counts
         # each account's day, then match allocations to the instances billed
         clear_node_offsets(session, *touched)
-        overlaps = resolve_overlaps(session, *touched, kind=source.kind)
+        overlaps = resolve_overlaps(session, *touched, kind=source.kind, run_id=run.id)
         nodes = resolve_nodes(session, *touched, run_id=run.id)
         refresh_rollup(session, *touched)
     totals = _currency_totals(billed, attributed, written.idle, data)

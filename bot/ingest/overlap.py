@@ -113,6 +113,16 @@ class _Part:
     currency: str
     billed: Decimal
     aside: bool
+    mine: bool  # the rows the ingestion being resolved wrote
+
+
+def _same_account(one: _Part, other: _Part) -> bool:
+    """Whether two parts of one provider's day bill the same account (a placeholder: any)."""
+    return (
+        one.account == other.account
+        or _placeholder(one.account, one.provider)
+        or _placeholder(other.account, other.provider)
+    )
 
 
 def _ledger_columns() -> list[str]:
@@ -121,9 +131,10 @@ def _ledger_columns() -> list[str]:
     return [c.name for c in DailySpend.__table__.columns if c.name != "id" and c.name in theirs]
 
 
-def _parts(session: Session, first: dt.date, last: dt.date) -> list[_Part]:
-    """Return what the ledger holds per provider, account, day, kind and currency."""
-    found = []
+def _parts(session: Session, first: dt.date, last: dt.date, run_id: int) -> list[_Part]:
+    """Return what the ledger holds per provider, account, day, kind and currency, the rows of
+    the ingestion `run_id` apart."""
+    found: dict[tuple[Any, ...], Decimal] = {}
     for model, aside in ((DailySpend, False), (OverlappingSpend, True)):
         rows = session.execute(
             select(
@@ -132,6 +143,7 @@ def _parts(session: Session, first: dt.date, last: dt.date) -> list[_Part]:
                 model.day,
                 IngestionRun.source,
                 model.currency,
+                model.run_id,
                 func.sum(model.billed_cost),
             )
             .join(IngestionRun, IngestionRun.id == model.run_id)
@@ -142,13 +154,16 @@ def _parts(session: Session, first: dt.date, last: dt.date) -> list[_Part]:
                 model.day,
                 IngestionRun.source,
                 model.currency,
+                model.run_id,
             )
         )
-        found += [
-            _Part(provider, account, day, kind, currency, Decimal(billed or 0), aside)
-            for provider, account, day, kind, currency, billed in rows
-        ]
-    return found
+        for provider, account, day, kind, currency, run, billed in rows:
+            key = (provider, account, day, kind, currency, aside, run == run_id)
+            found[key] = found.get(key, Decimal(0)) + Decimal(billed or 0)
+    return [
+        _Part(provider, account, day, kind, currency, billed, aside, mine)
+        for (provider, account, day, kind, currency, aside, mine), billed in found.items()
+    ]
 
 
 def _counting_kind(part: _Part, parts: Iterable[_Part]) -> str | None:
@@ -158,12 +173,7 @@ def _counting_kind(part: _Part, parts: Iterable[_Part]) -> str | None:
     for other in parts:
         if other.kind == part.kind or canonical_provider(other.provider) != provider:
             continue
-        same_account = (
-            other.account == part.account
-            or _placeholder(other.account, other.provider)
-            or _placeholder(part.account, part.provider)
-        )
-        if not same_account or _priority(other.kind) >= _priority(part.kind):
+        if not _same_account(other, part) or _priority(other.kind) >= _priority(part.kind):
             continue
         if best is None or _priority(other.kind) < _priority(best):
             best = other.kind
@@ -171,28 +181,31 @@ def _counting_kind(part: _Part, parts: Iterable[_Part]) -> str | None:
 
 
 def resolve_overlaps(
-    session: Session, first: dt.date, last: dt.date, *, kind: str
+    session: Session, first: dt.date, last: dt.date, *, kind: str, run_id: int
 ) -> list[Overlap]:
     """Set aside the days first..last that a source earlier in SOURCE_PRIORITY also holds.
 
     Rows set aside earlier whose day no earlier source holds any more come back. Return the
-    overlaps that involve `kind` (the ingestion's), one per counted/set-aside pair, account
-    and currency.
+    overlaps of the ingestion `run_id` (of `kind`): its own rows set aside, or another kind's
+    rows set aside because its rows bill the same account's day; one per counted/set-aside
+    pair, account and currency. Other rows of the same kind on those days (another account's
+    export, OpenCost's /cloudCost beside its allocations) are not its overlaps.
     """
-    parts = _parts(session, first, last)
+    parts = _parts(session, first, last, run_id)
     by_day: dict[tuple[str, dt.date], list[_Part]] = {}
     for part in parts:
         by_day.setdefault((canonical_provider(part.provider), part.day), []).append(part)
     moves: dict[tuple[str, str, dt.date, str], tuple[bool, str]] = {}
     overlaps: dict[tuple[str, str, str, str, str], list[Any]] = {}
     for part in parts:
-        counted_by = _counting_kind(part, by_day[(canonical_provider(part.provider), part.day)])
+        same_day = by_day[(canonical_provider(part.provider), part.day)]
+        counted_by = _counting_kind(part, same_day)
         key = (part.provider, part.account, part.day, part.kind)
         if counted_by is None and part.aside:
             moves[key] = (False, "")
         elif counted_by is not None and not part.aside:
             moves[key] = (True, counted_by)
-        if counted_by is not None and kind in (counted_by, part.kind):
+        if counted_by is not None and _involves(part, counted_by, kind, same_day):
             group = (counted_by, part.kind, part.account, part.currency, part.provider)
             entry = overlaps.setdefault(group, [part.day, part.day, Decimal(0)])
             entry[0], entry[1] = min(entry[0], part.day), max(entry[1], part.day)
@@ -216,6 +229,16 @@ def resolve_overlaps(
             amount,
         ) in sorted(overlaps.items())
     ]
+
+
+def _involves(part: _Part, counted_by: str, kind: str, same_day: Iterable[_Part]) -> bool:
+    """Whether a part set aside is the ingestion's overlap: its own rows, or rows its own rows
+    count instead."""
+    if part.kind == kind:
+        return part.mine
+    return counted_by == kind and any(
+        other.mine and other.kind == kind and _same_account(other, part) for other in same_day
+    )
 
 
 def _move(

@@ -169,3 +169,17 @@ def test_a_bad_value_names_the_files_focus_version(tmp_path: Path) -> None:
         FocusSource([str(path)]).read(set())
     message = str(refused.value)
     assert message.startswith(f"{path}: ") and message.endswith("; read as FOCUS 1.3")
+
+
+def test_a_0_5_file_without_its_provider_column_is_told_so_by_its_0_5_name(
+    tmp_path: Path,
+) -> None:
+    source_rows = rows(DATA / "synthetic-focus-0.5.csv")
+    path = tmp_path / "export.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, [c for c in source_rows[0] if c != "ProviderName"])
+        writer.writeheader()
+        writer.writerows({k: v for k, v in r.items() if k != "ProviderName"} for r in source_rows)
+    with pytest.raises(IngestError) as refused:
+        FocusSource([str(path)]).read(set())
+    assert str(refused.value) == f"{path}: missing FOCUS 0.5 column(s): Provider"

@@ -112,3 +112,22 @@ def test_a_focus_file_given_to_ingest_opencost_names_the_command_that_reads_it()
     path = DATA / "focus_sample.csv"
     with pytest.raises(IngestError, match="use 'mlcost ingest focus'"):
         OpenCostSource(str(path)).read(set())
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        DATA / "synthetic-azure-legacy-usage.csv",  # UsageQuantity: a FOCUS 1.0-preview name
+        DATA / "EA_ActualCost_Small.csv",  # ChargeType: a FOCUS 0.5 name
+        DATA / "sample-anonymous-ea-export-dataset.csv",
+    ],
+)
+def test_a_native_export_is_not_named_a_focus_version(path: Path) -> None:
+    """A native export sharing a column name with an old FOCUS version is not that version."""
+    with pytest.raises(IngestError) as refused:
+        FocusSource([str(path)]).read(set())
+    message = str(refused.value)
+    assert message.startswith(f"{path}: missing FOCUS column(s): ChargePeriodStart, BilledCost, ")
+    assert "EffectiveCost" in message and "AmortizedCost" not in message
+    assert "this looks like" in message and AZURE_FOCUS in message
+    assert not re.search(r"FOCUS (0\.5|1\.\d)", message), message

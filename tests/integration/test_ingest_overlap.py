@@ -23,6 +23,7 @@ from bot.spend.chargeback import chargeback_report
 from bot.spend.reports import spend_report
 from tests.conftest import DATA
 from tests.support.ledger import assert_rollup_matches_ledger, ledger_totals
+from tests.support.opencost import allocation, allocation_answer
 from tests.support.sample_registry import load_registry
 
 CLOUD_COSTS = DATA / "cloudCost-example-output.json"
@@ -218,3 +219,39 @@ def test_other_accounts_and_providers_do_not_overlap(session: Session, tmp_path:
     assert other.overlaps == []
     assert "also" not in other.reconciliation_line()
     assert session.scalar(select(func.count()).select_from(OverlappingSpend)) == 0
+
+
+def test_an_ingestion_names_only_the_dollars_it_holds_itself(
+    session: Session, tmp_path: Path
+) -> None:
+    load_registry(session, OVERLAP_REGISTRY)
+    ingest(OpenCostSource(str(CLOUD_COSTS)), session=session)
+    ingest(FocusSource([str(bill_file(tmp_path / "a.csv", BILL_DAYS))]), session=session)
+    # another account's export of the same days: none of its dollars are counted twice,
+    # though the ledger holds an overlap of the same kind (focus) on those days
+    other = ingest(
+        FocusSource([str(bill_file(tmp_path / "b.csv", BILL_DAYS, account="999999999999"))]),
+        session=session,
+    )
+    assert other.overlaps == [], other.reconciliation_line()
+    assert "also" not in other.reconciliation_line()
+    run = session.get(IngestionRun, other.run_id)
+    assert run is not None and run.overlaps is None
+    # an OpenCost answer of allocations on those days, beside the /cloudCost rows (the same
+    # kind) that the bill set aside: none of the allocations are in the bill
+    day = BILL_DAYS[0]
+    allocations = tmp_path / "allocation.json"
+    allocations.write_text(
+        allocation_answer([allocation("ml/train", day, namespace="ml", cpu="3.00")])
+    )
+    pods = ingest(OpenCostSource(str(allocations)), session=session)
+    assert pods.overlaps == [], pods.reconciliation_line()
+    assert pods.reconciliation_line() == (
+        "reconciliation OK: billed 3.00 USD = attributed 0.00 USD + unallocated 3.00 USD"
+    )
+    # the bill itself still names what it counts once
+    again = ingest(FocusSource([str(tmp_path / "a.csv")]), session=session)
+    [overlap] = again.overlaps
+    assert (overlap.set_aside, overlap.account) == ("opencost", ACCOUNT)
+    assert overlap.amount == cloud_cost_aws(BILL_DAYS).quantize(Decimal("1E-10"))
+    assert_rollup_matches_ledger(session)

@@ -125,7 +125,13 @@ _BEFORE_1_1 = ("0.5", "1.0-preview", "1.0")
 # Oldest first: how an ingestion of several files lists their versions.
 _VERSION_ORDER = tuple(reversed(VERSION_MARKERS))
 # A required column as an older version names it, for messages.
-_OLD_NAMES = {"0.5": {"EffectiveCost": "AmortizedCost", "ChargeCategory": "ChargeType"}}
+_OLD_NAMES = {
+    "0.5": {
+        "EffectiveCost": "AmortizedCost",
+        "ChargeCategory": "ChargeType",
+        "ProviderName": "Provider",
+    }
+}
 OPTIONAL = (
     "BillingPeriodStart",
     "ChargePeriodEnd",
@@ -249,15 +255,20 @@ def focus_columns(names: list[str]) -> tuple[list[str], str, list[str]]:
     version names them.
     """
     stripped = _canonical_names(names)
-    version = focus_version(names)
+    # A native export (Azure's has ChargeType and UsageQuantity) is no FOCUS version at all.
+    hint = format_hint(names, "focus")
+    detected = None if hint else _detected_version(names)
+    version = detected or "1.0"
     needed = REQUIRED if version in _BEFORE_1_1 else (*REQUIRED, *REQUIRED_SINCE_1_1)
     written = _OLD_NAMES.get(version, {})
     missing = [written.get(c, c) for c in needed if c not in stripped]
     if "ProviderName" not in stripped and "ServiceProviderName" not in stripped:
-        missing.append("ServiceProviderName" if version == "1.3" else "ProviderName")
+        missing.append(
+            written.get(
+                "ProviderName", "ServiceProviderName" if version == "1.3" else "ProviderName"
+            )
+        )
     if missing:
-        hint = format_hint(names, "focus")
-        detected = _detected_version(names)
         what = f"FOCUS {detected} column(s)" if detected else "FOCUS column(s)"
         raise IngestError(f"missing {what}: {', '.join(missing)}{hint}")
     absent = (
