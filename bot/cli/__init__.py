@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -120,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit codes: 0 done; 1 an unexpected error (or a command's own "no", e.g. a failed
     reconciliation); 2 a known error (bad input or settings, database unusable), also argparse's
     code for a bad command line. A command may set its own codes (the gate: 3 when it could not
-    evaluate).
+    evaluate); 141 when the reader of its output stopped early (`mlcost demo | head`).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -154,6 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; nothing was committed", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader stopped early (`mlcost demo | head`): end as a process killed by SIGPIPE
+        # does, quietly; point stdout at /dev/null so the flush at exit cannot fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except Exception as exc:
         ref = new_reference()
         if args.verbose:

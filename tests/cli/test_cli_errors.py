@@ -338,3 +338,24 @@ def test_an_unknown_time_zone_is_a_bad_setting(
     monkeypatch.setenv("MLCOST_TIMEZONE", "Europe/Paris")
     code, out, err = run(capsys, "--database-url", database_url, "poll", "--dry-run")
     assert code == 0, err
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`mlcost demo | head -2`: the reader closes the pipe; mlcost stops without a traceback or
+    an 'unexpected BrokenPipeError' line, and exits as a process killed by SIGPIPE would (141)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MLCOST_", "SLACK_"))}
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"'{sys.executable}' -m bot.cli demo | head -2; echo \"${{PIPESTATUS[0]}}\"",
+        ],
+        cwd=tmp_path,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and lines[-1] == "141", done.stdout
+    assert done.stderr == "", done.stderr
