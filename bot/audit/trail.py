@@ -95,6 +95,7 @@ class AuditSubject:
 
     kind: str  # MODEL or TEAM
     name: str
+    removed: bool = False  # no longer in the registry: only its audit records remain
 
 
 def split_detail(action: str, detail: dict[str, Any]) -> tuple[Any, Any]:
@@ -272,6 +273,10 @@ def resolve_subject(session: Session, name: str) -> AuditSubject:
         return AuditSubject(MODEL, wanted)
     if session.scalars(select(Team.id).where(Team.name == wanted)).first() is not None:
         return AuditSubject(TEAM, wanted)
+    for kind in (MODEL, TEAM):  # removed since, but its records remain
+        target = f"{kind}:{wanted}"
+        if session.scalars(select(AuditLog.id).where(AuditLog.target == target)).first():
+            return AuditSubject(kind, wanted, removed=True)
     names = sorted({*session.scalars(select(MLModel.name)), *session.scalars(select(Team.name))})
     close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.5)
     shown = name.replace("`", "'")[:60]

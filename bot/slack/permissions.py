@@ -18,6 +18,7 @@ from bot.registry.catalog import (
     can_manage_team,
     find_model,
     find_team,
+    is_admin,
     model_owner_ids,
 )
 from bot.registry.sync import parse_scope
@@ -73,6 +74,13 @@ def audit_readers(subject_named: Callable[[list[str]], str | None]) -> Permissio
         if name is None:
             return  # the subcommand's usage message explains what to name
         subject = resolve_subject(session, name)
+        if subject.removed:  # its owners went with it
+            if is_admin(session, inv.user_id):
+                return
+            raise PermissionDenied(
+                f"`{subject.name}` is no longer in the registry: only an admin can see its "
+                "audit trail."
+            )
         if subject.kind == MODEL:
             model = find_model(session, subject.name)
             if can_manage_model(session, inv.user_id, model):

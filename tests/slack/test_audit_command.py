@@ -109,3 +109,26 @@ def test_a_registry_import_shows_each_change_as_money(slack: SlackHarness) -> No
     assert "`registry.budget.update` `model:embed`\nmonthly=$95,765 → monthly=$75,135" in body
     assert "`registry.model.create`" in body and "`registry.budget.create`" in body
     assert "0000000000" not in body
+
+
+def test_a_removed_models_trail_is_still_shown_to_an_admin(slack: SlackHarness) -> None:
+    registry = (
+        "teams:\n  - {name: search, channel: C0SEARCH, owners: [U0SSS111]}\n"
+        "models:\n  - {name: embed, team: search, owners: [U0SSS111]}\n"
+        "  - {name: rerank, team: search, owners: [U0SSS111]}\n"
+        "admins: [U0ADM0001]\n"
+    )
+
+    def import_then_remove(session: Session) -> None:
+        import_registry(parse_registry(registry), session=session, actor="cli:alice")
+        without = registry.replace("  - {name: rerank, team: search, owners: [U0SSS111]}\n", "")
+        import_registry(parse_registry(without), session=session, actor="cli:alice")
+
+    seed(slack, import_then_remove)
+    reply = reply_to(slack, "audit rerank", "U0ADM0001")
+    body = section_texts(reply)
+    assert "`registry.model.create` `model:rerank`" in body
+    assert "`registry.model.remove` `model:rerank`" in body
+    # its owners went with it: only an admin may read a removed model's trail
+    refused = reply_to(slack, "audit rerank", "U0SSS111")
+    assert "admin" in str(refused["text"]) and "registry.model" not in str(refused.get("blocks"))
