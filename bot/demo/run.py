@@ -313,6 +313,13 @@ def run_unit_economics_demo(services: AppServices, charts: DemoCharts) -> int:
                 session=session, model_name=model, as_of=as_of, settings=services.settings
             )
             print(result.as_text())
+        # ten days on with nothing ingested, the gate gives no verdict rather than a pass
+        later = as_of + dt.timedelta(days=10)
+        stale = evaluate_gate(
+            session=session, model_name=GATE_MODELS[0], as_of=later, settings=services.settings
+        )
+    print(f"mlcost gate {GATE_MODELS[0]} --as-of {later}: nothing ingested since {as_of} (exit 3)")
+    print(stale.as_text())
     return 0
 
 

@@ -329,3 +329,14 @@ def test_the_demo_charges_back_support_and_tax_from_the_raw_billing(two_runs: Tw
         if line.split() and line.split()[0] in ("nlp", "ranking", "risk", "vision")
     ]
     assert len(shares) == 4 and max(shares) - min(shares) <= Decimal("0.01")
+
+
+def test_the_demo_shows_the_gate_giving_no_verdict_on_stale_data(two_runs: TwoRuns) -> None:
+    out = two_runs.first
+    gate = out[out.index("== 10. Release gate") : out.index("== 11.")]
+    assert "gate PASS: search-ranker (as of 2026-11-30)" in gate
+    stale = gate[gate.index("nothing ingested since 2026-11-30 (exit 3)") :]
+    assert stale.splitlines()[1] == (
+        "gate UNKNOWN: search-ranker (as of 2026-12-10): could not evaluate"
+    )
+    assert "the ledger's newest day is 2026-11-30" in stale and "PASS" not in stale
