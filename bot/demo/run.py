@@ -167,6 +167,9 @@ HOSTILE_TAG = "legacy <!channel> <https://evil.example|click here>"
 def show_trust(services: AppServices) -> None:
     """Show what outside text becomes in Slack, and what a registry import would change."""
     section("14. Trust: outside text is escaped; a registry import shows its diff first")
+    from bot.budgets.admin import parse_amount
+    from bot.cli.csv_export import csv_text
+    from bot.errors import UsageError
     from bot.registry.plan import plan_import
     from bot.registry.spec import parse_registry
     from bot.slack.blocks.alerts import build_unallocated_alert
@@ -179,6 +182,15 @@ def show_trust(services: AppServices) -> None:
     for text in shown:
         print("  " + text.replace("\n", "\n  "))
     print("  (escaped: it cannot ping @channel or add a link)")
+    formula = '=HYPERLINK("https://evil.example","refund")'
+    print(f"the tag value {formula!r} in a CSV export (report spend --format csv) is the cell:")
+    print(f"  {csv_text([[formula, Decimal('-12.50')]]).strip()}")
+    print("  (a spreadsheet shows it as text, never runs it; the credit stays a number)")
+    try:
+        parse_amount("1,5")
+    except UsageError as refused:
+        print("/mlcost budget set model:recsys 1,5 is refused, never read as 15:")
+        print(f"  {plain(str(refused))}")
     registry = (DATA / "registry.yaml").read_text()
     raised = registry.replace('"model:recsys", monthly: 22000', '"model:recsys", monthly: 26000')
     with services.unit_of_work() as session:

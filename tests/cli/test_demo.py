@@ -340,3 +340,13 @@ def test_the_demo_shows_the_gate_giving_no_verdict_on_stale_data(two_runs: TwoRu
         "gate UNKNOWN: search-ranker (as of 2026-12-10): could not evaluate"
     )
     assert "the ledger's newest day is 2026-11-30" in stale and "PASS" not in stale
+
+
+def test_the_demo_shows_csv_cells_neutralised_and_an_ambiguous_amount_refused(
+    two_runs: TwoRuns,
+) -> None:
+    out = two_runs.first
+    trust = out[out.index("== 14. Trust") : out.index("== 15.")]
+    assert """  "'=HYPERLINK(""https://evil.example"",""refund"")",-12.50""" in trust
+    refused = trust[trust.index("1,5 is refused") :].splitlines()[1]
+    assert refused.startswith("  1,5 is ambiguous") and "`" not in refused
