@@ -18,6 +18,7 @@ from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
 from bot.demo.opencost import show_kubernetes
 from bot.demo.resource_scan import show_resource_scan
+from bot.errors import IngestError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress
 from bot.ingest.sources.exports import RecentExportSource, recent_periods
@@ -57,7 +58,7 @@ def run_demo(services: AppServices, folder: Path, progress: Progress | None = No
     charts = DemoCharts(folder / "charts")
     steps: list[Callable[[], object]] = [
         lambda: show_registry(services),
-        lambda: show_ingest(services),
+        lambda: show_ingest(services, folder),
         lambda: load_value_metrics(services),
         lambda: show_spend(services),
         lambda: show_slack_model_report(services, charts),
@@ -95,12 +96,32 @@ def show_registry(services: AppServices) -> None:
     )
 
 
-def show_ingest(services: AppServices) -> None:
-    """Section 2: ingest the sample FOCUS billing, reconciled."""
+# The header and one row of Google Cloud's standard usage cost export to BigQuery, extracted
+# to CSV: a native export mlcost names and points to FOCUS instead of guessing at.
+GCP_STANDARD_EXPORT = (
+    "billing_account_id,service.id,service.description,sku.id,sku.description,"
+    "usage_start_time,usage_end_time,project.id,project.name,labels,location.region,cost,"
+    "currency,currency_conversion_rate,usage.amount,usage.unit,credits,invoice.month,cost_type\n"
+    "010101-F0FFF0-61C528,6F81-5844-456A,Compute Engine,2E27-4F75-95CD,"
+    "Nvidia Tesla A100 GPU running in Americas,2026-11-01 00:00:00 UTC,2026-11-01 01:00:00 UTC,"
+    "ml-prod,ML Prod,[],us-central1,2.934,USD,1,3600,seconds,[],202611,regular\n"
+)
+
+
+def show_ingest(services: AppServices, folder: Path) -> None:
+    """Section 2: ingest the sample FOCUS billing, reconciled; a native export is named."""
     section("2. Ingest three months of FOCUS billing")
     with services.unit_of_work() as session:
         report = ingest(FocusSource([str(DATA / "billing-focus.csv.gz")]), session=session)
     print_report(report)
+    native = folder / "gcp_billing_export_v1.csv"
+    native.write_text(GCP_STANDARD_EXPORT)
+    try:
+        with services.unit_of_work() as session:
+            ingest(FocusSource([str(native)]), session=session)
+    except IngestError as refused:
+        print(f"mlcost ingest focus {native.name}: refused, nothing written:")
+        print(f"  {plain(str(refused)).replace(str(native), native.name)}")
 
 
 def show_spend(services: AppServices) -> None:

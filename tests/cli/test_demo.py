@@ -350,3 +350,11 @@ def test_the_demo_shows_csv_cells_neutralised_and_an_ambiguous_amount_refused(
     assert """  "'=HYPERLINK(""https://evil.example"",""refund"")",-12.50""" in trust
     refused = trust[trust.index("1,5 is refused") :].splitlines()[1]
     assert refused.startswith("  1,5 is ambiguous") and "`" not in refused
+
+
+def test_the_demo_names_a_native_export_and_the_way_to_focus(two_runs: TwoRuns) -> None:
+    out = two_runs.first
+    ingest = out[out.index("== 2. Ingest") : out.index("== 3.")]
+    refusal = ingest[ingest.index("gcp_billing_export_v1.csv: refused, nothing written") :]
+    assert "Google Cloud's standard usage cost export (BigQuery)" in refusal
+    assert "'FOCUS usage cost'" in refusal and "mlcost ingest focus" in refusal
