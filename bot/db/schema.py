@@ -240,22 +240,9 @@ class SourceFailure(Base):
     message: Mapped[str] = mapped_column(Text)
 
 
-class DailySpend(Base):
-    """One day of attributed spend for one resource, service and attribution."""
+class LedgerLine:
+    """The columns of one ledger line: what daily_spend counts and overlapping_spend sets aside."""
 
-    __tablename__ = "daily_spend"
-    __table_args__ = (
-        Index("ix_daily_spend_day_model", "day", "model"),
-        Index("ix_daily_spend_day_team", "day", "team"),
-        Index("ix_daily_spend_scope", "provider", "billing_account", "day"),
-        # a model's runs over a window: its month's runs, the run behind an anomaly
-        Index("ix_daily_spend_model_day_run", "model", "day", "run"),
-    )
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    run_id: Mapped[int] = mapped_column(
-        ForeignKey("ingestion_runs.id", ondelete="CASCADE"), index=True
-    )
     day: Mapped[dt.date] = mapped_column(Date)
     billing_period: Mapped[dt.date] = mapped_column(Date)
     provider: Mapped[str] = mapped_column(String(60))
@@ -291,7 +278,25 @@ class DailySpend(Base):
     node_offset: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
-class OverlappingSpend(Base):
+class DailySpend(LedgerLine, Base):
+    """One day of attributed spend for one resource, service and attribution."""
+
+    __tablename__ = "daily_spend"
+    __table_args__ = (
+        Index("ix_daily_spend_day_model", "day", "model"),
+        Index("ix_daily_spend_day_team", "day", "team"),
+        Index("ix_daily_spend_scope", "provider", "billing_account", "day"),
+        # a model's runs over a window: its month's runs, the run behind an anomaly
+        Index("ix_daily_spend_model_day_run", "model", "day", "run"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True, sort_order=-2)
+    run_id: Mapped[int] = mapped_column(
+        ForeignKey("ingestion_runs.id", ondelete="CASCADE"), index=True, sort_order=-1
+    )
+
+
+class OverlappingSpend(LedgerLine, Base):
     """Ledger rows set aside: the same dollars are in the ledger from a source that counts first.
 
     A row moves here from daily_spend (and back) as bot.ingest.overlap decides; nothing reads
@@ -301,42 +306,12 @@ class OverlappingSpend(Base):
     __tablename__ = "overlapping_spend"
     __table_args__ = (Index("ix_overlapping_spend_scope", "provider", "billing_account", "day"),)
 
-    id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[int] = mapped_column(primary_key=True, sort_order=-3)
     run_id: Mapped[int] = mapped_column(
-        ForeignKey("ingestion_runs.id", ondelete="CASCADE"), index=True
+        ForeignKey("ingestion_runs.id", ondelete="CASCADE"), index=True, sort_order=-2
     )
     # the source kind whose rows count for these dollars (`cur`, `focus`, ...)
-    counted_by: Mapped[str] = mapped_column(String(40))
-    day: Mapped[dt.date] = mapped_column(Date)
-    billing_period: Mapped[dt.date] = mapped_column(Date)
-    provider: Mapped[str] = mapped_column(String(60))
-    billing_account: Mapped[str] = mapped_column(String(200))
-    sub_account: Mapped[str | None] = mapped_column(String(200))
-    service: Mapped[str] = mapped_column(String(200))
-    service_category: Mapped[str | None] = mapped_column(String(100))
-    usage_type: Mapped[str | None] = mapped_column(String(200))
-    region: Mapped[str | None] = mapped_column(String(60))
-    resource_id: Mapped[str | None] = mapped_column(String(1024))
-    instance_type: Mapped[str | None] = mapped_column(String(60))
-    charge_category: Mapped[str] = mapped_column(String(30), default="Usage")
-    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
-    model: Mapped[str | None] = mapped_column(String(100))
-    stage: Mapped[str] = mapped_column(String(20))
-    team: Mapped[str | None] = mapped_column(String(100))
-    model_tag_value: Mapped[str | None] = mapped_column(String(256))
-    attribution: Mapped[str] = mapped_column(String(40))
-    run: Mapped[str | None] = mapped_column(String(256))
-    billed_cost: Mapped[Decimal] = mapped_column(Money)
-    effective_cost: Mapped[Decimal] = mapped_column(Money)
-    usage_quantity: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
-    gpu_hours: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
-    estimated: Mapped[bool] = mapped_column(Boolean, default=False)
-    # the EC2 instance a Kubernetes allocation ran on (from its providerID), or that a
-    # node_offset row is for: bot.ingest.nodes counts the node's dollars once
-    node: Mapped[str | None] = mapped_column(String(200))
-    # mlcost's own row, not a source's: it moves a billed node's cost to the allocations on it
-    # (bill side) or takes off allocations above the bill; recomputed on every ingestion
-    node_offset: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    counted_by: Mapped[str] = mapped_column(String(40), sort_order=-1)
 
 
 class SpendRollup(Base):
