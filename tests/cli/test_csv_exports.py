@@ -20,8 +20,7 @@ from bot.cli.chargeback_cmd import render_chargeback
 from bot.money import CostBasis
 from bot.periods import month_period
 from bot.spend.chargeback import Chargeback, TeamCharge
-from tests.conftest import DATA
-from tests.support.cli import import_registry_file
+from tests.support.cli import import_registry_file, write_focus_rows
 from tests.support.sample_registry import REGISTRY
 
 HOSTILE = {
@@ -35,29 +34,24 @@ HOSTILE = {
 def hostile_focus_file(path: Path) -> None:
     """Write a FOCUS export: a day of spend whose text fields are spreadsheet formulas, and a
     credit (a negative cost) for the same resource."""
-    with (DATA / "focus_sample.csv").open(newline="") as source:
-        reader = csv.DictReader(source)
-        header = list(reader.fieldnames or [])
-        template = next(reader)
-    with path.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=header, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for n, cost in enumerate(("40.00", "-12.50")):
-            day = dt.date(2024, 9, 2 + n)
-            row = dict(template)
-            row.update(
-                BilledCost=cost,
-                EffectiveCost=cost,
-                ListCost=cost,
-                ChargePeriodStart=f"{day} 10:00:00",
-                ChargePeriodEnd=f"{day} 11:00:00",
-                ResourceId=HOSTILE["resource"],
-                ServiceName=HOSTILE["service"],
-                RegionId=HOSTILE["region"],
-                Id=str(900000 + n),
-                Tags=json.dumps({"ml:model": HOSTILE["tag"]}),
-            )
-            writer.writerow({k: ("" if v == "NULL" else v) for k, v in row.items()})
+    write_focus_rows(
+        path,
+        (
+            {
+                "BilledCost": cost,
+                "EffectiveCost": cost,
+                "ListCost": cost,
+                "ChargePeriodStart": f"{dt.date(2024, 9, 2 + n)} 10:00:00",
+                "ChargePeriodEnd": f"{dt.date(2024, 9, 2 + n)} 11:00:00",
+                "ResourceId": HOSTILE["resource"],
+                "ServiceName": HOSTILE["service"],
+                "RegionId": HOSTILE["region"],
+                "Id": str(900000 + n),
+                "Tags": json.dumps({"ml:model": HOSTILE["tag"]}),
+            }
+            for n, cost in enumerate(("40.00", "-12.50"))
+        ),
+    )
 
 
 def assert_no_formula(cells: list[str]) -> None:

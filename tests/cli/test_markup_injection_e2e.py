@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 from pathlib import Path
@@ -10,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from tests.conftest import DATA
-from tests.support.cli import import_registry_file
+from tests.support.cli import import_registry_file, write_focus_rows
 from tests.support.fake_slack import FakeSlack
 from tests.support.sample_registry import REGISTRY
 
@@ -20,27 +18,23 @@ HOSTILE_TAG = "` <!channel> <https://x.example|click> & <@U0AAA111>"
 
 def hostile_focus_file(path: Path) -> None:
     """Write a FOCUS export with one week of unallocated spend tagged with HOSTILE_TAG."""
-    with (DATA / "focus_sample.csv").open(newline="") as source:
-        reader = csv.DictReader(source)
-        header = list(reader.fieldnames or [])
-        template = next(reader)
-    with path.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=header, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for offset in range(7):
-            day = dt.date(2024, 9, 2) + dt.timedelta(days=offset)
-            row = dict(template)
-            row.update(
-                BilledCost="40.00",
-                EffectiveCost="40.00",
-                ListCost="40.00",
-                ChargePeriodStart=f"{day} 10:00:00",
-                ChargePeriodEnd=f"{day} 11:00:00",
-                ResourceId=f"i-hostile-{offset}",
-                Id=str(900000 + offset),
-                Tags=json.dumps({"ml:model": HOSTILE_TAG}),
-            )
-            writer.writerow({k: ("" if v == "NULL" else v) for k, v in row.items()})
+    days = [dt.date(2024, 9, 2) + dt.timedelta(days=offset) for offset in range(7)]
+    write_focus_rows(
+        path,
+        (
+            {
+                "BilledCost": "40.00",
+                "EffectiveCost": "40.00",
+                "ListCost": "40.00",
+                "ChargePeriodStart": f"{day} 10:00:00",
+                "ChargePeriodEnd": f"{day} 11:00:00",
+                "ResourceId": f"i-hostile-{offset}",
+                "Id": str(900000 + offset),
+                "Tags": json.dumps({"ml:model": HOSTILE_TAG}),
+            }
+            for offset, day in enumerate(days)
+        ),
+    )
 
 
 def test_hostile_tag_value_is_escaped_in_the_unallocated_post(

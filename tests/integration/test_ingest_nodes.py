@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from bot.registry.sync import load_chargeback_policy
 from bot.spend.chargeback import chargeback_report
 from bot.spend.reports import spend_report
 from tests.conftest import DATA
+from tests.support.cli import next_month, write_focus_rows
 from tests.support.ledger import assert_rollup_matches_ledger, ledger_totals
 from tests.support.opencost import allocation, allocation_answer
 from tests.support.sample_registry import load_registry
@@ -56,35 +56,28 @@ def ec2_bill(
     tags: dict[str, str] | None = None,
 ) -> Path:
     """Write a FOCUS export billing one EC2 instance `cost` a day (the sample's columns)."""
-    with (DATA / "focus_sample.csv").open(newline="") as source:
-        reader = csv.DictReader(source)
-        header = list(reader.fieldnames or [])
-        template = next(reader)
-    with path.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=header, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for index, day in enumerate(days):
-            start = day.replace(day=1)
-            end = (start + dt.timedelta(days=32)).replace(day=1)
-            row = dict(template)
-            row.update(
-                ProviderName="AWS",
-                BillingAccountId=ACCOUNT,
-                SubAccountId=ACCOUNT,
-                BilledCost=cost,
-                EffectiveCost=cost,
-                ListCost=cost,
-                BillingPeriodStart=f"{start} 00:00:00",
-                BillingPeriodEnd=f"{end} 00:00:00",
-                ChargePeriodStart=f"{day} 00:00:00",
-                ChargePeriodEnd=f"{day + dt.timedelta(days=1)} 00:00:00",
-                ServiceName="Amazon Elastic Compute Cloud",
-                ResourceId=resource,
-                Id=str(900000 + index),
-                Tags=json.dumps(tags or {}),
-            )
-            writer.writerow({k: ("" if v == "NULL" else v) for k, v in row.items()})
-    return path
+    return write_focus_rows(
+        path,
+        (
+            {
+                "ProviderName": "AWS",
+                "BillingAccountId": ACCOUNT,
+                "SubAccountId": ACCOUNT,
+                "BilledCost": cost,
+                "EffectiveCost": cost,
+                "ListCost": cost,
+                "BillingPeriodStart": f"{day.replace(day=1)} 00:00:00",
+                "BillingPeriodEnd": f"{next_month(day)} 00:00:00",
+                "ChargePeriodStart": f"{day} 00:00:00",
+                "ChargePeriodEnd": f"{day + dt.timedelta(days=1)} 00:00:00",
+                "ServiceName": "Amazon Elastic Compute Cloud",
+                "ResourceId": resource,
+                "Id": str(900000 + index),
+                "Tags": json.dumps(tags or {}),
+            }
+            for index, day in enumerate(days)
+        ),
+    )
 
 
 def counted(session: Session) -> dict[str, Decimal]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from bot.registry.sync import load_chargeback_policy
 from bot.spend.chargeback import chargeback_report
 from bot.spend.reports import spend_report
 from tests.conftest import DATA
+from tests.support.cli import write_focus_rows
 from tests.support.ledger import assert_rollup_matches_ledger, ledger_totals
 from tests.support.opencost import allocation, allocation_answer
 from tests.support.sample_registry import load_registry
@@ -53,33 +53,28 @@ def bill_file(
     resource: str = "i-0abc",
 ) -> Path:
     """Write a FOCUS export billing the account one charge a day (the sample's columns)."""
-    with (DATA / "focus_sample.csv").open(newline="") as source:
-        reader = csv.DictReader(source)
-        header = list(reader.fieldnames or [])
-        template = next(reader)
-    with path.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=header, quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for index, day in enumerate(days):
-            row = dict(template)
-            row.update(
-                ProviderName=provider,
-                BillingAccountId=account,
-                SubAccountId=account,
-                BilledCost=cost,
-                EffectiveCost=cost,
-                ListCost=cost,
-                BillingPeriodStart=f"{day.replace(day=1)} 00:00:00",
-                BillingPeriodEnd="2023-11-01 00:00:00",
-                ChargePeriodStart=f"{day} 00:00:00",
-                ChargePeriodEnd=f"{day + dt.timedelta(days=1)} 00:00:00",
-                ServiceName="Amazon Elastic Compute Cloud",
-                ResourceId=resource,
-                Id=str(800000 + index),
-                Tags=json.dumps({"ml:model": "recsys"}),
-            )
-            writer.writerow({k: ("" if v == "NULL" else v) for k, v in row.items()})
-    return path
+    return write_focus_rows(
+        path,
+        (
+            {
+                "ProviderName": provider,
+                "BillingAccountId": account,
+                "SubAccountId": account,
+                "BilledCost": cost,
+                "EffectiveCost": cost,
+                "ListCost": cost,
+                "BillingPeriodStart": f"{day.replace(day=1)} 00:00:00",
+                "BillingPeriodEnd": "2023-11-01 00:00:00",
+                "ChargePeriodStart": f"{day} 00:00:00",
+                "ChargePeriodEnd": f"{day + dt.timedelta(days=1)} 00:00:00",
+                "ServiceName": "Amazon Elastic Compute Cloud",
+                "ResourceId": resource,
+                "Id": str(800000 + index),
+                "Tags": json.dumps({"ml:model": "recsys"}),
+            }
+            for index, day in enumerate(days)
+        ),
+    )
 
 
 def cloud_cost_aws(days: Sequence[dt.date]) -> Decimal:

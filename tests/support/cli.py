@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -23,10 +23,8 @@ def import_registry_file(database_url: str, directory: Path, text: str) -> list[
     return db
 
 
-def focus_days_file(
-    path: Path, days: Sequence[dt.date], *, model: str, cost: str = "10.00"
-) -> Path:
-    """Write a FOCUS export with one charge a day, tagged ml:model=model (the sample's columns)."""
+def write_focus_rows(path: Path, rows: Iterable[Mapping[str, str]]) -> Path:
+    """Write a FOCUS export in the sample's columns: its first row, changed as each row says."""
     with (DATA / "focus_sample.csv").open(newline="") as source:
         reader = csv.DictReader(source)
         header = list(reader.fieldnames or [])
@@ -34,22 +32,34 @@ def focus_days_file(
     with path.open("w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=header, quoting=csv.QUOTE_ALL)
         writer.writeheader()
-        for index, day in enumerate(days):
-            row = dict(template)
-            row.update(
-                BilledCost=cost,
-                EffectiveCost=cost,
-                ListCost=cost,
-                BillingPeriodStart=f"{day.replace(day=1)} 00:00:00",
-                BillingPeriodEnd=f"{next_month(day)} 00:00:00",
-                ChargePeriodStart=f"{day} 10:00:00",
-                ChargePeriodEnd=f"{day} 11:00:00",
-                ResourceId=f"i-{model}-{index}",
-                Id=str(700000 + index),
-                Tags=json.dumps({"ml:model": model}),
-            )
+        for changes in rows:
+            row = {**template, **changes}
             writer.writerow({k: ("" if v == "NULL" else v) for k, v in row.items()})
     return path
+
+
+def focus_days_file(
+    path: Path, days: Sequence[dt.date], *, model: str, cost: str = "10.00"
+) -> Path:
+    """Write a FOCUS export with one charge a day, tagged ml:model=model (the sample's columns)."""
+    return write_focus_rows(
+        path,
+        (
+            {
+                "BilledCost": cost,
+                "EffectiveCost": cost,
+                "ListCost": cost,
+                "BillingPeriodStart": f"{day.replace(day=1)} 00:00:00",
+                "BillingPeriodEnd": f"{next_month(day)} 00:00:00",
+                "ChargePeriodStart": f"{day} 10:00:00",
+                "ChargePeriodEnd": f"{day} 11:00:00",
+                "ResourceId": f"i-{model}-{index}",
+                "Id": str(700000 + index),
+                "Tags": json.dumps({"ml:model": model}),
+            }
+            for index, day in enumerate(days)
+        ),
+    )
 
 
 def next_month(day: dt.date) -> dt.date:
