@@ -29,6 +29,11 @@ PG_ENV = "MLCOST_TEST_DATABASE_URL"
 @pytest.fixture(autouse=True)
 def _no_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep tests off real AWS and Slack, whatever the developer's shell holds."""
+    without_real_credentials(monkeypatch)
+
+
+def without_real_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset AWS, Slack and database settings, set fake AWS keys (for wider-scoped fixtures too)."""
     for key in (
         "AWS_PROFILE",
         "AWS_SESSION_TOKEN",
