@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -92,9 +93,9 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     drop_database_url(url)
 
 
-@pytest.fixture
-def session(engine: Engine) -> Iterator[Session]:
-    """A session inside a transaction that is rolled back after the test."""
+@contextlib.contextmanager
+def rolled_back_session(engine: Engine) -> Iterator[Session]:
+    """A session inside a transaction that is rolled back at the end (commits are savepoints)."""
     connection = engine.connect()
     outer = connection.begin()
     db = Session(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
@@ -104,6 +105,13 @@ def session(engine: Engine) -> Iterator[Session]:
         db.close()
         outer.rollback()
         connection.close()
+
+
+@pytest.fixture
+def session(engine: Engine) -> Iterator[Session]:
+    """A session inside a transaction that is rolled back after the test."""
+    with rolled_back_session(engine) as db:
+        yield db
 
 
 @pytest.fixture
