@@ -21,7 +21,10 @@ from sqlalchemy.orm import Session
 sys.dont_write_bytecode = False
 
 from bot.db.engine import make_engine, upgrade  # noqa: E402
+from tests.support.aws_models import share_loaded_aws_models  # noqa: E402
 from tests.support.fake_slack import FakeSlack  # noqa: E402
+
+share_loaded_aws_models()
 
 DATA = Path(__file__).resolve().parent / "data"
 PG_ENV = "MLCOST_TEST_DATABASE_URL"
