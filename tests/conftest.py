@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
@@ -27,6 +28,11 @@ from tests.support.aws_models import share_loaded_aws_models  # noqa: E402
 from tests.support.fake_slack import FakeSlack  # noqa: E402
 
 share_loaded_aws_models()
+
+# No example may fail for taking long: under `pytest -n auto` a neighbour worker can stall one
+# for longer than Hypothesis's default 200 ms deadline (the tests assert behaviour, not timing).
+settings.register_profile("mlcost", deadline=None)
+settings.load_profile("mlcost")
 
 DATA = Path(__file__).resolve().parent / "data"
 PG_ENV = "MLCOST_TEST_DATABASE_URL"
