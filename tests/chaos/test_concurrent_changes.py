@@ -23,6 +23,9 @@ from tests.support.concurrent_changes import NOW, decide_finding, run_at_once, s
 from tests.support.database import migrated
 from tests.support.sample_registry import load_registry
 
+# processes racing on purpose: not beside the other chaos tests (one worker runs the group)
+pytestmark = pytest.mark.xdist_group("serve")
+
 SCOPE = "model:recsys"
 OWNER, ADMIN = "U0AAA111", "U0ADMIN01"
 

@@ -54,7 +54,7 @@ from tests.support.slack_requests import (
     view_submission,
 )
 
-pytestmark = pytest.mark.chaos
+pytestmark = [pytest.mark.chaos, pytest.mark.xdist_group("serve")]
 
 SECRET = "chaos-signing-secret"
 DEAD = "C0DEAD"  # deleted: every post there answers channel_not_found

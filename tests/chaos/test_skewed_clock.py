@@ -26,7 +26,7 @@ from tests.chaos.chaos_slack import ChaosSlack, FaultPlan
 from tests.chaos.replicas import ROOT, mlcost_executable, serve_env, wait_until
 from tests.support.fake_slack import FakeSlack
 
-pytestmark = pytest.mark.chaos
+pytestmark = [pytest.mark.chaos, pytest.mark.xdist_group("serve")]
 
 POSTS = 8
 SLOW_POST = 2.0  # seconds Slack takes to act on and answer each chat.postMessage

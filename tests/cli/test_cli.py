@@ -15,6 +15,7 @@ from bot.cli import main
 from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import AuditLog, DailySpend
 from bot.registry.ownership import set_model_owners
+from tests.cli.conftest import DemoRun
 from tests.conftest import DATA
 from tests.support.cli import import_registry_file
 from tests.support.sample_registry import REGISTRY
@@ -116,10 +117,8 @@ def test_cost_explorer_command_through_moto(
     assert "reconciliation OK" in out
 
 
-def test_report_waste_on_the_demo_org(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    folder = tmp_path / "demo"
-    assert run(capsys, "demo", "--dir", str(folder))[0] == 0
-    url = f"sqlite:///{folder / 'mlcost-demo.db'}"
+def test_report_waste_on_the_demo_org(demo_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{demo_copy / 'mlcost-demo.db'}"
     code, out, _ = run(capsys, "--database-url", url, "report", "waste", "--as-of", "2026-11-30")
     assert code == 0
     assert "Orphaned (tagged for an unregistered model): legacy-ranker" in out and "`" not in out
@@ -157,14 +156,15 @@ def test_report_waste_on_the_demo_org(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_an_unreadable_spot_feed_is_a_clear_error_for_the_report(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    demo_copy: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    folder = tmp_path / "demo"
-    assert run(capsys, "demo", "--dir", str(folder))[0] == 0
     feed = tmp_path / "feed.json"
     feed.write_text("<html>Access Denied</html>")
     monkeypatch.setenv("MLCOST_SPOT_ADVISOR_FILE", str(feed))
-    url = f"sqlite:///{folder / 'mlcost-demo.db'}"
+    url = f"sqlite:///{demo_copy / 'mlcost-demo.db'}"
     code, out, err = run(capsys, "--database-url", url, "report", "waste", "--as-of", "2026-11-30")
     assert code != 0 and out == ""
     assert f"cannot read the Spot Instance Advisor feed {feed}" in err
@@ -344,19 +344,16 @@ def test_reverting_budgets_and_owners_changed_in_slack_needs_a_choice(
 
 
 def test_demo_shows_escaping_and_the_registry_diff_without_changing_anything(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    demo_run: DemoRun, demo_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = tmp_path / "demo"
-    code, out, _ = run(capsys, "demo", "--dir", str(folder))
-    assert code == 0
-    trust = out.split("== 14. Trust")[1]
+    trust = demo_run.out.split("== 14. Trust")[1]
     assert "`legacy &lt;!channel&gt; &lt;https://evil.example|click here&gt;`" in trust
     shown = trust.split("reaches Slack's mrkdwn as:")[1]
     assert "<!channel>" not in shown
     assert "update budget model:recsys: monthly 22000 -> 26000" in trust
     assert "empty.yaml defines no teams and no models" in trust
     # the plans changed nothing: the exported registry still has recsys at 22000
-    url = f"sqlite:///{folder / 'mlcost-demo.db'}"
+    url = f"sqlite:///{demo_copy / 'mlcost-demo.db'}"
     code, exported, _ = run(capsys, "--database-url", url, "registry", "export")
     assert code == 0 and "- scope: model:recsys\n  monthly: 22000\n" in exported
 

@@ -13,6 +13,7 @@ from bot.cli.review_cmd import render_economics
 from bot.economics.unit_costs import ModelEconomics, PeriodUsage
 from bot.economics.verdicts import Verdict, VerdictKind
 from bot.periods import month_period, previous_month
+from tests.cli.conftest import DemoRun
 from tests.support.cli import import_registry_file
 from tests.support.economics_seed import REGISTRY
 
@@ -45,11 +46,8 @@ def test_ingest_value_is_all_or_nothing_and_review_show(
     assert Decimal(data["recsys"]["previous"]["units"]) == 1000
 
 
-def test_demo_prints_unit_economics_verdicts_and_gates(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
-    out = capsys.readouterr().out
+def test_demo_prints_unit_economics_verdicts_and_gates(demo_run: DemoRun) -> None:
+    out = demo_run.out
     assert "1,001 value rows for 11 models" in out
     assert "! recsys: Cost incident — cost up, value flat or down" in out
     assert "! churn-predictor: Cost with no value" in out

@@ -176,6 +176,7 @@ def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-unty
 
 
 @needs_pg
+@pytest.mark.xdist_group("serve")  # two serve processes on timers: with the chaos tests, one worker
 def test_two_replicas_post_every_alert_once_and_the_survivor_takes_over(
     database_url: str,
 ) -> None:

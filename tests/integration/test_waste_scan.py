@@ -13,6 +13,7 @@ from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT
 from moto.ec2.models import ec2_backends
 from moto.s3.models import s3_backends
 from moto.sagemaker.models import sagemaker_backends
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from bot.db.schema import Review, ReviewItem
@@ -21,6 +22,7 @@ from bot.waste.scan.context import ScanContext, ScanPolicy
 from bot.waste.scan.ledger import ledger_view
 from bot.waste.scan.model import Action, Reason, ResourceKind
 from bot.waste.scan.run import ScanReport, scan_account
+from tests.conftest import rolled_back_session, without_real_credentials
 from tests.support.aws_calls import CountingAws
 from tests.support.economics_seed import REGISTRY, add_spend
 from tests.support.sample_registry import load_registry
@@ -229,14 +231,17 @@ def scan(session: Session, now: dt.datetime, aws: CountingAws) -> ScanReport:
     return scan_account(aws, [REGION, OTHER], ctx)
 
 
-@pytest.fixture
-def scanned(session: Session) -> tuple[World, ScanReport, CountingAws]:
-    with mock_aws():
-        load_registry(session, REGISTRY)
-        now = dt.datetime.now(dt.UTC)
-        world = build_world(session, now)
-        aws = CountingAws()
-        report = scan(session, now, aws)
+@pytest.fixture(scope="module")
+def scanned(engine: Engine) -> tuple[World, ScanReport, CountingAws]:
+    """One world and its scan for the module (the tests only read them; the data is rolled back)."""
+    with pytest.MonkeyPatch.context() as monkeypatch, rolled_back_session(engine) as session:
+        without_real_credentials(monkeypatch)  # the autouse fixture runs after module fixtures
+        with mock_aws():
+            load_registry(session, REGISTRY)
+            now = dt.datetime.now(dt.UTC)
+            world = build_world(session, now)
+            aws = CountingAws()
+            report = scan(session, now, aws)
     return world, report, aws
 
 

@@ -56,10 +56,12 @@ def test_the_readme_picture_is_a_real_png() -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    for command in re.findall(
-        r"^(?:MLCOST_TEST_DATABASE_URL=\S+ )?\.venv/bin/pytest$", quick_start, re.M
-    ):
-        assert command in ci, command
+    commands = re.findall(
+        r"^(?:MLCOST_TEST_DATABASE_URL=\S+ )?\.venv/bin/pytest\b.*$", quick_start, re.M
+    )
+    assert len(commands) == 2, commands  # SQLite and PostgreSQL
+    for command in commands:
+        assert re.search(rf"^{re.escape(command)}$", ci, re.M), command
     assert ".venv/bin/pip install -e '.[dev]'" in quick_start
     assert "pip install mlcost" not in README  # not published: install from the repository
 
