@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -29,6 +29,7 @@ from bot.web.health import health_snapshot
 from tests.integration.test_ingest_opencost import K8S_REGISTRY, cluster_days
 from tests.support.database import migrated
 from tests.support.ledger import ledger_totals
+from tests.support.opencost import serving
 from tests.support.sample_registry import load_registry
 
 WINDOW = "2026-11-03T00:00:00Z,2026-11-05T00:00:00Z"
@@ -61,17 +62,8 @@ def server(respond: Respond) -> Iterator[tuple[str, Seen]]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
-    finally:
-        stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with serving(Handler, stopping) as port:
+        yield f"http://127.0.0.1:{port}", seen
 
 
 def json_answer(body: str) -> Respond:

@@ -34,6 +34,7 @@ from tests.integration.test_ingest_opencost import K8S_REGISTRY, cluster_days
 from tests.integration.test_opencost_hostile import BASIC, WINDOW, json_answer, server
 from tests.support.database import migrated
 from tests.support.ledger import ledger_totals
+from tests.support.opencost import serving
 from tests.support.sample_registry import load_registry
 
 PROXY_BASIC = "Basic " + base64.b64encode(b"puser:pr0xy-pa55").decode()
@@ -72,17 +73,8 @@ def proxy(*, silent: bool = False) -> Iterator[tuple[str, Asked]]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield f"127.0.0.1:{httpd.server_address[1]}", asked
-    finally:
-        stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with serving(Handler, stopping) as port:
+        yield f"127.0.0.1:{port}", asked
 
 
 def closed_port() -> int:

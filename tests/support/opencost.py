@@ -121,12 +121,28 @@ def opencost_server(answer: Answer) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    with serving(Handler) as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def serving(
+    handler: type[BaseHTTPRequestHandler], stopping: threading.Event | None = None
+) -> Iterator[int]:
+    """Serve `handler` on 127.0.0.1, port 0, in a thread; yield the port.
+
+    On exit `stopping` is set first (so a handler holding a connection lets go), then the server
+    is shut down and its thread joined.
+    """
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield httpd.server_address[1]
     finally:
-        server.shutdown()
-        server.server_close()
+        if stopping is not None:
+            stopping.set()
+        httpd.shutdown()
+        httpd.server_close()
         thread.join()
