@@ -34,8 +34,8 @@ from bot.db.engine import make_engine, make_session_factory, session_scope, upgr
 from bot.db.schema import Budget, IngestionRun, MLModel, RegistrySetting, Team
 from bot.ingest.rollup import rebuild_rollup
 from bot.ingest.sources.cost_explorer import CostExplorerSource
-from bot.notify.cycle import POLL_CHECKS, queue_posts
-from bot.notify.plan import plan_alerts
+from bot.poll.cycle import POLL_CHECKS, queue_posts
+from bot.poll.plan import plan_alerts
 
 MODELS, TEAMS = 2_000, 100
 START, END = dt.date(2026, 9, 1), dt.date(2026, 12, 1)

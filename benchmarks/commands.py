@@ -43,7 +43,7 @@ from bot.ingest.rollup import rebuild_rollup  # noqa: E402
 from bot.slack.app import build_app  # noqa: E402
 from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes  # noqa: E402
 from bot.slack.client import make_web_client  # noqa: E402
-from bot.web.server import make_http_server, serve_in_thread  # noqa: E402
+from bot.web.server import make_http_server  # noqa: E402
 from tests.support.fake_slack import FakeSlack  # noqa: E402
 from tests.support.slack_app import SlackHarness, install_settling_executor  # noqa: E402
 from tests.support.slack_requests import SECRET  # noqa: E402
@@ -168,14 +168,14 @@ def main() -> int:
     start_render_processes(max(1, (os.cpu_count() or 2) - 1))
     app = build_app(services)
     server = make_http_server(app, services, "127.0.0.1", 0)
-    serve_in_thread(server)
+    server.start()
     harness = SlackHarness(  # over HTTP: the ack latency measured includes the server
         app=app,
         listeners=install_settling_executor(app),
         fake=fake,
         services=services,
         session_factory=factory,
-        url=f"http://127.0.0.1:{server.server_address[1]}/",
+        url=f"http://127.0.0.1:{server.port}/",
         over_http=True,
     )
     names = [f"model-{i:03d}" for i in range(args.models)]
@@ -235,8 +235,7 @@ def main() -> int:
         f"  {total} commands sent in {sent:.1f} s; all {total} charts uploaded after "
         f"{drained:.1f} s ({total / drained:.1f} charts/s)"
     )
-    server.shutdown()
-    server.server_close()
+    server.close()
     fake.stop()
     engine.dispose()
     stop_render_processes()

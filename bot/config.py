@@ -1,15 +1,28 @@
-"""Settings read from the environment or a `.env` file."""
+"""Settings read from the environment or a `.env` file, grouped by the feature that reads them.
+
+Each feature's settings are one small frozen model (`ScanSettings`, `AlertSettings`, ...) that
+declares its environment variables once. `Settings` is all of them together, read from the
+environment; `settings.scan`, `settings.alerts`, ... give a feature its own slice, so a function
+takes only what it reads (typed by its slice; `Settings` itself is every slice, so a caller
+may still hand it over whole).
+
+A new setting is one field in the slice of the feature that reads it, with its environment
+variable as `validation_alias` and a `description`; then `python -m bot.config_doc` regenerates
+docs/configuration.md and the variable goes into `.env.example` (tests check both).
+"""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.money import CostBasis
@@ -22,189 +35,126 @@ TextList = Annotated[list[str], NoDecode]
 TextMapping = Annotated[dict[str, str], NoDecode]
 
 
-class Settings(BaseSettings):
-    """Every knob of mlcost; each field is documented in `.env.example`."""
+def read_text_list(value: Any) -> Any:
+    """Read `a,b` or a JSON list `["a","b"]` from the environment; leave lists alone."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text.startswith("["):
+        return [item.strip() for item in text.split(",") if item.strip()]
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError:
+        items = None
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        # the value itself is not repeated: a setting may hold a secret
+        raise ValueError("expected a comma-separated list (a,b) or a JSON list of strings")
+    return items
 
-    model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+
+def read_text_mapping(value: Any) -> Any:
+    """Read a JSON object of strings from the environment; leave mappings alone."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        return {}
+    try:
+        mapping = json.loads(value)
+    except json.JSONDecodeError:
+        mapping = None
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        raise ValueError('expected a JSON object of strings, such as {"bucket": "s3://..."}')
+    return mapping
+
+
+class SettingsSlice(BaseModel):
+    """One feature's settings: frozen; built from `Settings`, or by field name in tests.
+
+    A feature that builds on another inherits its slice (the poll plans alerts, so
+    `PollSettings` is also an `AlertSettings`); each field is still declared once.
+    """
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+
+class DatabaseSettings(SettingsSlice):
+    """Where the ledger, the registry and the outbox are kept."""
+
+    database_url: str = Field(
+        default="sqlite:///mlcost.db",
+        validation_alias="MLCOST_DATABASE_URL",
+        description="a SQLite file (`sqlite:///mlcost.db`), or PostgreSQL for production and "
+        "several replicas (`postgresql+psycopg://mlcost:secret@db.internal:5432/mlcost`)",
     )
 
-    database_url: str = Field(default="sqlite:///mlcost.db", validation_alias="MLCOST_DATABASE_URL")
-    slack_bot_token: SecretStr | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN")
+
+class SlackSettings(SettingsSlice):
+    """The Slack app (created from slack/manifest.yaml, or slack/manifest-socket.yaml for Socket
+    Mode) and its Web API. `mlcost serve` refuses a missing credential its mode needs, and the
+    placeholders of `.env.example`."""
+
+    slack_bot_token: SecretStr | None = Field(
+        default=None,
+        validation_alias="SLACK_BOT_TOKEN",
+        description="the app's bot token (`xoxb-...`)",
+    )
     slack_signing_secret: SecretStr | None = Field(
-        default=None, validation_alias="SLACK_SIGNING_SECRET"
+        default=None,
+        validation_alias="SLACK_SIGNING_SECRET",
+        description="the app's signing secret; HTTP mode only",
     )
-    slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
-    slack_api_url: str = Field(default=DEFAULT_SLACK_API_URL, validation_alias="SLACK_API_URL")
-
-    # The organisation's currency: for budgets without one, and for billing rows without one.
-    # Never a relabel: reports and the poll refuse it when the ledger holds no spend in it.
-    currency: str = Field(default="USD", validation_alias="MLCOST_CURRENCY")
-    timezone: str = Field(default="UTC", validation_alias="MLCOST_TIMEZONE")
-    model_tag_keys: TextList = Field(
-        default=["ml:model", "model"], validation_alias="MLCOST_MODEL_TAG_KEYS"
+    slack_app_token: SecretStr | None = Field(
+        default=None,
+        validation_alias="SLACK_APP_TOKEN",
+        description="the app-level token (`xapp-...`); Socket Mode only",
     )
-    stage_tag_keys: TextList = Field(
-        default=["ml:stage", "stage"], validation_alias="MLCOST_STAGE_TAG_KEYS"
+    slack_api_url: str = Field(
+        default=DEFAULT_SLACK_API_URL,
+        validation_alias="SLACK_API_URL",
+        description="Web API base URL (GovSlack, a proxy, or a local fake in tests)",
     )
-    team_tag_keys: TextList = Field(default=["team"], validation_alias="MLCOST_TEAM_TAG_KEYS")
-    cost_explorer_group_key: str = Field(
-        default="SERVICE", validation_alias="MLCOST_CE_SECOND_GROUP"
-    )
-    poll_interval_hours: float = Field(default=6.0, validation_alias="MLCOST_POLL_INTERVAL_HOURS")
-    poll_lookback_days: int = Field(default=7, validation_alias="MLCOST_POLL_LOOKBACK_DAYS")
-    aws_billing_account: str | None = Field(
-        default=None, validation_alias="MLCOST_AWS_BILLING_ACCOUNT"
-    )
-
-    # Unit economics, the monthly review and the release gate.
-    review_reminder_days: int = Field(default=3, validation_alias="MLCOST_REVIEW_REMINDER_DAYS")
-    verdict_cost_rise_pct: Decimal = Field(
-        default=Decimal(10), validation_alias="MLCOST_VERDICT_COST_RISE_PCT"
-    )
-    verdict_value_flat_pct: Decimal = Field(
-        default=Decimal(5), validation_alias="MLCOST_VERDICT_VALUE_FLAT_PCT"
-    )
-    gate_max_unit_cost_rise_pct: Decimal = Field(
-        default=Decimal(20), validation_alias="MLCOST_GATE_MAX_UNIT_COST_RISE_PCT"
-    )
-    # older than this, the ledger is stale: the gate gives no verdict, reports say so
-    gate_max_data_age_days: int = Field(
-        default=3, ge=0, le=366, validation_alias="MLCOST_GATE_MAX_DATA_AGE_DAYS"
-    )
-
-    poll_sources: str = Field(default="", validation_alias="MLCOST_POLL_SOURCES")
-    # a poll gives up a source's read after this; OpenCost's whole fetch, and its answer's size
-    poll_source_timeout_seconds: float = Field(
-        default=900.0, gt=0, validation_alias="MLCOST_POLL_SOURCE_TIMEOUT_SECONDS"
-    )
-    opencost_timeout_seconds: float = Field(
-        default=300.0, gt=0, validation_alias="MLCOST_OPENCOST_TIMEOUT_SECONDS"
-    )
-    opencost_max_bytes: int = Field(
-        default=512 * 1024 * 1024, gt=0, validation_alias="MLCOST_OPENCOST_MAX_BYTES"
-    )
-    budget_cost_basis: CostBasis = Field(
-        default=CostBasis.BILLED, validation_alias="MLCOST_BUDGET_COST_BASIS"
-    )
-    anomaly_min_dollars: Decimal = Field(
-        default=Decimal(100), validation_alias="MLCOST_ANOMALY_MIN_DOLLARS"
-    )
-    unallocated_min_dollars: Decimal = Field(
-        default=Decimal(100), validation_alias="MLCOST_UNALLOCATED_MIN_DOLLARS"
-    )
-    anomaly_hour: int = Field(default=9, ge=0, le=23, validation_alias="MLCOST_ANOMALY_HOUR")
-    anomaly_recheck_days: int = Field(
-        default=7, ge=1, le=60, validation_alias="MLCOST_ANOMALY_RECHECK_DAYS"
-    )
-    # covered days (with some source's data) a baseline needs; its window is the 28 days before
-    anomaly_min_history_days: int = Field(
-        default=14, ge=1, le=28, validation_alias="MLCOST_ANOMALY_MIN_HISTORY_DAYS"
-    )
-    spot_advisor_file: Path | None = Field(
-        default=None, validation_alias="MLCOST_SPOT_ADVISOR_FILE"
-    )
-    spot_max_interruption_band: int = Field(
-        default=2, ge=0, le=4, validation_alias="MLCOST_SPOT_MAX_INTERRUPTION_BAND"
-    )
-    delivery_interval_seconds: float = Field(
-        default=60.0, gt=0, validation_alias="MLCOST_DELIVERY_INTERVAL_SECONDS"
-    )
-    outbox_lease_seconds: float = Field(
-        default=120.0, gt=0, validation_alias="MLCOST_OUTBOX_LEASE_SECONDS"
-    )
-    leader_check_seconds: float = Field(
-        default=10.0, gt=0, validation_alias="MLCOST_LEADER_CHECK_SECONDS"
-    )
-    max_body_bytes: int = Field(default=1024 * 1024, gt=0, validation_alias="MLCOST_MAX_BODY_BYTES")
     slack_timeout_seconds: float = Field(
-        default=15.0, gt=0, validation_alias="MLCOST_SLACK_TIMEOUT_SECONDS"
-    )
-    # chart-render worker processes of `mlcost serve`; None: the CPUs this process may use, less one
-    chart_workers: int | None = Field(
-        default=None, ge=1, le=64, validation_alias="MLCOST_CHART_WORKERS"
-    )
-    # "human" lines, or "json": one object per line (time, level, logger, message, exc_info)
-    log_format: Literal["human", "json"] = Field(
-        default="human", validation_alias="MLCOST_LOG_FORMAT"
+        default=15.0,
+        gt=0,
+        validation_alias="MLCOST_SLACK_TIMEOUT_SECONDS",
+        description="a Slack Web API call is given up after this (a timed-out post may still "
+        "have been posted: the outbox looks its key up in the channel before posting it again)",
     )
 
-    # Resource scan (`mlcost waste scan`): regions, windows, thresholds, S3 patterns, prices.
-    scan_regions: TextList = Field(default=[], validation_alias="MLCOST_SCAN_REGIONS")
-    scan_idle_days: int = Field(default=7, ge=1, le=63, validation_alias="MLCOST_SCAN_IDLE_DAYS")
-    scan_snapshot_days: int = Field(default=90, ge=1, validation_alias="MLCOST_SCAN_SNAPSHOT_DAYS")
-    scan_s3_patterns: TextList = Field(default=[], validation_alias="MLCOST_SCAN_S3_PATTERNS")
-    scan_s3_stale_days: int = Field(default=30, ge=1, validation_alias="MLCOST_SCAN_S3_STALE_DAYS")
-    # bucket -> S3 Inventory destination (s3://dest/prefix/bucket/config-id/): sized from it
-    scan_s3_inventory: TextMapping = Field(default={}, validation_alias="MLCOST_SCAN_S3_INVENTORY")
-    scan_gpu_idle_pct: Decimal = Field(
-        default=Decimal(5), ge=0, le=100, validation_alias="MLCOST_SCAN_GPU_IDLE_PCT"
-    )
-    scan_gpu_low_pct: Decimal = Field(
-        default=Decimal(30), ge=0, le=100, validation_alias="MLCOST_SCAN_GPU_LOW_PCT"
-    )
-    scan_cpu_idle_pct: Decimal = Field(
-        default=Decimal(5), ge=0, le=100, validation_alias="MLCOST_SCAN_CPU_IDLE_PCT"
-    )
-    scan_network_idle_mb_per_day: Decimal = Field(
-        default=Decimal(100), ge=0, validation_alias="MLCOST_SCAN_NETWORK_IDLE_MB_PER_DAY"
-    )
-    price_table_file: Path | None = Field(default=None, validation_alias="MLCOST_PRICE_TABLE_FILE")
+    def slack_base_url(self) -> str:
+        """Return the Web API base URL with the trailing slash slack_sdk needs."""
+        return self.slack_api_url if self.slack_api_url.endswith("/") else self.slack_api_url + "/"
 
-    # "Stop it" on a resource finding changes AWS only when this is true (approvals are recorded
-    # either way); the daily resource scan posts findings at this hour (MLCOST_TIMEZONE).
-    actions_enabled: bool = Field(default=False, validation_alias="MLCOST_ACTIONS_ENABLED")
-    scan_hour: int = Field(default=7, ge=0, le=23, validation_alias="MLCOST_SCAN_HOUR")
-    # Posting policy of resource findings: below this monthly cost a finding is recorded (and
-    # listed by reports) but never posted; at most this many findings are posted one by one per
-    # channel per UTC day, the rest of that channel's in one summary post.
-    scan_min_monthly: Decimal = Field(
-        default=Decimal(50), ge=0, validation_alias="MLCOST_SCAN_MIN_MONTHLY"
+
+class LedgerSettings(SettingsSlice):
+    """How the ledger is read: in the organisation's currency and time zone, and when its data is
+    too old to judge by. Every feature that reports spend builds on these."""
+
+    currency: str = Field(
+        default="USD",
+        validation_alias="MLCOST_CURRENCY",
+        description="the organisation's billing currency (ISO 4217, any case): budgets without "
+        "a `currency:` get it, and billing rows without one are counted in it. It never converts "
+        "or relabels: if the ledger holds no spend in it (EUR set, all spend USD), reports and the "
+        "poll stop with an error (see [Guarantees](guarantees.md))",
     )
-    scan_max_posts_per_channel: int = Field(
-        default=10, ge=1, le=100, validation_alias="MLCOST_SCAN_MAX_POSTS_PER_CHANNEL"
+    timezone: str = Field(
+        default="UTC",
+        validation_alias="MLCOST_TIMEZONE",
+        description="the organisation's time zone, an IANA name such as `Europe/Paris` (an "
+        "unknown one is a bad setting): scheduled jobs run and days end in it",
     )
 
-    @field_validator(
-        "model_tag_keys",
-        "stage_tag_keys",
-        "team_tag_keys",
-        "scan_regions",
-        "scan_s3_patterns",
-        mode="before",
+    gate_max_data_age_days: int = Field(
+        default=3,
+        ge=0,
+        le=366,
+        validation_alias="MLCOST_GATE_MAX_DATA_AGE_DAYS",
+        description="a ledger whose newest usage day (fees, tax and credits do not count) is "
+        "older is stale (billing data lags 1-2 days): `mlcost gate` exits 3 (could not "
+        "evaluate); `report waste`, `/mlcost model|team|waste`, the weekly sign-off and the "
+        "weekly waste digest say the data is stale",
     )
-    @classmethod
-    def _text_list(cls, value: Any) -> Any:
-        """Read `a,b` or a JSON list `["a","b"]` from the environment; leave lists alone."""
-        if not isinstance(value, str):
-            return value
-        text = value.strip()
-        if not text.startswith("["):
-            return [item.strip() for item in text.split(",") if item.strip()]
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError:
-            items = None
-        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-            # the value itself is not repeated: a setting may hold a secret
-            raise ValueError("expected a comma-separated list (a,b) or a JSON list of strings")
-        return items
-
-    @field_validator("scan_s3_inventory", mode="before")
-    @classmethod
-    def _text_mapping(cls, value: Any) -> Any:
-        """Read a JSON object of strings from the environment; leave mappings alone."""
-        if not isinstance(value, str):
-            return value
-        if not value.strip():
-            return {}
-        try:
-            mapping = json.loads(value)
-        except json.JSONDecodeError:
-            mapping = None
-        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
-            raise ValueError('expected a JSON object of strings, such as {"bucket": "s3://..."}')
-        return mapping
 
     @field_validator("currency")
     @classmethod
@@ -228,6 +178,217 @@ class Settings(BaseSettings):
             ) from None
         return name
 
+
+class AttributionSettings(SettingsSlice):
+    """The tag keys that carry a charge's model, stage and team. The registry file's
+    `attribution` wins over them."""
+
+    model_tag_keys: TextList = Field(
+        default=["ml:model", "model"],
+        validation_alias="MLCOST_MODEL_TAG_KEYS",
+        description="tag keys naming a resource's model, first match wins; the first is the "
+        "key Cost Explorer groups by",
+    )
+    stage_tag_keys: TextList = Field(
+        default=["ml:stage", "stage"],
+        validation_alias="MLCOST_STAGE_TAG_KEYS",
+        description="tag keys naming a resource's stage (training, inference, ...)",
+    )
+    team_tag_keys: TextList = Field(
+        default=["team"],
+        validation_alias="MLCOST_TEAM_TAG_KEYS",
+        description="tag keys naming a resource's team",
+    )
+
+    # validator names are unique across the slices: `Settings` inherits them all by name
+    @field_validator("model_tag_keys", "stage_tag_keys", "team_tag_keys", mode="before")
+    @classmethod
+    def _tag_key_lists(cls, value: Any) -> Any:
+        """Read a comma-separated or JSON list."""
+        return read_text_list(value)
+
+
+class DeliverySettings(SettingsSlice):
+    """The outbox every Slack post goes through, and the scheduler's leader election."""
+
+    delivery_interval_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias="MLCOST_DELIVERY_INTERVAL_SECONDS",
+        description="how often the outbox retries what is not yet delivered",
+    )
+    outbox_lease_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        validation_alias="MLCOST_OUTBOX_LEASE_SECONDS",
+        description="a stuck post's lease, on every delivery path (timed by the database's clock)",
+    )
+    leader_check_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        validation_alias="MLCOST_LEADER_CHECK_SECONDS",
+        description="how often a replica checks or takes the scheduler's leadership",
+    )
+
+
+class IngestSettings(LedgerSettings):
+    """How billing sources are read, by `mlcost ingest` and by the scheduled poll. OpenCost is
+    fetched through the forward proxy of `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` (either case;
+    the process environment, not `.env`): an `http://[user:password@]host:port` proxy, https in
+    a CONNECT tunnel, and the hosts reached directly
+    ([ingestion](ingestion.md#kubernetes-via-opencost))."""
+
+    cost_explorer_group_key: str = Field(
+        default="SERVICE",
+        validation_alias="MLCOST_CE_SECOND_GROUP",
+        description="Cost Explorer's second GroupBy key: `SERVICE`, `USAGE_TYPE` or `TAG:key`",
+    )
+    poll_lookback_days: int = Field(
+        default=7,
+        validation_alias="MLCOST_POLL_LOOKBACK_DAYS",
+        description="days back a poll's Cost Explorer and OpenCost reads start (restated spend "
+        "is read again), and the default `--start` of `mlcost ingest cost-explorer` and "
+        "`mlcost ingest cloudwatch`",
+    )
+    aws_billing_account: str | None = Field(
+        default=None,
+        validation_alias="MLCOST_AWS_BILLING_ACCOUNT",
+        description="label of the AWS payer account for Cost Explorer rows in the ledger (CUR "
+        "and Cost Explorer rows must agree), e.g. `123456789012`",
+        json_schema_extra={"shown_default": "`aws`"},
+    )
+    opencost_timeout_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        validation_alias="MLCOST_OPENCOST_TIMEOUT_SECONDS",
+        description="OpenCost: the deadline for a whole fetch (not per read)",
+    )
+    opencost_max_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        gt=0,
+        validation_alias="MLCOST_OPENCOST_MAX_BYTES",
+        description="OpenCost: the largest answer read (512 MiB)",
+    )
+
+
+class WasteSettings(LedgerSettings, DeliverySettings):
+    """Waste findings: Spot candidates, and how resource findings are posted (through the outbox)
+    and acted on. The daily scan posts new and worse findings to the owner's channel, unowned
+    ones to FinOps."""
+
+    spot_advisor_file: Path | None = Field(
+        default=None,
+        validation_alias="MLCOST_SPOT_ADVISOR_FILE",
+        description="a fresher AWS Spot Instance Advisor feed (plain or gzipped JSON, from "
+        "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json) than the bundled "
+        "snapshot",
+        json_schema_extra={"shown_default": "the bundled snapshot"},
+    )
+    spot_max_interruption_band: int = Field(
+        default=2,
+        ge=0,
+        le=4,
+        validation_alias="MLCOST_SPOT_MAX_INTERRUPTION_BAND",
+        description="highest Spot interruption band to recommend: 0 <5 %, 1 5–10 %, 2 10–15 %, "
+        "3 15–20 %, 4 >20 %",
+    )
+    scan_min_monthly: Decimal = Field(
+        default=Decimal(50),
+        ge=0,
+        validation_alias="MLCOST_SCAN_MIN_MONTHLY",
+        description="resource findings under this monthly cost are recorded (reports list "
+        "them) but never posted",
+    )
+    scan_max_posts_per_channel: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        validation_alias="MLCOST_SCAN_MAX_POSTS_PER_CHANNEL",
+        description="resource findings posted one by one per channel per UTC day, largest "
+        "first; the rest of that channel's go into one summary post (and are posted one by one "
+        "on later days)",
+    )
+    actions_enabled: bool = Field(
+        default=False,
+        validation_alias="MLCOST_ACTIONS_ENABLED",
+        description='"Stop it" on a resource finding records the owner\'s approval; it changes '
+        "AWS (stops the instance, deletes the endpoint, stops the notebook, snapshots then "
+        "deletes the volume, deletes the orphaned snapshot) only when this is true and the "
+        "resource has no `mlcost:protect` tag. S3 lifecycle is never applied",
+    )
+
+
+class AlertSettings(WasteSettings):
+    """Budget alerts, spend anomalies and the weekly unallocated-spend alert
+    ([alerts](alerts.md)). The alerts also post the weekly waste digest."""
+
+    budget_cost_basis: CostBasis = Field(
+        default=CostBasis.BILLED,
+        validation_alias="MLCOST_BUDGET_COST_BASIS",
+        description="`billed` or `effective` (amortised) cost for budgets and anomalies",
+    )
+    anomaly_min_dollars: Decimal = Field(
+        default=Decimal(100),
+        validation_alias="MLCOST_ANOMALY_MIN_DOLLARS",
+        description="a day's excess over its baseline below this is no anomaly",
+    )
+    unallocated_min_dollars: Decimal = Field(
+        default=Decimal(100),
+        validation_alias="MLCOST_UNALLOCATED_MIN_DOLLARS",
+        description="a week's unallocated spend below this gets no alert",
+    )
+    anomaly_hour: int = Field(
+        default=9,
+        ge=0,
+        le=23,
+        validation_alias="MLCOST_ANOMALY_HOUR",
+        description="hour (in `MLCOST_TIMEZONE`) of the daily anomaly check",
+    )
+    anomaly_recheck_days: int = Field(
+        default=7,
+        ge=1,
+        le=60,
+        validation_alias="MLCOST_ANOMALY_RECHECK_DAYS",
+        description="trailing days, up to yesterday, every anomaly check judges again, so spend "
+        "that arrives late or is restated is still caught; an anomaly already posted is never "
+        "posted again",
+    )
+    anomaly_min_history_days: int = Field(
+        default=14,
+        ge=1,
+        le=28,
+        validation_alias="MLCOST_ANOMALY_MIN_HISTORY_DAYS",
+        description="covered days (some source has usage in the ledger; a gap is unknown, not "
+        "$0) among the 28 before a day that its baseline needs; fewer, and the day is not judged "
+        "([alerts](alerts.md#anomaly-baselines))",
+    )
+
+
+class PollSettings(IngestSettings, AlertSettings, DeliverySettings):
+    """The scheduled poll: what it re-reads, how often, and how long it waits. Each poll reads
+    its sources, plans the alerts due and delivers them."""
+
+    poll_sources: str = Field(
+        default="",
+        validation_alias="MLCOST_POLL_SOURCES",
+        description="sources the scheduled poll re-reads, comma-separated: `cost-explorer`, "
+        "`cur:s3://bucket/prefix/`, `focus:s3://bucket/prefix/`, `opencost:http://opencost:9003` "
+        "(the kind in any case; a location kept as written)",
+    )
+    poll_interval_hours: float = Field(
+        default=6.0,
+        validation_alias="MLCOST_POLL_INTERVAL_HOURS",
+        description="how often the scheduler polls and evaluates budgets",
+    )
+    poll_source_timeout_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        validation_alias="MLCOST_POLL_SOURCE_TIMEOUT_SECONDS",
+        description="a poll reads its sources side by side and waits this long for them all "
+        "(one deadline for all); a source still reading then is given up, reported, and alerts "
+        "are planned from the ledger ([ingestion](ingestion.md#kubernetes-via-opencost))",
+    )
+
     def poll_source_specs(self) -> list[tuple[str, str | None]]:
         """Return (kind, location) for each source the scheduled poll reads.
 
@@ -243,6 +404,305 @@ class Settings(BaseSettings):
             specs.append((kind.strip().lower(), location.strip() or None))
         return specs
 
-    def slack_base_url(self) -> str:
-        """Return the Web API base URL with the trailing slash slack_sdk needs."""
-        return self.slack_api_url if self.slack_api_url.endswith("/") else self.slack_api_url + "/"
+
+class EconomicsSettings(LedgerSettings):
+    """Unit economics: model verdicts and the release gate (`mlcost gate`)."""
+
+    verdict_cost_rise_pct: Decimal = Field(
+        default=Decimal(10),
+        validation_alias="MLCOST_VERDICT_COST_RISE_PCT",
+        description='cost rising more than this % is "cost up"',
+    )
+    verdict_value_flat_pct: Decimal = Field(
+        default=Decimal(5),
+        validation_alias="MLCOST_VERDICT_VALUE_FLAT_PCT",
+        description='value within +/- this % is "flat"',
+    )
+    gate_max_unit_cost_rise_pct: Decimal = Field(
+        default=Decimal(20),
+        validation_alias="MLCOST_GATE_MAX_UNIT_COST_RISE_PCT",
+        description="`mlcost gate` fails when unit cost rose more than this % (30 days vs the "
+        "30 before) and value did not",
+    )
+
+
+class ReviewSettings(EconomicsSettings, DeliverySettings):
+    """The monthly kill-or-keep review, posted from the month's first working day to the 7th."""
+
+    review_reminder_days: int = Field(
+        default=3,
+        validation_alias="MLCOST_REVIEW_REMINDER_DAYS",
+        description="undecided models in a review get one reminder in its thread after this "
+        "many days",
+    )
+    review_catch_up: bool = Field(
+        default=False,
+        validation_alias="MLCOST_REVIEW_CATCH_UP",
+        description="a database that never had a review waits for the next first working day "
+        "instead of joining a round already under way, unless this is true (or `mlcost serve "
+        "--catch-up`)",
+    )
+
+
+class ScanSettings(AttributionSettings, WasteSettings):
+    """The resource scan (`mlcost waste scan`, read-only, and its daily job, which records and
+    posts what it finds as waste findings): regions, windows, thresholds, S3 patterns and prices
+    ([waste](waste.md))."""
+
+    scan_regions: TextList = Field(
+        default=[],
+        validation_alias="MLCOST_SCAN_REGIONS",
+        description="regions `mlcost waste scan` and its daily job read, e.g. "
+        "`us-east-1,eu-west-1`; the daily job runs only when set",
+    )
+    scan_idle_days: int = Field(
+        default=7,
+        ge=1,
+        le=63,
+        validation_alias="MLCOST_SCAN_IDLE_DAYS",
+        description="the window in days over which a resource must be idle",
+    )
+    scan_snapshot_days: int = Field(
+        default=90,
+        ge=1,
+        validation_alias="MLCOST_SCAN_SNAPSHOT_DAYS",
+        description="how old an orphaned snapshot must be",
+    )
+    scan_s3_patterns: TextList = Field(
+        default=[],
+        validation_alias="MLCOST_SCAN_S3_PATTERNS",
+        description="checkpoint and dataset prefixes to check (`s3://bucket/prefix/*`), e.g. "
+        "`s3://ml-artifacts/checkpoints/*,s3://ml-data/datasets/*`",
+    )
+    scan_s3_stale_days: int = Field(
+        default=30,
+        ge=1,
+        validation_alias="MLCOST_SCAN_S3_STALE_DAYS",
+        description="how many days unwritten makes an S3 prefix stale",
+    )
+    scan_s3_inventory: TextMapping = Field(
+        default={},
+        validation_alias="MLCOST_SCAN_S3_INVENTORY",
+        description="bucket → its S3 Inventory folder (`destination-prefix/source-bucket/"
+        'config-ID/`), read instead of listing the bucket, e.g. `{"ml-artifacts": '
+        '"s3://inventory-bucket/ml-artifacts/daily-inventory/"}`; a missing or stale one (over '
+        "2 days) falls back to listing, with a note in the scan's output "
+        "([waste](waste.md#resources-in-the-account-mlcost-waste-scan))",
+    )
+    scan_gpu_idle_pct: Decimal = Field(
+        default=Decimal(5),
+        ge=0,
+        le=100,
+        validation_alias="MLCOST_SCAN_GPU_IDLE_PCT",
+        description="a GPU instance is idle when its busiest GPU averages under this % over the "
+        "window",
+    )
+    scan_gpu_low_pct: Decimal = Field(
+        default=Decimal(30),
+        ge=0,
+        le=100,
+        validation_alias="MLCOST_SCAN_GPU_LOW_PCT",
+        description="a GPU instance is underused (a smaller GPU is recommended) under this %",
+    )
+    scan_cpu_idle_pct: Decimal = Field(
+        default=Decimal(5),
+        ge=0,
+        le=100,
+        validation_alias="MLCOST_SCAN_CPU_IDLE_PCT",
+        description="without a GPU metric, idle means CPU under this % and network under "
+        "`MLCOST_SCAN_NETWORK_IDLE_MB_PER_DAY`",
+    )
+    scan_network_idle_mb_per_day: Decimal = Field(
+        default=Decimal(100),
+        ge=0,
+        validation_alias="MLCOST_SCAN_NETWORK_IDLE_MB_PER_DAY",
+        description="the network half of the CPU fallback, in MB a day",
+    )
+    price_table_file: Path | None = Field(
+        default=None,
+        validation_alias="MLCOST_PRICE_TABLE_FILE",
+        description="your own on-demand price table (the columns of "
+        "bot/waste/data/gpu_prices.csv) instead of the bundled one",
+        json_schema_extra={"shown_default": "the bundled table"},
+    )
+    scan_hour: int = Field(
+        default=7,
+        ge=0,
+        le=23,
+        validation_alias="MLCOST_SCAN_HOUR",
+        description="hour (in `MLCOST_TIMEZONE`) of the daily resource scan, at :30",
+    )
+
+    @field_validator("scan_regions", "scan_s3_patterns", mode="before")
+    @classmethod
+    def _scan_lists(cls, value: Any) -> Any:
+        """Read a comma-separated or JSON list."""
+        return read_text_list(value)
+
+    @field_validator("scan_s3_inventory", mode="before")
+    @classmethod
+    def _scan_inventory(cls, value: Any) -> Any:
+        """Read a JSON object of strings."""
+        return read_text_mapping(value)
+
+
+class ServerSettings(SettingsSlice):
+    """The `mlcost serve` process: its HTTP listener, chart workers and logs."""
+
+    max_body_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        validation_alias="MLCOST_MAX_BODY_BYTES",
+        description="`mlcost serve --http`: larger request bodies are refused with 413 before "
+        "they are read or parsed (Slack's payloads are far smaller); 1 MiB",
+    )
+    chart_workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        validation_alias="MLCOST_CHART_WORKERS",
+        description="chart-render worker processes of `mlcost serve`",
+        json_schema_extra={
+            "shown_default": "usable CPUs less one, at least 1, and no more than the "
+            "container's memory limit holds"
+        },
+    )
+    chart_worker_max_charts: int = Field(
+        default=500,
+        ge=0,
+        validation_alias="MLCOST_CHART_WORKER_MAX_CHARTS",
+        description="charts each chart worker renders before `mlcost serve` replaces the "
+        "workers with fresh ones (the old ones finish their last chart first), giving back "
+        "whatever memory they grew; 0: never",
+    )
+    log_format: Literal["human", "json"] = Field(
+        default="human",
+        validation_alias="MLCOST_LOG_FORMAT",
+        description='logs on stderr: "human" lines, or "json" for one JSON object per line '
+        "(time, level, logger, message, exc_info) for a log collector; secret values never "
+        "appear in either",
+    )
+
+
+SliceT = TypeVar("SliceT", bound=SettingsSlice)
+
+
+def own_fields(model: type[SettingsSlice]) -> list[str]:
+    """Return the fields a slice declares itself, not those of the slices it builds on."""
+    declared = inspect.get_annotations(model)
+    return [name for name in model.model_fields if name in declared]
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One group of settings: its `Settings` attribute, its model and its heading in the docs."""
+
+    attribute: str
+    model: type[SettingsSlice]
+    title: str
+
+
+FEATURES = (
+    Feature("database", DatabaseSettings, "Database"),
+    Feature("slack", SlackSettings, "Slack"),
+    Feature("ledger", LedgerSettings, "Money, time and stale data"),
+    Feature("attribution", AttributionSettings, "Attribution"),
+    Feature("ingest", IngestSettings, "Billing sources"),
+    Feature("poll", PollSettings, "Scheduled poll"),
+    Feature("alerts", AlertSettings, "Budgets, anomalies and unallocated spend"),
+    Feature("economics", EconomicsSettings, "Unit economics and the release gate"),
+    Feature("review", ReviewSettings, "Monthly review"),
+    Feature("delivery", DeliverySettings, "Outbox and scheduler"),
+    Feature("scan", ScanSettings, "Resource scan"),
+    Feature("waste", WasteSettings, "Waste findings and actions"),
+    Feature("server", ServerSettings, "Server and logs"),
+)
+
+
+class Settings(  # every slice, through the features that build on the others
+    ServerSettings,
+    ScanSettings,
+    ReviewSettings,
+    PollSettings,
+    SlackSettings,
+    DatabaseSettings,
+    BaseSettings,
+):
+    """Every setting of mlcost, read from the environment (or `.env`), with each feature's slice."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+        frozen=False,
+    )
+
+    def _slice(self, model: type[SliceT]) -> SliceT:
+        """Return this feature's settings, already validated, as their own frozen model."""
+        return model.model_construct(**{name: getattr(self, name) for name in model.model_fields})
+
+    @property
+    def database(self) -> DatabaseSettings:
+        """Return the database settings."""
+        return self._slice(DatabaseSettings)
+
+    @property
+    def slack(self) -> SlackSettings:
+        """Return the Slack app's settings."""
+        return self._slice(SlackSettings)
+
+    @property
+    def ledger(self) -> LedgerSettings:
+        """Return the currency, time zone and data age the ledger is read by."""
+        return self._slice(LedgerSettings)
+
+    @property
+    def attribution(self) -> AttributionSettings:
+        """Return the attribution tag keys."""
+        return self._slice(AttributionSettings)
+
+    @property
+    def ingest(self) -> IngestSettings:
+        """Return how billing sources are read."""
+        return self._slice(IngestSettings)
+
+    @property
+    def poll(self) -> PollSettings:
+        """Return the scheduled poll's settings."""
+        return self._slice(PollSettings)
+
+    @property
+    def alerts(self) -> AlertSettings:
+        """Return the budget, anomaly and unallocated-spend alert settings."""
+        return self._slice(AlertSettings)
+
+    @property
+    def economics(self) -> EconomicsSettings:
+        """Return the unit-economics and release-gate settings."""
+        return self._slice(EconomicsSettings)
+
+    @property
+    def review(self) -> ReviewSettings:
+        """Return the monthly review's settings."""
+        return self._slice(ReviewSettings)
+
+    @property
+    def delivery(self) -> DeliverySettings:
+        """Return the outbox's and the scheduler's settings."""
+        return self._slice(DeliverySettings)
+
+    @property
+    def scan(self) -> ScanSettings:
+        """Return the resource scan's settings."""
+        return self._slice(ScanSettings)
+
+    @property
+    def waste(self) -> WasteSettings:
+        """Return the waste findings' settings."""
+        return self._slice(WasteSettings)
+
+    @property
+    def server(self) -> ServerSettings:
+        """Return the server's and the logs' settings."""
+        return self._slice(ServerSettings)

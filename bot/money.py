@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, InvalidOperation
 from enum import StrEnum
+from typing import TypeVar
 
 ZERO = Decimal(0)
 CENT = Decimal("0.01")
@@ -60,12 +61,75 @@ def format_money_places(value: Decimal, currency: str, places: int) -> str:
     return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency}"
 
 
+def format_money_exact(value: Decimal, currency: str) -> str:
+    """Render an amount exactly, as budgets are set: `$83,183`, `€2,500.50` (cents if it has
+    them, more places if it has more)."""
+    exponent = value.normalize().as_tuple().exponent
+    places = 0 if not isinstance(exponent, int) or exponent >= 0 else max(2, -exponent)
+    return format_money_places(value, currency, places)
+
+
 def column_places(values: Iterable[Decimal | None]) -> int:
     """Return the decimals a money column shows: cents if any amount is under 100, else none.
 
     Zero does not count: `$0` is exact in a column of whole amounts.
     """
     return 2 if any(v is not None and v != 0 and abs(v) < 100 for v in values) else 0
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def largest_remainder(
+    values: Mapping[K, Decimal], target: Decimal, unit: Decimal = CENT
+) -> dict[K, Decimal]:
+    """Round values to `unit`s so they add up to `target` (a whole number of units) exactly.
+
+    Each value is floored to the unit; the units still missing go, one each, to the values
+    that lost the most (ties in key order). No value moves by a unit or more.
+    """
+    floors = {k: v.quantize(unit, rounding=ROUND_FLOOR) for k, v in values.items()}
+    missing = int((target - sum(floors.values(), ZERO)) / unit)
+    if not 0 <= missing <= len(values):
+        raise ValueError(f"cannot round {sum(values.values(), ZERO)} to {target} by {unit}")
+    order = sorted(values, key=lambda k: (-(values[k] - floors[k]), str(k)))
+    for key in order[:missing]:
+        floors[key] += unit
+    return floors
+
+
+def shown_parts(values: Sequence[Decimal], places: int) -> tuple[list[Decimal], Decimal]:
+    """Round amounts shown with their total so the shown ones add up to the shown total.
+
+    The total is the exact sum rounded to `places` decimals; the parts are rounded to it by
+    the largest remainder (each moves by less than one unit of the last place shown).
+    """
+    unit = Decimal(1).scaleb(-places)
+    total = sum(values, ZERO).quantize(unit, rounding=ROUND_HALF_EVEN)
+    parts = largest_remainder(dict(enumerate(values)), total, unit)
+    return [parts[i] for i in range(len(values))], total
+
+
+def shown_breakdown(parts: Sequence[Decimal], total: Decimal) -> tuple[int, list[Decimal]]:
+    """Return the places `format_money` shows `total` with, and the parts rounded to add up to
+    it as shown (largest remainder). Parts that are not the whole total are only rounded."""
+    places = 0 if abs(total) >= 100 else 2
+    if sum(parts, ZERO) != total:
+        unit = Decimal(1).scaleb(-places)
+        return places, [part.quantize(unit, rounding=ROUND_HALF_EVEN) for part in parts]
+    return places, shown_parts(parts, places)[0]
+
+
+def shown_within(parts: Sequence[Decimal], shown_total: Decimal, places: int) -> list[Decimal]:
+    """Round parts to `places` decimals so they add up to a total as it is already shown
+    (itself rounded to add up to something larger); parts that are not the whole are only
+    rounded."""
+    unit = Decimal(1).scaleb(-places)
+    try:
+        rounded = largest_remainder(dict(enumerate(parts)), shown_total, unit)
+    except ValueError:
+        return [part.quantize(unit, rounding=ROUND_HALF_EVEN) for part in parts]
+    return [rounded[i] for i in range(len(parts))]
 
 
 def format_percent(value: Decimal | None) -> str:

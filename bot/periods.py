@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import calendar
 import datetime as dt
 import re
@@ -28,6 +29,24 @@ class Period:
         return (self.end - self.start).days
 
 
+def day_words(day: dt.date, *, year: bool = False) -> str:
+    """Say a day as people read it: `Nov 18`, or `Nov 18, 2026` where the year is not plain."""
+    return f"{day:%b} {day.day}, {day.year}" if year else f"{day:%b} {day.day}"
+
+
+def days_words(first: dt.date, last: dt.date, *, year: bool = False) -> str:
+    """Say the days first..last (inclusive): `Nov 18–20`, `Oct 26–Nov 1`, `Nov 18–20, 2026`;
+    a span across years always names both."""
+    if first == last:
+        return day_words(first, year=year)
+    if first.year != last.year:
+        return f"{day_words(first, year=True)}–{day_words(last, year=True)}"
+    tail = f", {last.year}" if year else ""
+    if (first.year, first.month) == (last.year, last.month):
+        return f"{day_words(first)}–{last.day}{tail}"
+    return f"{day_words(first)}–{day_words(last)}{tail}"
+
+
 def local_today(now: dt.datetime, timezone: str) -> dt.date:
     """Return the date `now` falls on in the organisation's time zone."""
     return now.astimezone(ZoneInfo(timezone)).date()
@@ -45,6 +64,14 @@ def parse_day(text: str, today: dt.date) -> dt.date:
         return dt.date.fromisoformat(word)
     except ValueError:
         raise UsageError(f"{text!r} is not a date; use YYYY-MM-DD, today or yesterday") from None
+
+
+def day_argument(text: str) -> dt.date:
+    """Parse a command-line date (`YYYY-MM-DD`, `today`, `yesterday`; today is the UTC date)."""
+    try:
+        return parse_day(text, dt.datetime.now(dt.UTC).date())
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def month_period(text: str) -> Period:
@@ -128,16 +155,17 @@ def budget_period(kind: str, day: dt.date) -> Period:
 
 
 def period_words(label: str) -> str:
-    """Say a budget period label in words: `2026-11`, `week of 2026-11-23`, `2026-Q4`, a day."""
+    """Say a budget period label in words: `2026-11`, `week of Nov 23, 2026`, `2026-Q4`,
+    `Nov 18, 2026`."""
     match = _LABEL_RE.match(label)
     if match is None:
         return label
     letter, start = match[1], dt.date.fromisoformat(match[2])
     if letter == "w":
-        return f"week of {start.isoformat()}"
+        return f"week of {day_words(start, year=True)}"
     if letter == "q":
         return f"{start.year}-Q{(start.month - 1) // 3 + 1}"
-    return start.isoformat()
+    return day_words(start, year=True)
 
 
 def per_period(kind: str) -> str:

@@ -41,7 +41,7 @@ def answer_clicked(
     """Record the answer (once), then replace the post's buttons with who answered what."""
     ack()
     services = services_of(context)
-    settings = services.settings
+    settings = services.settings.alerts
     channel, ts, user = click_origin(body)
     answer = EXPECTED if action.get("action_id") == EXPECTED_ACTION else NOT_EXPECTED
     try:

@@ -11,12 +11,11 @@ from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.bootstrap import AppServices
 from bot.slack.blocks.common import chart_failure_note
 from bot.slack.command_router import CommandRouter, Invocation, Reply, Subcommand
 from bot.slack.error_boundary import guarded, handle_error
 from bot.slack.guard import MAX_BLOCKS, checked_message
-from bot.slack.middleware import services_of, unit_of_work_for
+from bot.slack.middleware import ListenerServices, services_of, unit_of_work_for
 from bot.slack.mrkdwn import code
 from handlers import subcommands
 
@@ -64,7 +63,7 @@ def handle_command(
     body: dict[str, Any],
     respond: Respond,
     client: WebClient,
-    services: AppServices,
+    services: ListenerServices,
     router: CommandRouter,
 ) -> None:
     """Answer one command on a worker; its errors go through the app's one error boundary."""
@@ -74,7 +73,9 @@ def handle_command(
         handle_error(exc, body, None, client, respond)
 
 
-def answer_command(body: dict[str, Any], services: AppServices, router: CommandRouter) -> Reply:
+def answer_command(
+    body: dict[str, Any], services: ListenerServices, router: CommandRouter
+) -> Reply:
     """Route one command text to its subcommand, or to help."""
     sub, args, unknown = router.resolve(body.get("text") or "")
     if sub is None:

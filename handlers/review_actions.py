@@ -69,6 +69,7 @@ def submit_decision(
         refresh_messages(
             session_factory=services.session_factory,
             notifier=services.notifier,
+            renderer=services.renderer,
             item_id=int(meta["item"]),
             currency=services.settings.currency,
         )

@@ -9,7 +9,6 @@ from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 from sqlalchemy.orm import Session
 
-from bot.bootstrap import AppServices
 from bot.db.schema import ResourceFindingRecord
 from bot.slack.blocks.waste_resource import KEEP_ACTION, NOT_WASTE_ACTION, STOP_ACTION
 from bot.slack.clicks import click_origin
@@ -27,7 +26,7 @@ from bot.waste.lifecycle import (
     owners_of,
     record_silence,
 )
-from bot.waste.stopping import run_stop, update_post
+from bot.waste.stopping import update_post
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +35,6 @@ Rendered = tuple[str, list[dict[str, Any]]]
 
 def _rendered(session: Session, row: ResourceFindingRecord) -> Rendered:
     return render(message_of(row, owners_of(session, row)))
-
-
-def _update_post(services: AppServices, channel: str, ts: str, rendered: Rendered) -> None:
-    """Show the decision on the post; the decision is kept even if Slack refuses the update."""
-    update_post(services, (channel, ts), rendered)
 
 
 def _tell(client: WebClient, channel: str, user: str, text: str) -> None:
@@ -70,7 +64,7 @@ def silence_resource(
         )
         return _rendered(session, row)
 
-    _update_post(services, channel, ts, unit_of_work_of(context)(step))
+    update_post(services.notifier, (channel, ts), unit_of_work_of(context)(step))
 
 
 def stop_resource(
@@ -101,8 +95,8 @@ def stop_resource(
         )
         return
     # "acting now" first: the background's update with the result must come after it
-    _update_post(services, channel, ts, rendered)
-    if not services.stop_actions().submit(run_stop, services, approval, (channel, ts)):
+    update_post(services.notifier, (channel, ts), rendered)
+    if not services.stop_in_background(approval, (channel, ts)):
         log.warning(
             "Stop it for resource finding %s approved while stopping: it runs after the lease",
             approval.finding_id,

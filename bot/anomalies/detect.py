@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -26,6 +25,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from bot.anomalies.baseline import Baseline, robust_baseline
 from bot.anomalies.drivers import (
     DRIVER_DIMENSIONS,
     Driver,
@@ -40,9 +40,6 @@ from bot.spend.reports import cost_column
 
 BASELINE_MAX_DAYS = 28
 BASELINE_MIN_DAYS = 14  # MLCOST_ANOMALY_MIN_HISTORY_DAYS's default
-SPREADS = Decimal("3.5")
-MAD_TO_SIGMA = Decimal("1.4826")
-RELATIVE_FLOOR = Decimal("0.10")
 WORKLOAD_SLACK = Decimal("1.25")  # GPU-hours may grow 25 % more than the workload before we ask
 ZERO = Decimal(0)
 # Anomalies judge usage only. A month's tax, a support plan's or a reservation's fee (Purchase),
@@ -52,25 +49,6 @@ ZERO = Decimal(0)
 # An Expected GPU-hour anomaly accepts the model's GPU-hours (this pseudo-dimension) up to a level
 GPU_HOURS = "gpu_hours"
 EXPECTED, NOT_EXPECTED = "expected", "not_expected"
-
-
-@dataclass(frozen=True)
-class Baseline:
-    median: Decimal
-    spread: Decimal
-    days: int
-
-    @property
-    def ceiling(self) -> Decimal:
-        """Return the value above which a day is unusual."""
-        return self.median + max(SPREADS * self.spread, RELATIVE_FLOOR * self.median)
-
-
-def robust_baseline(values: Sequence[Decimal]) -> Baseline:
-    """Return the median and the MAD-based spread of the values."""
-    median = Decimal(statistics.median(values)) if values else ZERO
-    mad = Decimal(statistics.median([abs(v - median) for v in values])) if values else ZERO
-    return Baseline(median=median, spread=mad * MAD_TO_SIGMA, days=len(values))
 
 
 def is_anomalous(

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog, Budget, MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
-from bot.money import format_money_places
+from bot.money import format_money_exact
 from bot.registry.import_audit import IMPORT_ACTION
 
 MAX_LIMIT = 10_000
@@ -169,9 +169,7 @@ def money_text(text: Any, currency: str) -> str:
         return str(text)
     if not value.is_finite():
         return str(text)
-    exponent = value.normalize().as_tuple().exponent
-    places = 0 if not isinstance(exponent, int) or exponent >= 0 else max(2, -exponent)
-    return format_money_places(value, currency, places)
+    return format_money_exact(value, currency)
 
 
 def _as_money(values: Any, currency: str) -> Any:

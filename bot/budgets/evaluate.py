@@ -44,6 +44,7 @@ from bot.spend.forecast import (
     forecast_month_end,
     history_days,
     run_rate_days,
+    weekday_shape,
 )
 from bot.spend.reports import cost_column
 
@@ -196,6 +197,11 @@ def _on_days(days_by_currency: dict[str, Sequence[dt.date]]) -> Any:
     return or_(*parts) if parts else literal(False)
 
 
+def history_bucket(index: int) -> str:
+    """Return the name of the bucket summing the history's index-th covered day."""
+    return f"h{index}"
+
+
 def budget_sums(
     *,
     session: Session,
@@ -204,9 +210,9 @@ def budget_sums(
     basis: CostBasis = CostBasis.BILLED,
     periods: tuple[str, ...] = (MONTHLY,),
 ) -> dict[int, dict[str, Decimal]]:
-    """Return, per budget id, each period's to-date sum, the run-rate days' and per-weekday sums.
+    """Return, per budget id, each period's to-date sum, the run-rate days' and each history day's.
 
-    `covered` holds, per currency, the ledger's covered days: the run-rate and weekday buckets
+    `covered` holds, per currency, the ledger's covered days: the run-rate and history-day buckets
     count only those of the history window (a day no source had data for is unknown, not $0).
     `periods` are the kinds of budget period in use: the window read reaches back to the
     earliest of their first days (a quarter's, when there is a quarterly budget).
@@ -217,9 +223,11 @@ def budget_sums(
         **{to_date_bucket(kind): SpendRollup.day >= start for kind, start in starts.items()},
         "last7": _on_days({code: run_rate_days(days) for code, days in history.items()}),
     }
-    for weekday in range(7):
-        conditions[f"wd{weekday}"] = _on_days(
-            {code: [d for d in days if d.weekday() == weekday] for code, days in history.items()}
+    # one bucket per covered day of the history (its n-th, per currency): the weekday pattern
+    # is learned from the usual ones (bot/spend/forecast.weekday_shape)
+    for index in range(max((len(days) for days in history.values()), default=0)):
+        conditions[history_bucket(index)] = _on_days(
+            {code: days[index : index + 1] for code, days in history.items()}
         )
     rows = scope_sums(
         session,
@@ -277,13 +285,18 @@ def evaluate_budgets(
         period = budget_period(kind, as_of)
         values = sums.get(row.id, {})
         to_date = values.get(to_date_bucket(kind), ZERO)
+        history = history_days(covered[row.currency], as_of)
+        shape_days, weekday_totals = weekday_shape(
+            {day: values.get(history_bucket(i), ZERO) for i, day in enumerate(history)}, history
+        )
         summary = SpendSummary(
             as_of=as_of,
             covered=tuple(covered[row.currency]),
             month_to_date=to_date,
             last_7_days=values.get("last7", ZERO),
-            weekday_totals=tuple(values.get(f"wd{i}", ZERO) for i in range(7)),
+            weekday_totals=weekday_totals,
             period=period,
+            shape_days=shape_days,
         )
         statuses.append(
             BudgetStatus(

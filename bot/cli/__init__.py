@@ -69,8 +69,26 @@ def build_cli() -> tuple[argparse.ArgumentParser, list[Command]]:
             super().__init__(*args, **kwargs)
             made.append(self)
 
+        def add_subparsers(self, **kwargs: Any) -> Any:
+            # a group given without its subcommand (`mlcost`, `mlcost report`) prints its help,
+            # listing the subcommands, as git does (main); argparse would only say "required"
+            kwargs["required"] = False
+            self.set_defaults(help_of_group=self.format_help)
+            subcommands = super().add_subparsers(**kwargs)
+            add_parser = subcommands.add_parser
+
+            def add_described_parser(name: str, **options: Any) -> Any:
+                # a subcommand's --help opens with what it does: its one-line help, unless it
+                # has a longer description of its own
+                if options.get("help") and not options.get("description"):
+                    options["description"] = _sentence(options["help"])
+                return add_parser(name, **options)
+
+            subcommands.add_parser = add_described_parser  # type: ignore[method-assign]
+            return subcommands
+
     parser = Parser(prog="mlcost", description="Make ML cloud spend legible and governed.")
-    parser.add_argument("--version", action="version", version=f"mlcost {package_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     add_global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
@@ -86,7 +104,11 @@ def build_cli() -> tuple[argparse.ArgumentParser, list[Command]]:
 
 def add_global_options(parser: argparse.ArgumentParser, default: object = None) -> None:
     """Add the options every command takes: --database-url, -v and -q."""
-    parser.add_argument("--database-url", default=default, help="override MLCOST_DATABASE_URL")
+    parser.add_argument(
+        "--database-url",
+        default=default,
+        help="database to use (default: MLCOST_DATABASE_URL, else sqlite:///mlcost.db)",
+    )
     parser.add_argument(
         "-v",
         "--verbose",
@@ -101,6 +123,25 @@ def add_global_options(parser: argparse.ArgumentParser, default: object = None) 
         default=False if default is None else default,
         help="no progress bars (they are only drawn when stderr is a terminal)",
     )
+
+
+def _sentence(text: str) -> str:
+    """Return a one-line help as a sentence: a capital first letter and a full stop."""
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "?", "!", ")")) else text + "."
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: print the installed version and exit, reading the package's metadata only
+    then (argparse's own action wants the text up front, on every command line)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "show the version and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"mlcost {package_version()}")  # to stdout, as argparse's version action does
+        parser.exit()
 
 
 def package_version() -> str:
@@ -121,11 +162,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit codes: 0 done; 1 an unexpected error (or a command's own "no", e.g. a failed
     reconciliation); 2 a known error (bad input or settings, database unusable), also argparse's
-    code for a bad command line. A command may set its own codes (the gate: 3 when it could not
+    code for a bad command line and for a bare group (`mlcost`, `mlcost report`: its help, with
+    the subcommands, goes to stdout). A command may set its own codes (the gate: 3 when it could not
     evaluate); 141 when the reader of its output stopped early (`mlcost demo | head`).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:  # a group without its subcommand: list them
+        print(args.help_of_group(), end="")
+        return 2
     # the command line is valid: now load what running a command needs
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
@@ -133,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sqlalchemy.exc import InterfaceError, OperationalError
 
     from bot.cli.context import CliContext
+    from bot.cli.terminal import terminal_text
     from bot.db.engine import database_unavailable
 
     configure_logging(args.verbose)
@@ -147,11 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise MlcostError(_settings_problem(exc)) from None
         return int(args.handler(args, ctx) or 0)
     except MlcostError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_text(str(exc))}", file=sys.stderr)
         return known_error
     except (OperationalError, InterfaceError) as exc:  # the database went away mid-command
         url = make_url(ctx.settings.database_url) if ctx is not None else make_url("sqlite://")
-        print(f"error: {database_unavailable(exc, url)}", file=sys.stderr)
+        print(f"error: {terminal_text(str(database_unavailable(exc, url)))}", file=sys.stderr)
         return known_error
     except KeyboardInterrupt:
         print("interrupted; nothing was committed", file=sys.stderr)

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 from typing import Any
 
-from bot.errors import UsageError
-from bot.periods import parse_day
-
-
-def day_argument(text: str) -> dt.date:
-    """Parse a command-line date (`YYYY-MM-DD`, `today`, `yesterday`; today is the UTC date)."""
-    try:
-        return parse_day(text, dt.datetime.now(dt.UTC).date())
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+# the billing sources' arguments use it too (bot/ingest/sources/registry.py), below the CLI
+from bot.periods import day_argument as day_argument
 
 
 def add_cost_basis_argument(parser: Any) -> None:
@@ -26,5 +16,5 @@ def add_cost_basis_argument(parser: Any) -> None:
         "--cost",
         choices=[basis.value for basis in CostBasis],
         default=CostBasis.BILLED.value,
-        help="billed (invoice) or effective (amortised) cost",
+        help="billed (invoice) or effective (amortised) cost (default: billed)",
     )

@@ -29,19 +29,32 @@ def register(commands: Any) -> None:
         epilog=SUBJECTS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    audit.add_argument("--since", type=day_argument, help="first day (YYYY-MM-DD, today...)")
-    audit.add_argument("--until", type=day_argument, help="last day, inclusive")
-    audit.add_argument("--actor", help="who made the change (a Slack user ID, cli, mlcost...)")
-    audit.add_argument("--subject", help="a model, team, budget scope or resource (see below)")
+    audit.add_argument(
+        "--since",
+        type=day_argument,
+        help="first day (YYYY-MM-DD, today...; default: the first change)",
+    )
+    audit.add_argument("--until", type=day_argument, help="last day, inclusive (default: today)")
+    audit.add_argument(
+        "--actor", help="who made the change (a Slack user ID, cli, mlcost...; default: anyone)"
+    )
+    audit.add_argument(
+        "--subject", help="a model, team, budget scope or resource (see below; default: any)"
+    )
     audit.add_argument(
         "--import",
         dest="import_id",
         type=_positive,
         metavar="ID",
-        help="one registry import's changes (its id is printed by `mlcost registry import`)",
+        help="one registry import's changes (its id is printed by `mlcost registry import`; "
+        "default: every change)",
     )
-    audit.add_argument("--format", choices=["table", "json"], default="table")
-    audit.add_argument("--limit", type=_positive, default=50, help="at most N changes (50)")
+    audit.add_argument(
+        "--format", choices=["table", "json"], default="table", help="(default: table)"
+    )
+    audit.add_argument(
+        "--limit", type=_positive, default=50, help="at most N changes (default: 50)"
+    )
     audit.set_defaults(handler=run)
 
 
@@ -81,6 +94,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 def render_table(page: AuditPage) -> str:
     """One line per change: when (UTC), actor, action, subject, before → after."""
     from bot.audit.trail import change_line, one_line
+    from bot.cli.table import Column, Table
 
     if not page.entries:
         return "no changes match these filters"
@@ -94,20 +108,9 @@ def render_table(page: AuditPage) -> str:
         )
         for entry in page.entries
     ]
-    heads = ("when (UTC)", "actor", "action", "subject", "before → after")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads[:4])]
-    widths = [min(w, 48) for w in widths]
-
-    def line(cells: tuple[str, ...]) -> str:
-        fixed = [_cut(c, w).ljust(w) for c, w in zip(cells[:4], widths, strict=True)]
-        return "  ".join([*fixed, cells[4]]).rstrip()
-
-    out = [line(heads), *(line(r) for r in rows)]
+    columns = [Column(head, cut=48) for head in ("when (UTC)", "actor", "action", "subject")]
+    out = Table([*columns, Column("before → after")], rows).lines()
     if page.total > len(page.entries):
         more = page.total - len(page.entries)
         out.append(f"…and {more} more (raise --limit or narrow the filters)")
     return "\n".join(out)
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.cli.arguments import day_argument
+from bot.cli.terminal import NOT_DELIVERED
 
 if TYPE_CHECKING:
     from bot.cli.context import CliContext
@@ -46,7 +47,7 @@ def register(commands: Any) -> None:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    gate.add_argument("model")
+    gate.add_argument("model", help="the registered model to check")
     gate.add_argument("--as-of", type=day_argument, help="last day of data (default: today)")
     gate.add_argument(
         "--format",
@@ -58,7 +59,7 @@ def register(commands: Any) -> None:
         "--output",
         metavar="FILE",
         type=Path,
-        help="write the report to FILE instead of stdout (the exit code is the gate's)",
+        help="write the report to FILE (default: stdout; the exit code is the gate's)",
     )
     gate.add_argument(
         "--post",
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     as_of = args.as_of or ctx.services.clock().date()
     with ctx.session() as session:
         result = evaluate_gate(
-            session=session, model_name=args.model, as_of=as_of, settings=ctx.settings
+            session=session, model_name=args.model, as_of=as_of, settings=ctx.settings.economics
         )
     fmt = output_format(args.format)
     report = render_report(result, fmt)
@@ -139,8 +140,8 @@ def write_step_summary(result: GateResult) -> None:
 
 def post_result(ctx: CliContext, result: GateResult, *, out: Any) -> None:
     """Record the result in the outbox for the model's channel; deliver it when a token is set."""
+    from bot.economics.messages import GateResultMessage
     from bot.notify.delivery import deliver_pending, outbox_lease
-    from bot.notify.messages import GateResultMessage
     from bot.notify.outbox import enqueue_message
     from bot.registry.catalog import find_model
 
@@ -167,18 +168,16 @@ def post_result(ctx: CliContext, result: GateResult, *, out: Any) -> None:
     else:
         print(f"already queued: {key} (one post per model, day and result)", file=out)
     if ctx.settings.slack_bot_token is None:
-        print(
-            "not delivered: SLACK_BOT_TOKEN is not set (`mlcost serve` delivers the queue)",
-            file=out,
-        )
+        print(NOT_DELIVERED, file=out)
         return
     services = ctx.services
     delivery = deliver_pending(
         session_factory=services.session_factory,
         notifier=services.notifier,
+        renderer=services.renderer,
         find_posted=services.find_posted,
         kinds=(POST_KIND,),
-        lease=outbox_lease(services.settings),
+        lease=outbox_lease(services.settings.delivery),
     )
     print(
         f"delivered {len(delivery.delivered)}, found already posted {len(delivery.recovered)}, "

@@ -8,13 +8,15 @@ from typing import TYPE_CHECKING, Any
 from bot.cli import progress
 from bot.cli.arguments import day_argument
 from bot.cli.ingest_cmd import print_report
+from bot.cli.terminal import NOT_DELIVERED, terminal_text
+from bot.counts import counted
 from bot.errors import UsageError
 
 if TYPE_CHECKING:
     from bot.cli.context import CliContext
-    from bot.notify.plan import CycleReport
+    from bot.poll.plan import CycleReport
 
-# bot.notify.plan.ALL_CHECKS, spelled here so `--help` need not import the planner (which loads
+# bot.poll.plan.ALL_CHECKS, spelled here so `--help` need not import the planner (which loads
 # SQLAlchemy and pyarrow); tests/cli/test_help_imports.py checks the two agree
 CHECKS = ("budgets", "anomalies", "unallocated", "waste")
 
@@ -41,10 +43,10 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Run one cycle and print what it fetched, planned and delivered."""
-    from bot.notify.cycle import run_cycle
-    from bot.notify.plan import ALL_CHECKS
-    from bot.notify.scheduler import poll_sources
     from bot.periods import local_today
+    from bot.poll.cycle import run_cycle
+    from bot.poll.jobs import poll_sources
+    from bot.poll.plan import ALL_CHECKS
 
     checks = ALL_CHECKS
     if args.only:
@@ -56,15 +58,24 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     now = services.clock()
     fetch = not (args.as_of or args.no_fetch or args.dry_run)
     today = local_today(now, services.settings.timezone)
-    sources = poll_sources(services, today) if fetch else []
+    sources = []
+    if fetch:
+        sources = poll_sources(
+            session_factory=services.session_factory,
+            settings=services.settings.poll,
+            attribution=services.settings.attribution,
+            aws=services.aws,
+            today=today,
+        )
     delivering = not args.dry_run and services.settings.slack_bot_token is not None
     report = run_cycle(
         session_factory=services.session_factory,
-        settings=services.settings,
+        settings=services.settings.poll,
         now=now,
         as_of=args.as_of,
         sources=sources,
         notifier=services.notifier if delivering else None,
+        renderer=services.renderer,
         find_posted=services.find_posted if delivering else None,
         checks=checks,
         dry_run=args.dry_run,
@@ -77,18 +88,19 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 def print_cycle(report: CycleReport, *, dry_run: bool, delivering: bool) -> None:
     """Print one cycle's outcome."""
     from bot.slack.mrkdwn import plain
+    from bot.slack.render import render
 
     for fetched in report.fetched:
         print_report(fetched)
     for error in report.fetch_errors:
-        print(f"error: {error}")
+        print(f"error: {terminal_text(error)}")
     verb = "would post" if dry_run else "new"
     print(
-        f"as of {report.as_of}: {report.budgets_evaluated} budgets evaluated, "
-        f"{len(report.planned)} alerts due ({verb})"
+        f"as of {report.as_of}: {counted(report.budgets_evaluated, 'budget')} evaluated, "
+        f"{counted(len(report.planned), 'alert')} due ({verb})"
     )
     for post in report.planned:
-        print(f"  {post.channel:<12} {plain(post.text)}")
+        print(f"  {post.channel:<12} {plain(render(post.message)[0])}")
     for key in report.unroutable:
         print(f"  no channel for {key}: set the model's or team's channel, or finops_channel")
     if report.short_history:
@@ -104,10 +116,7 @@ def print_cycle(report: CycleReport, *, dry_run: bool, delivering: bool) -> None
             f"undeliverable {len(delivery.dead)}"
         )
     elif not delivering:
-        print(
-            "SLACK_BOT_TOKEN is not set: nothing was posted; `mlcost serve` (or a poll with "
-            "the token) delivers what is queued"
-        )
+        print(NOT_DELIVERED)
 
 
 def short_history_line(short_history: dict[str, int], min_days: int, limit: int = 10) -> str:

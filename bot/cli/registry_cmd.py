@@ -8,18 +8,20 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.counts import counted
 from bot.errors import RegistryError
 
 if TYPE_CHECKING:
     from bot.cli.context import CliContext
     from bot.registry.plan import ImportPlan
+    from bot.registry.spec import RegistrySpec
 
 
 def register(commands: Any) -> None:
     registry = commands.add_parser("registry", help="teams, models, owners, budgets as YAML")
     sub = registry.add_subparsers(dest="registry_command", required=True)
     imp = sub.add_parser("import", help="make the database match a registry file")
-    imp.add_argument("file", type=Path)
+    imp.add_argument("file", type=Path, help="the registry YAML file (see docs/ingestion.md)")
     imp.add_argument(
         "--dry-run", action="store_true", help="print what would change; change nothing"
     )
@@ -36,7 +38,7 @@ def register(commands: Any) -> None:
     )
     imp.set_defaults(handler=run_import)
     exp = sub.add_parser("export", help="write the registry as YAML (stdout by default)")
-    exp.add_argument("file", type=Path, nargs="?")
+    exp.add_argument("file", type=Path, nargs="?", help="where to write it (default: stdout)")
     exp.set_defaults(handler=run_export)
 
 
@@ -50,7 +52,7 @@ def _show_diff(plan: ImportPlan) -> None:
 def _show_slack_changes(plan: ImportPlan) -> None:
     if plan.reverted:
         print(
-            f"warning: this import reverts {len(plan.reverted)} change(s) made in Slack "
+            f"warning: this import reverts {counted(len(plan.reverted), 'change')} made in Slack "
             "since the last import:",
             file=sys.stderr,
         )
@@ -66,13 +68,30 @@ def _refusal(plan: ImportPlan) -> str:
 
 
 def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Validate the file, show the diff, refuse destructive imports, apply in one transaction."""
-    from bot.db.locks import hold_registry_lock
-    from bot.registry.plan import kept_entities, plan_import
+    """Validate the file, show the diff, refuse destructive imports, apply in one transaction.
+
+    A dry run changes nothing, not even by creating the database: when the SQLite file does not
+    exist yet, it compares the file with an empty registry in a database in memory.
+    """
+    from bot.cli.context import CliContext
     from bot.registry.spec import load_registry_file
-    from bot.registry.sync import import_registry
 
     spec = load_registry_file(args.file)
+    if not (args.dry_run and _database_file_missing(ctx.settings.database_url)):
+        return _import(args, ctx, spec)
+    print(f"no database at {ctx.settings.database_url} yet: compared with an empty registry")
+    memory = CliContext(settings=ctx.settings.model_copy(update={"database_url": "sqlite://"}))
+    try:
+        return _import(args, memory, spec)
+    finally:
+        memory.close()
+
+
+def _import(args: argparse.Namespace, ctx: CliContext, spec: RegistrySpec) -> int:
+    from bot.db.locks import hold_registry_lock
+    from bot.registry.plan import kept_entities, plan_import
+    from bot.registry.sync import import_registry
+
     source = str(args.file)
     with ctx.session() as session:
         if not args.dry_run:  # until the commit, a Slack change waits: the plan stays true
@@ -90,8 +109,8 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
         _show_diff(plan)
         counts = plan.diff.counts()
         summary = (
-            f"{len(plan.spec.teams)} teams, {len(plan.spec.models)} models, "
-            f"{len(plan.spec.budgets)} budgets"
+            f"{counted(len(plan.spec.teams), 'team')}, {counted(len(plan.spec.models), 'model')}, "
+            f"{counted(len(plan.spec.budgets), 'budget')}"
         )
         if args.dry_run:
             print(
@@ -116,6 +135,21 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
     if result.import_id is not None:
         print(f"audited as import {result.import_id}: mlcost audit --import {result.import_id}")
     return 0
+
+
+def _database_file_missing(url: str) -> bool:
+    """Whether the URL names an SQLite file that does not exist (connecting would create it)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    name = parsed.database
+    return (
+        parsed.get_backend_name() == "sqlite"
+        and bool(name)
+        and name != ":memory:"
+        and not str(name).startswith("file:")
+        and not Path(str(name)).exists()
+    )
 
 
 def cli_actor() -> str:

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Any
 from bot.cli import chargeback_cmd
 from bot.cli.arguments import add_cost_basis_argument, day_argument
 from bot.cli.csv_export import csv_text
-from bot.money import CostBasis, column_places, format_money_places
+from bot.cli.table import Column, Table
+from bot.counts import counted
+from bot.errors import UsageError
+from bot.money import CostBasis, column_places, format_money_places, shown_parts
 
 if TYPE_CHECKING:
     from bot.cli.context import CliContext
@@ -29,17 +32,28 @@ def register(commands: Any) -> None:
         "--by",
         default="model,stage",
         help="dimensions, e.g. model,stage or account (the usage account: linked account, "
-        "project, subscription; billing_account: the payer); or run alone: one line per run",
+        "project, subscription; billing_account: the payer); or run alone: one line per run "
+        "(default: model,stage)",
     )
-    spend.add_argument("--model", help="only this model's spend (its runs, with --by run)")
-    spend.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    spend.add_argument(
+        "--model", help="only this model's spend (its runs, with --by run; default: every model)"
+    )
+    spend.add_argument(
+        "--format", choices=["table", "csv", "json"], default="table", help="(default: table)"
+    )
+    spend.add_argument(
+        "--totals",
+        action="store_true",
+        help="with --format csv: each currency's totals (billed, effective, attributed, "
+        "unallocated, idle) as their own table, instead of the lines",
+    )
     add_cost_basis_argument(spend)
     spend.set_defaults(handler=run_spend)
     waste = sub.add_parser(
         "waste",
         help="idle, orphaned and stale spend with the fix, and the resource scans' open findings",
     )
-    waste.add_argument("--as-of", type=day_argument, help="day to look back from")
+    waste.add_argument("--as-of", type=day_argument, help="day to look back from (default: today)")
     waste.add_argument(
         "--cloudwatch",
         action="store_true",
@@ -49,7 +63,8 @@ def register(commands: Any) -> None:
         "--format",
         choices=["text", "json"],
         default="text",
-        help="json: one object per finding, money as exact strings (for tickets and scripts)",
+        help="json: one object per finding, money as exact strings (for tickets and scripts; "
+        "default: text)",
     )
     waste.set_defaults(handler=run_waste)
     chargeback_cmd.register(sub)
@@ -63,6 +78,8 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.spend.reports import check_currency_setting, parse_dimensions, spend_report
     from bot.spend.runs import run_report
 
+    if args.totals and args.format != "csv":
+        raise UsageError("--totals goes with --format csv (the table and JSON carry the totals)")
     period = month_period(args.month) if args.month else month_of(ctx.services.clock().date())
     by = parse_dimensions(args.by, allow_run=True)
     with ctx.session() as session:
@@ -81,7 +98,7 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
                 where=None if model is None else {"model": model},
             )
         coverage = None if report.lines else ledger_day_range(session)
-    print(render(report, args.format), end="")
+    print(render(report, args.format, totals=args.totals), end="")
     if not report.lines:  # on stderr: CSV and JSON on stdout stay data
         print(f"note: {no_spend_note(period, coverage)}", file=sys.stderr)
     return 0
@@ -110,7 +127,11 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
         now = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
     with ctx.session() as session:
         overview = waste_overview(
-            session=session, settings=ctx.settings, as_of=as_of, now=now, cloudwatch=cloudwatch
+            session=session,
+            settings=ctx.settings.waste,
+            as_of=as_of,
+            now=now,
+            cloudwatch=cloudwatch,
         )
     if args.format == "json":
         print(render_waste_json(overview, as_of))
@@ -119,17 +140,37 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
-def render(report: SpendReport, fmt: str) -> str:
-    """Render a spend report as a table, CSV or JSON; each currency on its own, never summed."""
+def render(report: SpendReport, fmt: str, *, totals: bool = False) -> str:
+    """Render a spend report as a table, CSV or JSON; each currency on its own, never summed.
+
+    CSV is one table a spreadsheet or `pandas.read_csv` reads as it is: the lines (which add
+    up to each currency's total), or with `totals` one row of totals per currency.
+    """
     if fmt == "json":
         return json.dumps(report.as_json(), indent=2) + "\n"
     if fmt == "csv":
-        return _render_csv(report)
+        return _render_totals_csv(report) if totals else _render_csv(report)
     return _render_table(report)
 
 
+def _render_totals_csv(report: SpendReport) -> str:
+    """Render one row per currency: the period, the basis and every total, exact."""
+    names = ["total", "billed", "effective", "attributed", "unallocated", "idle"]
+    rows: list[list[object]] = [["period", "basis", "currency", *names]]
+    for totals in report.totals:
+        rows.append(
+            [
+                report.period.label,
+                str(report.basis),
+                totals.currency,
+                *(getattr(totals, name) for name in names),
+            ]
+        )
+    return csv_text(rows)
+
+
 def _render_csv(report: SpendReport) -> str:
-    """Render the lines, then each currency's totals, as CSV (safe to open in a spreadsheet)."""
+    """Render the lines as CSV (safe to open in a spreadsheet): they add up to the totals."""
     rows: list[list[object]] = [[*report.by, "currency", "cost", "gpu_hours"]]
     for line in report.lines:
         rows.append(
@@ -140,13 +181,6 @@ def _render_csv(report: SpendReport) -> str:
                 line.gpu_hours,
             ]
         )
-    rows.append([])
-    # under the same columns: the name where the groups are, then currency and amount
-    pad = [""] * (len(report.by) - 1)
-    for totals in report.totals:
-        names = ["billed", "effective", "attributed", "unallocated"]
-        for name in [*names, "idle"] if totals.idle else names:
-            rows.append([f"total_{name}", *pad, totals.currency, getattr(totals, name), ""])
     return csv_text(rows)
 
 
@@ -155,22 +189,24 @@ def _render_table(report: SpendReport) -> str:
 
     A currency's amounts, lines and totals, share one precision: cents when any is under 100.
     """
-    header = [*report.by, f"{report.basis} cost", "GPU-h"]
+    columns = [Column(name) for name in report.by]
+    columns += [Column(f"{report.basis} cost", right=True), Column("GPU-h", right=True)]
     places = {
         t.currency: column_places(
             [*(line.cost for line in report.lines if line.currency == t.currency), *_amounts(t)]
         )
         for t in report.totals
     }
+    shown = _shown_costs(report, places)
     body = [
         [
             *(_label(report, line, k) for k in report.by),
-            format_money_places(line.cost, line.currency, places.get(line.currency, 2)),
+            format_money_places(shown[i], line.currency, places.get(line.currency, 2)),
             f"{line.gpu_hours:,.1f}",
         ]
-        for line in report.lines
+        for i, line in enumerate(report.lines)
     ]
-    widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
+    table = Table(columns, body)
     lines = [
         f"Spend {report.period.label} ({report.period.start}..{report.period.end}), "
         f"cost shown: {report.basis}"
@@ -188,22 +224,33 @@ def _render_table(report: SpendReport) -> str:
         if several:
             lines.append("")
             lines.append(f"{code}:")
-        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-        lines.append("  ".join("-" * w for w in widths))
+        lines.append(table.header())
+        lines.append(table.rule())
         for line, row in zip(report.lines, body, strict=True):
-            if line.currency != code:
-                continue
-            lines.append(
-                "  ".join(
-                    str(c).rjust(w) if i >= len(report.by) else str(c).ljust(w)
-                    for i, (c, w) in enumerate(zip(row, widths, strict=True))
-                )
-            )
+            if line.currency == code:
+                lines.append(table.line(row))
         lines.append("")
-        lines.extend(_totals_lines(report, section, several, places.get(code or "", 2)))
+        lines.extend(_totals_lines(report, section, several, places.get(code or "", 2), shown))
     if report.estimated_days:
-        lines.append(f"note: {report.estimated_days} day(s) are provider estimates")
+        one = report.estimated_days == 1
+        days = counted(report.estimated_days, "day")
+        lines.append(
+            f"note: {days} {'is a provider estimate' if one else 'are provider estimates'}"
+        )
     return "\n".join(lines) + "\n"
+
+
+def _shown_costs(report: SpendReport, places: dict[str, int]) -> list[Decimal]:
+    """Round each currency's lines so the shown ones add up to its shown total."""
+    shown = [line.cost for line in report.lines]
+    for totals in report.totals:
+        indexes = [i for i, line in enumerate(report.lines) if line.currency == totals.currency]
+        if sum((shown[i] for i in indexes), Decimal(0)) != totals.total:
+            continue  # lines that are not the whole total (never, for a spend report) stay exact
+        parts, _total = shown_parts([shown[i] for i in indexes], places.get(totals.currency, 2))
+        for i, part in zip(indexes, parts, strict=True):
+            shown[i] = part
+    return shown
 
 
 def _amounts(totals: SpendTotals) -> list[Decimal]:
@@ -217,19 +264,59 @@ def _amounts(totals: SpendTotals) -> list[Decimal]:
     ]
 
 
+def _shown_split(
+    report: SpendReport, section: SpendTotals, places: int, shown: list[Decimal]
+) -> tuple[Decimal, Decimal, Decimal, Decimal]:
+    """Return the shown total, attributed, unallocated and idle of one currency.
+
+    Grouped by model, each is the sum of its shown lines (a line without a model is
+    unallocated or idle cluster), so the table's lines add up to each; otherwise the three
+    are rounded to add up to the shown total.
+    """
+    if "model" in report.by:
+        parts = {"attributed": Decimal(0), "unallocated": Decimal(0), "idle": Decimal(0)}
+        for line, cost in zip(report.lines, shown, strict=True):
+            if line.currency != section.currency:
+                continue
+            kind = (
+                "attributed"
+                if line.group["model"] is not None
+                else "idle"
+                if line.idle
+                else "unallocated"
+            )
+            parts[kind] += cost
+        total = sum(parts.values(), Decimal(0))
+        if total == shown_parts([section.total], places)[1]:
+            return total, parts["attributed"], parts["unallocated"], parts["idle"]
+    (attributed, unallocated, idle), total = shown_parts(
+        [section.attributed, section.unallocated, section.idle], places
+    )
+    return total, attributed, unallocated, idle
+
+
 def _totals_lines(
-    report: SpendReport, section: SpendTotals | None, several: bool, places: int
+    report: SpendReport,
+    section: SpendTotals | None,
+    several: bool,
+    places: int,
+    shown: list[Decimal],
 ) -> list[str]:
     """Return one currency's total lines (or the no-spend line when there is no currency)."""
     if section is None:
         return [f"total {report.basis}: 0 (no spend in this period)"]
     code = section.currency
     money = lambda v: format_money_places(v, code, places)  # noqa: E731
+    # the total, attributed, unallocated and idle as the table's lines add up to them
+    total, attributed, unallocated, idle = _shown_split(report, section, places, shown)
+    billed, effective = (
+        (total, section.effective) if report.basis == CostBasis.BILLED else (section.billed, total)
+    )
     return [
-        f"total {report.basis}{f' {code}' if several else ''}: {money(section.total)}  "
-        f"(billed {money(section.billed)}, effective {money(section.effective)})",
-        f"attributed: {money(section.attributed)}  unallocated: {money(section.unallocated)}"
-        + (f"  idle cluster: {money(section.idle)}" if section.idle else ""),
+        f"total {report.basis}{f' {code}' if several else ''}: {money(total)}  "
+        f"(billed {money(billed)}, effective {money(effective)})",
+        f"attributed: {money(attributed)}  unallocated: {money(unallocated)}"
+        + (f"  idle cluster: {money(idle)}" if section.idle else ""),
     ]
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from bot.cli.table import Column, Table
+from bot.cli.terminal import NOT_DELIVERED
+from bot.counts import counted
 from bot.money import column_places, format_money_places, format_percent
 from bot.periods import Period, month_of, month_period, previous_month
 
@@ -20,11 +24,15 @@ def register(commands: Any) -> None:
     sub = parser.add_subparsers(dest="review_command", required=True)
     show = sub.add_parser("show", help="unit economics and verdicts for a month (no Slack)")
     show.add_argument("--month", help="YYYY-MM (default: last month)")
-    show.add_argument("--format", choices=["table", "json"], default="table")
+    show.add_argument(
+        "--format", choices=["table", "json"], default="table", help="(default: table)"
+    )
     show.set_defaults(handler=run_show)
     post = sub.add_parser("post", help="post the month's review to every team's channel, once")
     post.add_argument("--month", help="YYYY-MM (default: last month)")
-    post.add_argument("--team", action="append", help="only this team (repeatable)")
+    post.add_argument(
+        "--team", action="append", help="only this team (repeatable; default: every team)"
+    )
     post.set_defaults(handler=run_post)
 
 
@@ -40,7 +48,7 @@ def run_show(args: argparse.Namespace, ctx: CliContext) -> int:
 
     month = _month(args.month, ctx)
     with ctx.session() as session:
-        economics = month_economics(session=session, month=month, settings=ctx.settings)
+        economics = month_economics(session=session, month=month, settings=ctx.settings.economics)
     if args.format == "json":
         print(json.dumps([e.as_json() for e in economics.values()], indent=2))
     else:
@@ -55,18 +63,11 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
     """
     from bot.slack.blocks.economics import format_change, format_units
 
-    header = [
-        "model",
-        "cost",
-        "vs prev",
-        "units",
-        "vs prev",
-        "per 1k",
-        "was",
-        "serving/1k",
-        "budget",
-        "verdict",
-    ]
+    # numbers right-aligned under their titles; the units carry their metric's name
+    columns = [Column("model"), Column("cost", right=True), Column("vs prev", right=True)]
+    columns += [Column("units"), Column("vs prev", right=True)]
+    columns += [Column(t, right=True) for t in ("per 1k", "was", "serving/1k", "budget")]
+    columns.append(Column("verdict"))
     economics = list(economics)
     unit_costs = {
         "now": [e.unit_cost for e in economics],
@@ -83,7 +84,16 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
 
     def unit_cost(name: str, index: int, currency: str) -> str:
         value = unit_costs[name][index]
-        return "n/a" if value is None else format_money_places(value, currency, places[name])
+        if value is None:
+            return "n/a"
+        if value == 0:  # nothing at all, not a rounded-down amount
+            return format_money_places(value, currency, 0)
+        shown = format_money_places(value, currency, places[name])
+        if value > 0 and shown == format_money_places(Decimal(0), currency, places[name]):
+            # not nothing, though it rounds to $0.0000: say it is under the last place shown
+            smallest = Decimal(1).scaleb(-places[name])
+            return "< " + format_money_places(smallest, currency, places[name])
+        return shown
 
     rows = []
     for index, e in enumerate(economics):
@@ -102,15 +112,11 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
                 ("! " if e.verdict.flagged else "  ") + e.verdict.headline,
             ]
         )
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = [
         f"Unit economics {month.label} vs {previous_month(month).label} "
         "(billed cost; per 1k units of the primary metric)"
     ]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
-    lines.append("  ".join("-" * w for w in widths))
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    lines.extend(Table(columns, rows).lines(rule=True))
     flagged = [e for e in economics if e.verdict.flagged]
     for e in flagged:
         lines.append(f"! {e.model}: {e.verdict.headline} — {e.verdict.detail}")
@@ -118,19 +124,44 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
 
 
 def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Open and post the month's reviews; a review already posted is not posted again."""
-    from bot.review.jobs import post_month_reviews
-    from bot.slack.app import ConfigurationError
+    """Open and post the month's reviews; a review already posted is not posted again.
 
-    if ctx.settings.slack_bot_token is None:
-        raise ConfigurationError("SLACK_BOT_TOKEN is not set")
+    Without a Slack token the reviews are opened and their messages queued, not delivered
+    (bot/cli/terminal.py): `mlcost serve` delivers them.
+    """
+    from bot.review.delivery import post_reviews
+    from bot.review.open import open_reviews
+
     month = _month(args.month, ctx)
     services = ctx.services
     teams = set(args.team) if args.team else None
-    report = post_month_reviews(services, month, now=services.clock(), teams=teams)
+    if ctx.settings.slack_bot_token is None:
+        with ctx.session() as session:
+            opened = open_reviews(
+                session=session,
+                month=month,
+                settings=ctx.settings.economics,
+                now=services.clock(),
+                teams=teams,
+            )
+            count = len(opened)
+        print(f"review {month.label}: opened {counted(count, 'team review')}")
+        print(NOT_DELIVERED)
+        return 0
+    report = post_reviews(
+        session_factory=services.session_factory,
+        notifier=services.notifier,
+        renderer=services.renderer,
+        month=month,
+        settings=services.settings.review,
+        now=services.clock(),
+        find_posted=services.find_posted,
+        teams=teams,
+    )
     print(
-        f"review {month.label}: opened {len(report.opened)} team review(s), delivered "
-        f"{len(report.delivered)} message(s), uploaded {len(report.charts)} chart(s)"
+        f"review {month.label}: opened {counted(len(report.opened), 'team review')}, delivered "
+        f"{counted(len(report.delivered), 'message')}, "
+        f"uploaded {counted(len(report.charts), 'chart')}"
     )
     for key in report.failed:
         print(f"  not delivered yet (retried by the next run): {key}")

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from bot.cli.context import CliContext
-    from bot.config import Settings
+    from bot.config import ServerSettings, SlackSettings
 
 log = logging.getLogger(__name__)
 
@@ -26,16 +26,27 @@ SLACK_SECRET_VARIABLES = ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_S
 
 
 def register(commands: Any) -> None:
-    serve = commands.add_parser("serve", help="run the Slack bot and its scheduler")
+    serve = commands.add_parser(
+        "serve",
+        help="run the Slack bot and its scheduler",
+        description="Run the Slack bot (HTTP or Socket Mode) and, on the leading replica, "
+        "its scheduled jobs; checks the settings, the bot token and the database first.",
+    )
     mode = serve.add_mutually_exclusive_group()
     mode.add_argument("--http", action="store_true", help="HTTP mode (default)")
     mode.add_argument("--socket", action="store_true", help="Socket Mode (needs SLACK_APP_TOKEN)")
-    serve.add_argument("--host", default="0.0.0.0")
-    serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument("--host", default="0.0.0.0", help="HTTP mode's address (default: 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=3000, help="HTTP mode's port (default: 3000)")
     serve.add_argument(
         "--no-scheduler",
         action="store_true",
         help="serve Slack only; never run scheduled jobs in this process",
+    )
+    serve.add_argument(
+        "--catch-up",
+        action="store_true",
+        help="post last month's review even if its round (the first working day to the 7th) "
+        "began before this database had any review (MLCOST_REVIEW_CATCH_UP=true)",
     )
     serve.set_defaults(handler=run)
 
@@ -92,14 +103,40 @@ def _log_what_serving_does() -> Callable[[], None]:
     return restore
 
 
-def chart_workers(settings: Settings) -> int:
-    """Return how many chart-render processes to start: MLCOST_CHART_WORKERS, else one fewer than
-    the CPUs this process may run on (its affinity, which a container's cpuset limits), at least 1.
+# Resident memory measured with benchmarks/serve_memory.py (docs/deploy.md): serve itself about
+# 135 MB, multiprocessing's resource tracker 12 MB, a chart worker about 115 MB once it has drawn.
+SERVE_MB, WORKER_MB = 160, 120
+
+
+def chart_workers(settings: ServerSettings, memory_limit: int | None = None) -> int:
+    """Return how many chart-render processes to start: MLCOST_CHART_WORKERS, else one fewer
+    than the CPUs this process may run on (its affinity, which a container's cpuset limits), and
+    no more than fit in 90% of the memory limit (a container's cgroup limit) beside serve, with
+    room for the replacement workers while old ones finish; at least 1.
     """
     if settings.chart_workers is not None:
         return settings.chart_workers
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, (usable or 2) - 1)
+    workers = max(1, (usable or 2) - 1)
+    limit = memory_limit if memory_limit is not None else cgroup_memory_limit()
+    if limit is not None:
+        per_worker = WORKER_MB * (2 if settings.chart_worker_max_charts else 1)
+        fit = (limit * 9 // 10 // 2**20 - SERVE_MB) // per_worker
+        workers = max(1, min(workers, fit))
+    return workers
+
+
+def cgroup_memory_limit(root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """Return this process's cgroup memory limit in bytes (v2, else v1); None when unlimited."""
+    for path in (root / "memory.max", root / "memory" / "memory.limit_in_bytes"):
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if not text.isdigit() or int(text) >= 2**60:  # "max", or v1's "no limit" (near 2**63)
+            return None
+        return int(text)
+    return None
 
 
 def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> None:
@@ -110,7 +147,9 @@ def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> No
     from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
 
     settings = ctx.settings
-    _check_settings(settings, socket_mode=args.socket)
+    if args.catch_up:
+        settings = settings.model_copy(update={"review_catch_up": True})
+    _check_settings(settings.slack, socket_mode=args.socket)
     for name in SLACK_SECRET_VARIABLES:
         os.environ.pop(name, None)
     # serve never migrates: with several replicas that is a deployment step (`mlcost db upgrade`)
@@ -120,12 +159,15 @@ def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> No
     cleanups.callback(services.shutdown_background)  # approved Stop it actions run there
     identity = identify_bot(services.client)
     _check_database(engine)
-    app = build_app(services, identity=identity)
+    app = build_app(services, identity=identity, socket_mode=args.socket)
     listener = _bind_listener(args, app, services, settings)
     cleanups.callback(listener.close)
     # Charts render after the ack, in worker processes so they never hold the GIL that acks need.
     # They start while this is the only thread (see start_render_processes).
-    start_render_processes(chart_workers(settings))
+    start_render_processes(
+        chart_workers(settings.server),
+        max_charts_per_worker=settings.server.chart_worker_max_charts,
+    )
     cleanups.callback(stop_render_processes)
     listener.open()
     scheduler = _start_scheduler(services, engine, enabled=not args.no_scheduler)
@@ -139,25 +181,43 @@ def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> No
     listener.serve()
 
 
-def _check_settings(settings: Settings, *, socket_mode: bool) -> None:
-    """Refuse to start without the settings the chosen mode needs (nothing has started yet)."""
+# Where each credential is found in the Slack app's settings, for the refusal that names it.
+CREDENTIAL_SOURCES = {
+    "SLACK_BOT_TOKEN": "OAuth & Permissions > Bot User OAuth Token, xoxb-...",
+    "SLACK_SIGNING_SECRET": "Basic Information > App Credentials > Signing Secret",
+    "SLACK_APP_TOKEN": "Basic Information > App-Level Tokens, xapp-... with connections:write",
+}
+
+
+def _check_settings(settings: SlackSettings, *, socket_mode: bool) -> None:
+    """Refuse to start without the settings the chosen mode needs (nothing has started yet).
+
+    Socket Mode needs the app-level token and no signing secret (Slack signs nothing it sends
+    over the WebSocket); HTTP mode needs the signing secret and no app-level token.
+    """
     from bot.slack.app import ConfigurationError
 
-    missing = [
-        name
-        for name, value in (
-            ("SLACK_BOT_TOKEN", settings.slack_bot_token),
-            ("SLACK_SIGNING_SECRET", settings.slack_signing_secret),
-        )
-        if value is None or not value.get_secret_value()
-    ]
-    app_token = settings.slack_app_token
-    if socket_mode and (app_token is None or not app_token.get_secret_value()):
-        missing.append("SLACK_APP_TOKEN")
+    needed = {"SLACK_BOT_TOKEN": settings.slack_bot_token}
+    if socket_mode:
+        needed["SLACK_APP_TOKEN"] = settings.slack_app_token
+    else:
+        needed["SLACK_SIGNING_SECRET"] = settings.slack_signing_secret
+    values = {name: value.get_secret_value() if value else "" for name, value in needed.items()}
+    missing = [name for name, value in values.items() if not value]
     if missing:
         also = " (Socket Mode needs the app-level token, xapp-...)" if socket_mode else ""
         raise ConfigurationError(f"not set: {', '.join(missing)}{also}")
-    if socket_mode and app_token and not app_token.get_secret_value().startswith("xapp-"):
+    # .env.example's values (xoxb-..., xapp-..., ...): no real credential contains "..."
+    placeholders = [name for name, value in values.items() if "..." in value]
+    if placeholders:
+        where = "; ".join(f"{name}: {CREDENTIAL_SOURCES[name]}" for name in placeholders)
+        verb = "is" if len(placeholders) == 1 else "are"
+        raise ConfigurationError(
+            f"{' and '.join(placeholders)} {verb} still the placeholder from .env.example; "
+            f"copy the app's own from api.slack.com/apps ({where})"
+        )
+    app_token = values.get("SLACK_APP_TOKEN")
+    if app_token is not None and not app_token.startswith("xapp-"):
         raise ConfigurationError(
             "SLACK_APP_TOKEN is not an app-level token: those start with xapp- (Basic "
             "Information > App-Level Tokens, with the connections:write scope)"
@@ -212,10 +272,10 @@ class _HttpListener(_Listener):
         self.where = f"events on http://{host}:{port}/slack/events (health on /healthz)"
 
     def serve(self) -> None:
-        self.server.serve_forever(poll_interval=0.2)
+        self.server.serve()
 
     def close(self) -> None:
-        self.server.server_close()
+        self.server.close()
 
 
 class _SocketListener(_Listener):
@@ -266,20 +326,23 @@ def _bind_listener(args: argparse.Namespace, app: Any, services: Any, settings: 
         raise ConfigurationError(
             f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
         ) from None
-    return _HttpListener(server, args.host, server.server_address[1])
+    return _HttpListener(server, args.host, server.port)
 
 
 class _Scheduler:
     """The leader election (or nothing, with --no-scheduler), stopped on the way out."""
 
-    def __init__(self, election: Any | None) -> None:
+    def __init__(self, election: Any | None, first_runs: str = "") -> None:
         self.election = election
+        self.first_runs = first_runs
 
     def state(self) -> str:
         if self.election is None:
             return "off (--no-scheduler)"
         if self.election.is_leader:
-            return "leader (this process runs the scheduled jobs)"
+            return (
+                f"leader (this process runs the scheduled jobs); first, at once: {self.first_runs}"
+            )
         return "standby (another process leads; this one takes over if it stops)"
 
     def stop(self) -> None:
@@ -289,6 +352,15 @@ class _Scheduler:
 
 def _start_scheduler(services: Any, engine: Engine, enabled: bool) -> _Scheduler:
     """Start the scheduler if this process wins the leader lock."""
-    from bot.notify.scheduler import start_leader_scheduler
+    from bot.bootstrap import scheduled_jobs
+    from bot.notify.scheduler import describe_first_runs, start_leader_scheduler
 
-    return _Scheduler(start_leader_scheduler(services, engine) if enabled else None)
+    if not enabled:
+        return _Scheduler(None)
+    jobs = scheduled_jobs(services)
+    # said before the jobs start: the first runs change what they look at (a review posted)
+    first_runs = describe_first_runs(jobs)
+    election = start_leader_scheduler(
+        jobs, engine, ledger=services.settings.ledger, delivery=services.settings.delivery
+    )
+    return _Scheduler(election, first_runs)

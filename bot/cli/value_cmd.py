@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.cli.arguments import day_argument
+from bot.counts import counted
 from bot.errors import IngestError
 
 if TYPE_CHECKING:
@@ -17,14 +18,26 @@ if TYPE_CHECKING:
 def register_ingest(sources: Any) -> None:
     """Add the value sources to `mlcost ingest`."""
     value = sources.add_parser("value", help="value metrics CSV: date,model,metric,units[,revenue]")
-    value.add_argument("files", nargs="+", type=Path, metavar="FILE.csv")
+    value.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILE.csv",
+        help="CSV files with a header: date,model,metric,units and optionally revenue",
+    )
     value.set_defaults(handler=run_value_csv)
     cloudwatch = sources.add_parser(
         "cloudwatch", help="SageMaker endpoint Invocations from CloudWatch, per model and day"
     )
-    cloudwatch.add_argument("--start", type=day_argument, help="first day")
-    cloudwatch.add_argument("--end", type=day_argument, help="day after the last")
-    cloudwatch.add_argument("--model", action="append", help="only this model (repeatable)")
+    cloudwatch.add_argument(
+        "--start",
+        type=day_argument,
+        help="first day (default: --end less MLCOST_POLL_LOOKBACK_DAYS, 7)",
+    )
+    cloudwatch.add_argument("--end", type=day_argument, help="day after the last (default: today)")
+    cloudwatch.add_argument(
+        "--model", action="append", help="only this model (repeatable; default: every model)"
+    )
     cloudwatch.set_defaults(handler=run_cloudwatch)
 
 
@@ -40,8 +53,11 @@ def run_value_csv(args: argparse.Namespace, ctx: CliContext) -> int:
             written += record_values(rows, session=session, source="csv", recorded_by="cli")
             days = sorted({r.day for r in rows})
             models = sorted({r.model for r in rows})
-            print(f"{path}: {len(rows):,} rows, {len(models)} models, {days[0]}..{days[-1]}")
-    print(f"recorded {written:,} value rows (re-ingesting replaces, never doubles)")
+            print(
+                f"{path}: {counted(len(rows), 'row')}, {counted(len(models), 'model')}, "
+                f"{days[0]}..{days[-1]}"
+            )
+    print(f"recorded {counted(written, 'value row')} (re-ingesting replaces, never doubles)")
     return 0
 
 

@@ -7,8 +7,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from bot.cli.table import Column, Table
+from bot.cli.terminal import terminal_text
+from bot.counts import counted
 from bot.errors import AwsUnavailable, UsageError
-from bot.money import format_money_places
+from bot.money import format_money_places, shown_parts
 
 if TYPE_CHECKING:
     from bot.cli.context import CliContext
@@ -27,9 +30,11 @@ def register(commands: Any) -> None:
         "snapshots and stale checkpoints (read-only)",
     )
     scan.add_argument(
-        "--regions", type=region_list, help="comma-separated regions (default MLCOST_SCAN_REGIONS)"
+        "--regions", type=region_list, help="comma-separated regions (default: MLCOST_SCAN_REGIONS)"
     )
-    scan.add_argument("--format", choices=("table", "json"), default="table")
+    scan.add_argument(
+        "--format", choices=("table", "json"), default="table", help="(default: table)"
+    )
     scan.add_argument(
         "--post",
         action="store_true",
@@ -57,7 +62,7 @@ def run_scan(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.waste.scan.s3 import parse_pattern
     from bot.waste.scan.s3_inventory import parse_destination
 
-    settings = ctx.settings
+    settings = ctx.settings.scan
     regions = args.regions or settings.scan_regions
     if not regions:
         raise UsageError("no regions to scan: set MLCOST_SCAN_REGIONS or pass --regions")
@@ -67,13 +72,20 @@ def run_scan(args: argparse.Namespace, ctx: CliContext) -> int:
         parse_destination(destination)
     load_price_table(settings.price_table_file)
     try:
-        report = scan_regions(ctx.services, regions)
+        services = ctx.services
+        report = scan_regions(
+            regions,
+            session_factory=services.session_factory,
+            settings=services.settings.scan,
+            clock=services.clock,
+            aws=services.aws,
+        )
     except AwsUnavailable as exc:  # no scanner could run: as incomplete as a scan can be
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_text(str(exc))}", file=sys.stderr)
         return EXIT_INCOMPLETE
     print(render_json(report) if args.format == "json" else render_table(report))
     for failure in report.failures:
-        print(f"warning: {failure}", file=sys.stderr)
+        print(f"warning: {terminal_text(str(failure))}", file=sys.stderr)
     if getattr(args, "post", False):
         from bot.cli.waste_post import post_and_print
 
@@ -109,34 +121,33 @@ def render_table(report: ScanReport) -> str:
     if not report.findings:
         lines = [head, "no idle or orphaned resources found"]
     else:
+        # each column's amounts as shown add up to its total as shown
+        costs, cost_total = shown_parts([f.monthly_cost for f in report.findings], 2)
+        savings, saving_total = shown_parts([f.monthly_saving for f in report.findings], 2)
         rows = [
             (
-                format_money_places(f.monthly_cost, cur, 2),
-                format_money_places(f.monthly_saving, cur, 2),
+                format_money_places(cost, cur, 2),
+                format_money_places(saving, cur, 2),
                 f.region,
                 str(f.kind),
                 f.resource_id,
                 f.recommendation.text,
             )
-            for f in report.findings
+            for f, cost, saving in zip(report.findings, costs, savings, strict=True)
         ]
-        titles = ("Cost/month", "Saving/month", "Region", "Kind", "Resource", "Fix")
-        widths = [max(len(t), *(len(r[i]) for r in rows)) for i, t in enumerate(titles[:-1])]
-
-        def line(cells: tuple[str, ...]) -> str:
-            money = [cells[0].rjust(widths[0]), cells[1].rjust(widths[1])]
-            rest = [c.ljust(w) for c, w in zip(cells[2:5], widths[2:], strict=True)]
-            return "  ".join([*money, *rest, cells[5]]).rstrip()
-
-        lines = [head, line(titles)]
+        columns = [Column("Cost/month", right=True), Column("Saving/month", right=True)]
+        columns += [Column(t) for t in ("Region", "Kind", "Resource", "Fix")]
+        table = Table(columns, rows)
+        lines = [head, table.header()]
         for f, row in zip(report.findings, rows, strict=True):
-            lines.append(line(row))
+            lines.append(table.line(row))
             lines.append(f"    why: {f.evidence}")
             lines.append(f"    signal: {f.signal}; price: {f.price_source}")
-        cost = format_money_places(report.total_monthly_cost, cur, 2)
-        saving = format_money_places(report.total_monthly_saving, cur, 2)
+        cost = format_money_places(cost_total, cur, 2)
+        saving = format_money_places(saving_total, cur, 2)
         lines.append(
-            f"{len(report.findings)} finding(s): {cost} a month, {saving} saved by the fixes"
+            f"{counted(len(report.findings), 'finding')}: {cost} a month, "
+            f"{saving} saved by the fixes"
         )
     for failure in report.failures:
         lines.append(f"not scanned: {failure}")

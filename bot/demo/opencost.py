@@ -155,7 +155,8 @@ def show_kubernetes(services: AppServices, folder: Path, section: Callable[[str]
 def show_idle_cluster_waste(services: AppServices) -> None:
     """Print the cluster's idle capacity as `mlcost report waste` lists it on the last day."""
     from bot.money import format_money
-    from bot.slack.blocks.waste import KIND_LABELS, unmarked
+    from bot.slack.blocks.waste import unmarked
+    from bot.waste.catalog import ledger_label
     from bot.waste.checks import RUN_RATE_DAYS, idle_cluster_capacity
 
     as_of = START + dt.timedelta(days=DAYS - 1)
@@ -167,7 +168,7 @@ def show_idle_cluster_waste(services: AppServices) -> None:
     for finding in findings:
         print(
             f"  {format_money(finding.monthly_cost, currency)}/mo  "
-            f"{KIND_LABELS[finding.kind]}: {unmarked(finding.subject)}"
+            f"{ledger_label(finding.kind)}: {unmarked(finding.subject)}"
         )
         print(f"  {unmarked(finding.evidence)}")
         print(f"  fix: {unmarked(finding.fix)}")

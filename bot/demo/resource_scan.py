@@ -16,6 +16,7 @@ from typing import Any
 from unittest import mock
 
 from bot.bootstrap import AppServices
+from bot.counts import counted
 
 ACCOUNT = "345678901234"  # the sample billing data's account
 REGION = "us-east-1"
@@ -173,7 +174,7 @@ def show_resource_scan(
     from bot.waste.scan.ledger import ledger_view
     from bot.waste.scan.run import account_id, scan_account
 
-    settings = services.settings
+    settings = services.settings.scan
     later = FIRST_SCAN + dt.timedelta(days=LATER_DAYS)
     with fake_aws_env(), mock_aws():
         aws = moto_clients()
@@ -206,7 +207,8 @@ def show_resource_scan(
             for row in rows:
                 where.setdefault(row.channel or "nowhere", []).append(row.resource_id)
         print(
-            f"recorded {len(life.new)} new finding(s); {len(life.posts)} post(s) queued, each "
+            f"recorded {counted(len(life.new), 'new finding')}; "
+            f"{counted(len(life.posts), 'post')} queued, each "
             "with Stop it / Keep for 7 days / Not waste, to its owner's channel (unowned ones to "
             "FinOps): " + "; ".join(f"{c}: {', '.join(ids)}" for c, ids in sorted(where.items()))
         )
@@ -228,13 +230,16 @@ def show_resource_scan(
             }
             print(
                 f"\n{LATER_DAYS} days later ({later:%Y-%m-%d}), after {VOLUME_ID} was deleted: "
-                f"{len(second.findings)} finding(s) still open, {len(life.closed)} closed; "
+                f"{counted(len(second.findings), 'finding')} still open, "
+                f"{len(life.closed)} closed; "
                 "in the closed finding's thread:"
             )
             for key, saved in life.closed:
                 print("  " + closed_text(closed[key], saved))
     with services.unit_of_work() as session:
-        overview = waste_overview(session=session, settings=settings, as_of=waste_as_of, now=later)
+        overview = waste_overview(
+            session=session, settings=services.settings.waste, as_of=waste_as_of, now=later
+        )
     merged = ", ".join(f"{label_of(f)}: {unmarked(f.subject)}" for f in overview.merged)
     print(
         f"\nmlcost report waste on {later:%Y-%m-%d}: the ledger's findings and the open resource "

@@ -16,6 +16,7 @@ from bot.bootstrap import AppServices
 from bot.budgets.plan import parse_budget_alert_key
 from bot.cli.ingest_cmd import print_report
 from bot.cli.report_cmd import render
+from bot.counts import counted
 from bot.demo.opencost import show_kubernetes
 from bot.demo.resource_scan import show_resource_scan
 from bot.errors import IngestError
@@ -23,13 +24,21 @@ from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress
 from bot.ingest.sources.exports import RecentExportSource, recent_periods
 from bot.ingest.sources.focus import FocusSource
-from bot.money import format_money, format_percent
+from bot.money import format_money, format_money_places, format_percent, shown_breakdown
 from bot.notify.outbox import PlannedPost
-from bot.notify.plan import plan_alerts
-from bot.periods import MONTHLY, month_period, period_kind_of_label, period_words
+from bot.periods import (
+    MONTHLY,
+    day_words,
+    days_words,
+    month_period,
+    period_kind_of_label,
+    period_words,
+)
+from bot.poll.plan import plan_alerts
 from bot.registry.spec import load_registry_file
 from bot.registry.sync import import_registry
 from bot.slack.mrkdwn import plain
+from bot.slack.render import render as render_message
 from bot.spend.reports import spend_report
 from bot.waste.findings import find_configured_waste, waste_overview
 
@@ -40,7 +49,7 @@ REPORTS_AS_OF = dt.date(2026, 11, 20)  # mid-month, so the forecasts have work t
 
 def section(title: str) -> None:
     """Print a section heading."""
-    print(f"\n== {title} " + "=" * max(0, 60 - len(title)))
+    print(f"\n== {title} " + "=" * max(3, 60 - len(title)))  # never a trailing space
 
 
 def run_demo(services: AppServices, folder: Path, progress: Progress | None = None) -> int:
@@ -91,7 +100,8 @@ def show_registry(services: AppServices) -> None:
             spec, session=session, actor="demo", default_currency=services.settings.currency
         ).counts()
     print(
-        f"{len(spec.teams)} teams, {len(spec.models)} models, {len(spec.budgets)} budgets "
+        f"{counted(len(spec.teams), 'team')}, {counted(len(spec.models), 'model')}, "
+        f"{counted(len(spec.budgets), 'budget')} "
         f"({changes['created']} created, {changes['updated']} updated)"
     )
 
@@ -290,8 +300,8 @@ def show_export_poll(services: AppServices, folder: Path) -> None:
     print(
         f"re-read {source.location}: {report.rows_read:,} rows, replaced "
         f"{report.replaced_rows:,} ledger rows; {DEMO_MONTH} billed "
-        f"{format_money(before.billed, services.settings.currency)} before, "
-        f"{format_money(after.billed, services.settings.currency)} after (replaced, "
+        f"{format_money_places(before.billed, services.settings.currency, 2)} before, "
+        f"{format_money_places(after.billed, services.settings.currency, 2)} after (replaced, "
         "not doubled)"
     )
 
@@ -322,7 +332,9 @@ def run_unit_economics_demo(services: AppServices, charts: DemoCharts) -> int:
     section(f"9. Unit economics and verdicts for {DEMO_MONTH}; the monthly review")
     month = month_period(DEMO_MONTH)
     with services.unit_of_work() as session:
-        economics = month_economics(session=session, month=month, settings=services.settings)
+        economics = month_economics(
+            session=session, month=month, settings=services.settings.economics
+        )
     print(render_economics(economics.values(), month), end="")
     # what `mlcost review post` puts in each team's thread: one snapshot per model with cost
     snapshots = [
@@ -343,13 +355,16 @@ def run_unit_economics_demo(services: AppServices, charts: DemoCharts) -> int:
     with services.unit_of_work() as session:
         for model in GATE_MODELS:
             result = evaluate_gate(
-                session=session, model_name=model, as_of=as_of, settings=services.settings
+                session=session, model_name=model, as_of=as_of, settings=services.settings.economics
             )
             print(result.as_text())
         # ten days on with nothing ingested, the gate gives no verdict rather than a pass
         later = as_of + dt.timedelta(days=10)
         stale = evaluate_gate(
-            session=session, model_name=GATE_MODELS[0], as_of=later, settings=services.settings
+            session=session,
+            model_name=GATE_MODELS[0],
+            as_of=later,
+            settings=services.settings.economics,
         )
     print(f"mlcost gate {GATE_MODELS[0]} --as-of {later}: nothing ingested since {as_of} (exit 3)")
     print(stale.as_text())
@@ -358,24 +373,22 @@ def run_unit_economics_demo(services: AppServices, charts: DemoCharts) -> int:
 
 def show_waste(services: AppServices, charts: DemoCharts) -> None:
     """Print the waste findings as `mlcost report waste` does, and chart them."""
-    from bot.slack.blocks.waste import KIND_LABELS, render_waste_text
+    from bot.slack.blocks.waste import render_waste_text
     from bot.slack.charts.waste import WasteBar, render_waste_chart
+    from bot.waste.catalog import ledger_label
 
     section(f"11. Waste as of {WASTE_AS_OF}: money that burns silently")
     currency = services.settings.currency
     now = dt.datetime.combine(WASTE_AS_OF + dt.timedelta(days=1), dt.time(6), dt.UTC)
     with services.unit_of_work() as session:
         findings = find_configured_waste(
-            session=session, settings=services.settings, as_of=WASTE_AS_OF
+            session=session, settings=services.settings.waste, as_of=WASTE_AS_OF
         )
         overview = waste_overview(
-            session=session, settings=services.settings, as_of=WASTE_AS_OF, now=now
+            session=session, settings=services.settings.waste, as_of=WASTE_AS_OF, now=now
         )
     print(render_waste_text(overview), end="")
-    bars = [
-        WasteBar(KIND_LABELS.get(f.kind, f.kind), plain(f.subject), f.monthly_cost)
-        for f in findings
-    ]
+    bars = [WasteBar(ledger_label(f.kind), plain(f.subject), f.monthly_cost) for f in findings]
     name = f"waste-{WASTE_AS_OF}.png"
     charts.write(
         name,
@@ -398,7 +411,10 @@ def show_slack_model_report(services: AppServices, charts: DemoCharts) -> None:
         )
     currency = report.currency
     money = lambda v: format_money(v, currency)  # noqa: E731
-    print(f"month to date   {money(report.month_to_date)} (data through {report.span.as_of})")
+    print(
+        f"month to date   {money(report.month_to_date)} "
+        f"(data through {day_words(report.span.as_of, year=True)})"
+    )
     print(
         f"budget          {money(report.budget or 0)} · {format_percent(report.budget_used)} used"
     )
@@ -408,7 +424,14 @@ def show_slack_model_report(services: AppServices, charts: DemoCharts) -> None:
         f"{money(report.last_month_same_days)} in the same days"
     )
     print(f"GPU-hours       {report.gpu_hours:,.0f}")
-    print("by stage        " + ", ".join(f"{s} {money(c)}" for s, c in report.by_stage))
+    places, shown = shown_breakdown([c for _, c in report.by_stage], report.month_to_date)
+    print(
+        "by stage        "
+        + ", ".join(
+            f"{s} {format_money_places(c, currency, places)}"
+            for (s, _), c in zip(report.by_stage, shown, strict=True)
+        )
+    )
     print(
         f"top resource    {report.top_resources[0].resource} {money(report.top_resources[0].cost)}"
         if report.top_resources
@@ -431,7 +454,7 @@ def _print_top_runs(runs: list[Any], money: Callable[[Decimal], str]) -> None:
     for rank, run in enumerate(runs, 1):
         print(
             f"{'top runs' if rank == 1 else '':<15} {rank}. {run.run} {money(run.cost)}, "
-            f"{run.gpu_hours:,.0f} GPU-h ({run.first_day:%d %b}–{run.last_day:%d %b})"
+            f"{run.gpu_hours:,.0f} GPU-h ({days_words(run.first_day, run.last_day)})"
         )
 
 
@@ -464,16 +487,22 @@ def show_slack_team_report(services: AppServices, charts: DemoCharts) -> None:
         )
     total, currency = report.total, report.currency
     money = lambda v: format_money(v, currency)  # noqa: E731
-    print(f"month to date   {money(total.month_to_date)} (data through {report.span.as_of})")
+    print(
+        f"month to date   {money(total.month_to_date)} "
+        f"(data through {day_words(report.span.as_of, year=True)})"
+    )
     print(f"budget          {money(total.budget or 0)} · {format_percent(total.budget_used)} used")
     print(f"forecast        {total.forecast.in_words(money)}")
     print(
         f"vs last month   {signed_percent(total.change)} against "
         f"{money(total.last_month_same_days)} in the same days"
     )
-    for rank, line in enumerate(report.models, 1):
+    # the models' amounts as shown add up to the month's as shown
+    places, shown = shown_breakdown([m.month_to_date for m in report.models], total.month_to_date)
+    for rank, (line, amount) in enumerate(zip(report.models, shown, strict=True), 1):
         print(
-            f"{'models' if rank == 1 else '':<15} {rank}. {line.name} {money(line.month_to_date)}, "
+            f"{'models' if rank == 1 else '':<15} {rank}. {line.name} "
+            f"{format_money_places(amount, currency, places)}, "
             + (
                 "no forecast (not enough history)"
                 if line.forecast.amount is None
@@ -507,14 +536,20 @@ def show_alerts(services: AppServices) -> None:
         now = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(6), dt.UTC)
         with services.unit_of_work() as session:
             report = plan_alerts(
-                session=session, settings=services.settings, as_of=day, now=now, also_sent=sent
+                session=session,
+                settings=services.settings.alerts,
+                as_of=day,
+                now=now,
+                also_sent=sent,
             )
         for post in report.planned:
             sent.add(post.dedupe_key)
             first = first or (post if post.kind.startswith("budget") else None)
             if post.kind.startswith("budget") and _period_of_key(post.dedupe_key) != MONTHLY:
                 per_period.append((day, post))
-            print(f"{day:%b %d}  {post.channel:<10} {plain(post.text)}")
+            print(
+                f"{day_words(day):<6}  {post.channel:<10} {plain(render_message(post.message)[0])}"
+            )
         anomaly = anomaly or answer_demo_anomaly(services, report.planned, now)
         day += dt.timedelta(days=1)
     if first is not None:
@@ -529,7 +564,7 @@ def show_alerts(services: AppServices) -> None:
 
 def print_post(post: PlannedPost) -> None:
     """Print a planned post's blocks as terminal text, indented."""
-    for block in post.blocks:
+    for block in render_message(post.message)[1]:
         for text in _block_texts(block):
             print("  " + plain(text).replace("\n", "\n  "))
 
@@ -550,7 +585,8 @@ def answer_demo_anomaly(
     )
     if post is None:
         return None
-    value = next(e["value"] for b in post.blocks if b["type"] == "actions" for e in b["elements"])
+    blocks = render_message(post.message)[1]
+    value = next(e["value"] for b in blocks if b["type"] == "actions" for e in b["elements"])
     amounts = json.loads(value)
     at = now + dt.timedelta(hours=3, minutes=30)
     with services.unit_of_work() as session:
@@ -566,7 +602,7 @@ def answer_demo_anomaly(
             currency=services.settings.currency,
         ).row
         note = answered_note_for(row)
-    print(f"{at:%b %d}  {post.channel:<10} {plain(note)}")
+    print(f"{day_words(at.date()):<6}  {post.channel:<10} {plain(note)}")
     return post
 
 
@@ -586,7 +622,7 @@ def show_period_budget_alerts(alerts: list[tuple[dt.date, PlannedPost]]) -> None
             by_scope.setdefault(parsed[0], []).append((day, period_words(parsed[1])))
             kinds[parsed[0]] = period_kind_of_label(parsed[1])
     for scope, posted in by_scope.items():
-        when = ", ".join(f"{day:%b %-d} ({words})" for day, words in posted)
+        when = ", ".join(f"{day_words(day)} ({words})" for day, words in posted)
         times = "once" if len(posted) == 1 else f"{len(posted)} times"
         print(
             f"\n{scope} has a {kinds[scope]} budget: it alerted {times} in the walk, on "

@@ -11,11 +11,11 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.config import Settings
+from bot.config import EconomicsSettings
 from bot.db.schema import AlertSilence, Budget, DailySpend
 from bot.economics.unit_costs import ModelEconomics, economics_for
 from bot.economics.verdicts import unit_cost_gate_failure
-from bot.money import column_places, format_money_places
+from bot.money import format_money_places
 from bot.periods import Period, budget_period, month_of, period_words
 from bot.registry.catalog import find_model, model_owner_ids
 from bot.registry.spec import GatePolicySpec
@@ -149,7 +149,7 @@ def _markdown_cell(text: str) -> str:
 
 
 def evaluate_gate(
-    *, session: Session, model_name: str, as_of: dt.date, settings: Settings
+    *, session: Session, model_name: str, as_of: dt.date, settings: EconomicsSettings
 ) -> GateResult:
     """Run every check for the model with data up to and including as_of.
 
@@ -198,7 +198,9 @@ def evaluate_gate(
     )
     result.checks.append(_unit_cost_check(economics, settings, max_rise))
     if policy is not None:
-        result.checks.extend(_policy_checks(session, model.name, policy, current, settings))
+        result.checks.extend(
+            _policy_checks(session, model.name, policy, current, settings.currency)
+        )
     return result
 
 
@@ -268,9 +270,9 @@ def _over_budget_check(session: Session, budgets: Sequence[Budget], as_of: dt.da
             )
         ).first()
         if acknowledged is None:
-            places = column_places([spent, budget.monthly_amount])  # "$120.00 of $80.00"
-            limit = format_money_places(budget.monthly_amount, budget.currency, places)
-            shown = format_money_places(spent, budget.currency, places)
+            # to the cent, as every amount in the gate's report
+            limit = format_money_places(budget.monthly_amount, budget.currency, 2)
+            shown = format_money_places(spent, budget.currency, 2)
             over.append(
                 f"{budget.scope} is over budget in {period_words(period.label)}: "
                 f"{shown} of {limit} and nobody acknowledged it"
@@ -297,7 +299,7 @@ def _decision_check(session: Session, model: str) -> GateCheck:
 
 
 def _unit_cost_check(
-    economics: ModelEconomics | None, settings: Settings, policy_max: Decimal | None
+    economics: ModelEconomics | None, settings: EconomicsSettings, policy_max: Decimal | None
 ) -> GateCheck:
     max_rise = settings.gate_max_unit_cost_rise_pct if policy_max is None else policy_max
     whose = "" if policy_max is None else " (the model's gate policy)"
@@ -340,19 +342,19 @@ def instance_family(instance_type: str) -> str:
 
 
 def _policy_checks(
-    session: Session, model: str, policy: GatePolicySpec, current: Period, settings: Settings
+    session: Session, model: str, policy: GatePolicySpec, current: Period, currency: str
 ) -> list[GateCheck]:
     """Run the registry's per-model limits: spend over the window, instance families."""
     checks = []
     if policy.max_monthly is not None:
-        checks.append(_max_monthly_check(session, model, policy.max_monthly, current, settings))
+        checks.append(_max_monthly_check(session, model, policy.max_monthly, current, currency))
     if policy.allowed_instance_families is not None:
         checks.append(_families_check(session, model, policy.allowed_instance_families, current))
     return checks
 
 
 def _max_monthly_check(
-    session: Session, model: str, limit: Decimal, current: Period, settings: Settings
+    session: Session, model: str, limit: Decimal, current: Period, currency: str
 ) -> GateCheck:
     rows = session.execute(
         select(DailySpend.currency, func.sum(DailySpend.billed_cost))
@@ -364,18 +366,18 @@ def _max_monthly_check(
         .group_by(DailySpend.currency)
     ).all()
     spent = {code: Decimal(total or 0) for code, total in rows}
-    other = sorted(code for code in spent if code != settings.currency)
+    other = sorted(code for code in spent if code != currency)
     if other:
         return GateCheck(
             "max monthly",
             False,
             f"spend in the last {WINDOW_DAYS} days is billed in {', '.join(other)}; "
-            f"max_monthly is in {settings.currency} and amounts in different currencies "
+            f"max_monthly is in {currency} and amounts in different currencies "
             "are never compared",
         )
-    total = spent.get(settings.currency, Decimal(0))
-    shown = format_money_places(total, settings.currency, 2)
-    cap = format_money_places(limit, settings.currency, 2)
+    total = spent.get(currency, Decimal(0))
+    shown = format_money_places(total, currency, 2)
+    cap = format_money_places(limit, currency, 2)
     if total > limit:
         return GateCheck(
             "max monthly",

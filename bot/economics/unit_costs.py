@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.config import Settings
+from bot.config import EconomicsSettings
 from bot.db.schema import Budget, DailySpend, MLModel, Team
 from bot.economics.value_metrics import ValueTotal, primary_metric, value_totals
 from bot.economics.verdicts import Usage, Verdict, VerdictRules, change_pct, judge
@@ -299,7 +299,7 @@ def _team_names(session: Session) -> dict[int, str]:
 
 
 def month_economics(
-    *, session: Session, month: Period, settings: Settings
+    *, session: Session, month: Period, settings: EconomicsSettings
 ) -> dict[str, ModelEconomics]:
     """Return every model's economics for the month against the one before, by the settings."""
     return economics_for(
@@ -311,7 +311,7 @@ def month_economics(
     )
 
 
-def verdict_rules(settings: Settings) -> VerdictRules:
+def verdict_rules(settings: EconomicsSettings) -> VerdictRules:
     """Return the verdict thresholds configured in the settings."""
     return VerdictRules(
         cost_rise_pct=settings.verdict_cost_rise_pct, value_flat_pct=settings.verdict_value_flat_pct

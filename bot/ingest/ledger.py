@@ -35,6 +35,7 @@ from bot.ingest.sources.base import (
     decimal_sum,
     row_tags,
 )
+from bot.money import CENT, format_money_places, shown_parts
 from bot.registry.sync import load_attribution_rules
 
 # What attribution (and the GPU count) looks at; it runs once per distinct combination.
@@ -154,10 +155,7 @@ class IngestReport:
         if not self.totals:
             return ["reconciliation OK: nothing billed"]
         return [
-            f"reconciliation {'OK' if t.reconciled else 'MISMATCH'}: billed {t.billed:.2f} "
-            f"{t.currency} = attributed {t.attributed:.2f} {t.currency} + unallocated "
-            f"{t.unallocated:.2f} {t.currency}"
-            + (f" + idle {t.idle:.2f} {t.currency}" if t.idle else "")
+            f"reconciliation {'OK' if t.reconciled else 'MISMATCH'}: {_balance(t)}"
             + "".join(
                 f"; {o.describe(self.source)}" for o in self.overlaps if o.currency == t.currency
             )
@@ -168,6 +166,20 @@ class IngestReport:
     def reconciliation_line(self) -> str:
         """Return the reconciliation lines as one text."""
         return "\n".join(self.reconciliation_lines())
+
+
+def _balance(t: CurrencyTotals) -> str:
+    """Say `billed $3.00 = attributed $1.00 + unallocated $2.00` to the cent, the parts as shown
+    adding up to the bill as shown (largest remainder)."""
+    parts = [t.attributed, t.unallocated] + ([t.idle] if t.idle else [])
+    if t.reconciled:
+        shown, _ = shown_parts(parts, 2)
+    else:  # a mismatch shows the amounts as they are
+        shown = [part.quantize(CENT) for part in parts]
+    money = [format_money_places(v, t.currency, 2) for v in [t.billed, *shown]]
+    names = ["billed", "attributed", "unallocated", "idle"]
+    words = [f"{name} {amount}" for name, amount in zip(names, money, strict=False)]
+    return f"{words[0]} = " + " + ".join(words[1:])
 
 
 def ingest(

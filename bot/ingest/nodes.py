@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
 from bot.ingest.attribution import IDLE
+from bot.money import format_money_places
 
 KUBERNETES = "Kubernetes"
 # what is matched, each on its own, and the places each is kept to in the ledger
@@ -77,19 +78,19 @@ class NodeOverlap:
         plural = "" if self.nodes == 1 else "s"
         if not self.allocations:
             return (
-                f"{self.amount:,.2f} {self.currency} of {self.nodes} EC2 instance{plural} "
+                f"{_cents(self.amount, self.currency)} of {self.nodes} EC2 instance{plural} "
                 "also in OpenCost allocations, counted once"
             )
         said = (
-            f"{self.amount:,.2f} {self.currency} of OpenCost allocations on {self.nodes} EC2 "
+            f"{_cents(self.amount, self.currency)} of OpenCost allocations on {self.nodes} EC2 "
             f"node{plural} also billed by {self.counted_by}, counted once"
         )
         if self.above_bill:
-            said += f"; {self.above_bill:,.2f} {self.currency} above the bill set aside"
+            said += f"; {_cents(self.above_bill, self.currency)} above the bill set aside"
         if self.unplaced_idle:
             plural = "" if len(self.clusters) == 1 else "s"
             said += (
-                f"; idle {self.unplaced_idle:,.2f} {self.currency} of cluster{plural} "
+                f"; idle {_cents(self.unplaced_idle, self.currency)} of cluster{plural} "
                 f"{', '.join(self.clusters)} names no node, so the bill may count it too "
                 "(ask OpenCost with idleByNode=true)"
             )
@@ -326,3 +327,8 @@ def _insert(session: Session, model: Any, rows: list[Row]) -> None:
     table = model.__table__
     names = {c.name for c in table.columns}
     session.execute(insert(table), [{k: v for k, v in r.items() if k in names} for r in rows])
+
+
+def _cents(amount: Decimal, currency: str) -> str:
+    """Render an amount to the cent as the ingestion's reconciliation line does."""
+    return format_money_places(amount, currency, 2)

@@ -20,6 +20,7 @@ from sqlalchemy import delete, func, insert, literal, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
+from bot.money import format_money_places
 
 # The book of record first: the detailed bill, the bill through Athena, FOCUS, then the
 # summaries (Cost Explorer) and OpenCost's restatement of the bill (`/cloudCost`).
@@ -81,11 +82,11 @@ class Overlap:
         where = f"same {self.provider} account {self.account} on {days}"
         if kind == self.set_aside:
             return (
-                f"{self.amount:,.2f} {self.currency} also billed by {self.counted_by} "
+                f"{_cents(self.amount, self.currency)} also billed by {self.counted_by} "
                 f"({where}), counted once"
             )
         return (
-            f"{self.amount:,.2f} {self.currency} also ingested from {self.set_aside} ({where}), "
+            f"{_cents(self.amount, self.currency)} also ingested from {self.set_aside} ({where}), "
             "counted once"
         )
 
@@ -270,3 +271,8 @@ def _move(
     else:
         session.execute(insert(target).from_select(columns, select(*chosen).where(*where)))
     session.execute(delete(source).where(*where))
+
+
+def _cents(amount: Decimal, currency: str) -> str:
+    """Render an amount to the cent as the ingestion's reconciliation line does."""
+    return format_money_places(amount, currency, 2)

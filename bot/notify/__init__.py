@@ -1,1 +1,1 @@
-"""Getting word out: the outbox, the poll-and-alert cycle, scheduled jobs."""
+"""Getting word out: the outbox, its delivery, leader election, scheduled jobs."""

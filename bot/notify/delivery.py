@@ -27,6 +27,9 @@ not sent twice. What a failed lookup means depends on why it failed:
 A thread reply is claimed only once its parent has a ts; until then it waits without taking a
 place in the claim window. When a parent fails for good, its replies fail with it (naming the
 parent and its reason).
+
+A typed message is rendered (the `renderer` the composition root built) when it is sent, and
+the text and blocks rendered are kept with the delivered row: what a button's post showed.
 """
 
 from __future__ import annotations
@@ -40,10 +43,10 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
-from bot.config import Settings
+from bot.config import DeliverySettings
 from bot.db.engine import database_now, session_scope
 from bot.db.schema import OutboxMessage, OutboxStatus
-from bot.notify.outbox import METADATA_EVENT, FindPosted
+from bot.notify.outbox import METADATA_EVENT, FindPosted, Rendered, Renderer, render_payload
 from bot.slack.errors import describe, is_permanent, is_transient, send_shrinking
 from bot.slack.notifier import Notifier, Posted
 
@@ -53,7 +56,7 @@ log = logging.getLogger(__name__)
 LEASE = dt.timedelta(minutes=2)
 
 
-def outbox_lease(settings: Settings) -> dt.timedelta:
+def outbox_lease(settings: DeliverySettings) -> dt.timedelta:
     """Return how long a claimed message is held before another worker may claim it."""
     return dt.timedelta(seconds=settings.outbox_lease_seconds)
 
@@ -99,6 +102,7 @@ def deliver_pending(
     limit: int = 200,
     kinds: tuple[str, ...] | None = None,
     lease: dt.timedelta = LEASE,
+    renderer: Renderer | None = None,
 ) -> DeliveryReport:
     """Deliver due messages one by one; a failure leaves the message for the next cycle.
 
@@ -121,7 +125,7 @@ def deliver_pending(
         if claim is None:
             break
         try:
-            posted = _send(notifier, find_posted, claim, report)
+            posted, shown = _send(notifier, find_posted, claim, report, renderer)
         except Exception as exc:
             permanent, orphans = _record_failure(session_factory, claim, exc, time_in)
             if permanent:
@@ -138,6 +142,8 @@ def deliver_pending(
                 row.slack_ts = posted.ts
                 row.slack_channel = posted.channel
                 row.last_error = None
+                if shown is not None:  # a typed message: keep what was posted with it
+                    row.payload = {**row.payload, "text": shown[0], "blocks": shown[1]}
         report.delivered.append(claim.key)
     return report
 
@@ -155,19 +161,29 @@ class Claim(NamedTuple):
 
 
 def _send(
-    notifier: Notifier, find_posted: FindPosted | None, claim: Claim, report: DeliveryReport
-) -> Posted:
-    """Post a claimed message, unless a lookup finds an earlier attempt's post (recovered)."""
+    notifier: Notifier,
+    find_posted: FindPosted | None,
+    claim: Claim,
+    report: DeliveryReport,
+    renderer: Renderer | None,
+) -> tuple[Posted, Rendered | None]:
+    """Post a claimed message, unless a lookup finds an earlier attempt's post (recovered).
+
+    Return where it is and, for a typed message, the text and blocks it was rendered as.
+    """
+    typed = "text" not in claim.payload
+    rendered = render_payload(claim.payload, renderer) if typed else None
     if claim.attempts > 1 and find_posted is not None:
         since = claim.created_at - dt.timedelta(minutes=1)
         posted = _look_up(find_posted, claim.channel, claim.key, since, claim.thread_ts)
         if posted is not None:
             report.recovered.append(claim.key)
-            return posted
-    text, blocks = claim.payload["text"], claim.payload["blocks"]
-    return send_shrinking(
+            return posted, rendered
+    text, blocks = rendered or (claim.payload["text"], claim.payload["blocks"])
+    posted = send_shrinking(
         lambda t, b: _post(notifier, claim.channel, t, b, claim.thread_ts, claim.key), text, blocks
     )
+    return posted, rendered
 
 
 def _record_failure(

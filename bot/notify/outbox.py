@@ -1,7 +1,11 @@
 """The outbox: record a Slack post before sending it, once per dedupe key, and find a post again.
 
-A post is recorded (PlannedPost, enqueue) in the same transaction as whatever it announces;
-bot/notify/delivery.py sends what is pending. A post carries its dedupe key in the message
+A post is recorded (PlannedPost, enqueue) in the same transaction as whatever it announces, as a
+typed message: the domain's message dataclass, by name, with its fields as JSON
+(bot/notify/codec.py). bot/notify/delivery.py sends what is pending, rendering each message
+with the Renderer the composition root hands it (bot/slack/render.py), and keeps the text and
+blocks it posted with the message. A post recorded already rendered (PreRendered, and rows from
+before messages were typed) is sent as it is. A post carries its dedupe key in the message
 metadata, so HistoryLookup can tell whether an attempt whose outcome was lost did reach Slack.
 """
 
@@ -11,16 +15,15 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from sqlalchemy import Table
 from sqlalchemy.orm import Session
 
 from bot.db.engine import dialect_insert
 from bot.db.schema import OutboxMessage, OutboxStatus
-from bot.notify.messages import Message
+from bot.notify.codec import decode, encode
 from bot.slack.notifier import Posted
-from bot.slack.render import render
 
 log = logging.getLogger(__name__)
 
@@ -28,16 +31,56 @@ log = logging.getLogger(__name__)
 METADATA_EVENT = "mlcost_outbox"
 
 
+# a message's Slack text and blocks
+Rendered = tuple[str, list[dict[str, Any]]]
+
+
+class Renderer(Protocol):
+    """Turns a domain message into Slack text and blocks; knows each message type by its name."""
+
+    def __call__(self, message: Any) -> Rendered: ...
+
+    def message_type(self, name: str) -> type: ...
+
+
+@dataclass(frozen=True)
+class PreRendered:
+    """Text and blocks built already: recorded and sent as they are."""
+
+    text: str
+    blocks: list[dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class PlannedPost:
-    """A message ready for the outbox."""
+    """A message ready for the outbox: a domain message (a dataclass), or PreRendered."""
 
     dedupe_key: str
     kind: str
     channel: str
-    text: str
-    blocks: list[dict[str, Any]]
+    message: Any
     thread_key: str | None = None
+
+
+def stored_payload(message: Any) -> dict[str, Any]:
+    """Return what the outbox stores for a message: its type's name and fields, or text+blocks."""
+    if isinstance(message, PreRendered):
+        return {"text": message.text, "blocks": message.blocks}
+    return {"message": type(message).__name__, "data": encode(message)}
+
+
+def stored_message(payload: dict[str, Any], renderer: Renderer) -> Any:
+    """Return the domain message a typed payload stores."""
+    return decode(renderer.message_type(payload["message"]), payload["data"])
+
+
+def render_payload(payload: dict[str, Any], renderer: Renderer | None) -> Rendered:
+    """Return the text and blocks of a stored payload (typed messages rendered now)."""
+    if "message" not in payload or "text" in payload:  # rendered already
+        return str(payload.get("text") or ""), list(payload.get("blocks") or [])
+    if renderer is None:
+        raise RuntimeError(f"no renderer for a stored {payload['message']}")
+    return renderer(stored_message(payload, renderer))
 
 
 def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
@@ -51,7 +94,7 @@ def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
                 "kind": p.kind,
                 "channel": p.channel,
                 "thread_key": p.thread_key,
-                "payload": {"text": p.text, "blocks": p.blocks},
+                "payload": stored_payload(p.message),
                 "status": OutboxStatus.PENDING,
                 "attempts": 0,
             },
@@ -81,7 +124,7 @@ def enqueue(
     thread_key: str | None = None,
 ) -> bool:
     """Record a post unless one with the same key exists; return whether it was new."""
-    post = PlannedPost(dedupe_key, kind, channel, text, blocks, thread_key)
+    post = PlannedPost(dedupe_key, kind, channel, PreRendered(text, blocks), thread_key)
     return bool(enqueue_many(session, [post]))
 
 
@@ -146,11 +189,10 @@ class HistoryLookup:
 
 
 def planned_post(
-    dedupe_key: str, kind: str, channel: str, message: Message, thread_key: str | None = None
+    dedupe_key: str, kind: str, channel: str, message: Any, thread_key: str | None = None
 ) -> PlannedPost:
-    """Render a planned message into the post the outbox records."""
-    text, blocks = render(message)
-    return PlannedPost(dedupe_key, kind, channel, text, blocks, thread_key)
+    """Return a planned message as the post the outbox records."""
+    return PlannedPost(dedupe_key, kind, channel, message, thread_key)
 
 
 def enqueue_message(
@@ -159,9 +201,9 @@ def enqueue_message(
     dedupe_key: str,
     kind: str,
     channel: str,
-    message: Message,
+    message: Any,
     thread_key: str | None = None,
 ) -> bool:
-    """Render a message and record it in the outbox unless its key exists; return whether new."""
+    """Record a message in the outbox unless its key exists; return whether it was new."""
     post = planned_post(dedupe_key, kind, channel, message, thread_key)
     return bool(enqueue_many(session, [post]))

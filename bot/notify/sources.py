@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bot.bootstrap import AwsClientFactory, aws_client
-from bot.config import Settings
-from bot.errors import MlcostError
+from bot.config import PollSettings
+from bot.errors import AwsUnavailable, MlcostError
 from bot.ingest.sources.base import Progress, SourceData, SpendSource
-from bot.ingest.sources.exports import EXPORT_KINDS, RecentExportSource, recent_periods
-from bot.ingest.sources.files import is_s3
+from bot.ingest.sources.registry import (
+    AwsClientFactory,
+    SourceContext,
+    billing_sources,
+    pollable,
+)
 from bot.masking import mask_url
 
 _REDRAW_SECONDS = 0.1  # how often the read's progress is counted while waiting
@@ -142,72 +146,52 @@ def source_name(source: SpendSource) -> str:
 
 
 def configured_sources(
-    settings: Settings,
+    settings: PollSettings,
     today: dt.date,
     *,
     model_tag_key: str,
-    aws: AwsClientFactory = aws_client,
+    aws: AwsClientFactory | None = None,
     ce_client: Any = None,
     s3_client: Any = None,
 ) -> list[PolledSource]:
     """Return the sources a scheduled poll re-reads (MLCOST_POLL_SOURCES).
 
-    Cost Explorer and OpenCost re-read their trailing window of days; a CUR or FOCUS export in
-    S3 (or a folder) re-reads its previous and current billing periods. Cost Explorer groups by
-    `model_tag_key` (registry.sync.cost_explorer_tag_key decides it). AWS clients come from
+    Each entry names a pollable billing source (bot/ingest/sources/registry.py), which builds
+    it: Cost Explorer and OpenCost re-read their trailing window of days; a CUR or FOCUS export
+    in S3 (or a folder) re-reads its previous and current billing periods. Cost Explorer groups
+    by `model_tag_key` (registry.sync.cost_explorer_tag_key decides it). AWS clients come from
     `aws` when the source is built (at fetch time) unless one is given.
     """
+    context = SourceContext(
+        settings=settings,
+        aws=_clients(aws, ce=ce_client, s3=s3_client),
+        today=lambda: today,
+        model_tag_key=lambda: model_tag_key,
+    )
     sources: list[PolledSource] = []
     for kind, location in settings.poll_source_specs():
-        if kind in ("cost-explorer", "ce") and location is None:
-
-            def build_ce() -> SpendSource:
-                from bot.ingest.sources.cost_explorer import CE_REGION, CostExplorerSource
-
-                return CostExplorerSource(
-                    ce_client or aws("ce", CE_REGION),
-                    today - dt.timedelta(days=settings.poll_lookback_days),
-                    today,
-                    model_tag_key=model_tag_key,
-                    second_group=settings.cost_explorer_group_key,
-                    billing_account=settings.aws_billing_account or "aws",
-                    default_currency=settings.currency,
-                )
-
-            sources.append(PolledSource("cost-explorer", "cost-explorer", build_ce))
-        elif kind in EXPORT_KINDS and location:
-
-            def build_export(kind: str = kind, location: str = location) -> SpendSource:
-                return RecentExportSource(
-                    kind,
-                    location,
-                    recent_periods(today),
-                    s3_client=s3_client or (aws("s3") if is_s3(location) else None),
-                    default_currency=settings.currency,
-                )
-
-            sources.append(PolledSource(f"{kind}:{location}", kind, build_export))
-        elif kind == "opencost" and location:
-
-            def build_opencost(location: str = location) -> SpendSource:
-                from bot.ingest.sources.opencost import OpenCostSource, opencost_window
-
-                start = today - dt.timedelta(days=settings.poll_lookback_days)
-                return OpenCostSource(
-                    location,
-                    window=opencost_window(start, today),
-                    default_currency=settings.currency,
-                    timeout=settings.opencost_timeout_seconds,
-                    max_bytes=settings.opencost_max_bytes,
-                )
-
-            # the source's name is shown in logs, /healthz and messages: no credential in it
-            name = f"opencost:{mask_url(location)}"
-            sources.append(PolledSource(name, "opencost", build_opencost))
-        else:
+        source = pollable(kind, location)
+        if source is None or source.poll is None:
+            examples = sorted(s.poll_example() for s in billing_sources() if s.poll is not None)
             raise MlcostError(
                 f"MLCOST_POLL_SOURCES: cannot poll {kind + (':' + location if location else '')!r};"
-                " use cost-explorer, cur:s3://bucket/prefix/, focus:s3://bucket/prefix/"
-                " or opencost:http://opencost:9003"
+                f" use {', '.join(examples[:-1])} or {examples[-1]}"
             )
+        # the source's name is shown in logs, /healthz and messages: no credential in it
+        name = source.name if location is None else f"{source.name}:{mask_url(location)}"
+        build = functools.partial(source.poll.build, location, context)
+        sources.append(PolledSource(name, source.name, build))
     return sources
+
+
+def _clients(aws: AwsClientFactory | None, **given: Any) -> AwsClientFactory:
+    """Return an AWS client factory that hands out the clients given (by service) first."""
+
+    def client(service: str, region: str | None = None) -> Any:
+        if given.get(service) is not None:
+            return given[service]
+        if aws is None:
+            raise AwsUnavailable(f"{service}: no AWS client factory was given to the poll")
+        return aws(service, region)
+
+    return client

@@ -17,7 +17,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import AuditLog
+from bot.db.schema import AuditLog, Budget
+from bot.money import format_money_exact
 from bot.periods import per_period
 from bot.registry.import_audit import (
     IMPORT_ACTION,
@@ -94,7 +95,7 @@ class SlackChange:
     what: str
 
     def line(self) -> str:
-        """Render as `budget model:recsys: monthly 12000 -> 15000 by U0AAA111 at ... UTC`."""
+        """Render as `budget model:recsys: monthly $12,000 -> $15,000 by U0AAA111 at ... UTC`."""
         return f"{self.entity}: {self.what} by {self.actor} at {self.at:%Y-%m-%d %H:%M} UTC"
 
 
@@ -121,10 +122,20 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _compare(diff: RegistryDiff, entity: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+def _compare(
+    diff: RegistryDiff,
+    entity: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    currencies: tuple[str, str] | None = None,
+) -> None:
+    """Add a line per changed field; a budget's amounts show as money in (old, new) currency."""
     for key, new_value in new.items():
         if old.get(key) != new_value:
-            diff.updated.append(FieldChange(entity, key, _show(old.get(key)), _show(new_value)))
+            before, after = old.get(key), new_value
+            if currencies is not None and key in ("monthly", "amount"):
+                before, after = _money(before, currencies[0]), _money(after, currencies[1])
+            diff.updated.append(FieldChange(entity, key, _show(before), _show(after)))
 
 
 def diff_registry(
@@ -165,13 +176,24 @@ def diff_registry(
     for scope, budget in budgets_new.items():
         if (old_budget := budgets_old.get(scope)) is not None:
             old_fields, new_fields = _budget_fields(old_budget), _budget_fields(budget)
-            if old_budget.period != budget.period:  # one line: `amount 12000 / month -> 500 / week`
+            currencies = (
+                old_budget.currency or default_currency,
+                budget.currency or default_currency,
+            )
+            if (
+                old_budget.period != budget.period
+            ):  # one line: `amount $12,000 / month -> $500 / week`
                 diff.updated.append(
-                    FieldChange(f"budget {scope}", "amount", _per(old_budget), _per(budget))
+                    FieldChange(
+                        f"budget {scope}",
+                        "amount",
+                        _per(old_budget, default_currency),
+                        _per(budget, default_currency),
+                    )
                 )
                 for key in ("monthly", "amount", "period"):
                     old_fields.pop(key), new_fields.pop(key)
-            _compare(diff, f"budget {scope}", old_fields, new_fields)
+            _compare(diff, f"budget {scope}", old_fields, new_fields, currencies)
     _compare(diff, "registry", settings_values(current), settings_values(wanted))
 
     owners = sum(len(t.owners) for t in current.teams) + sum(len(m.owners) for m in current.models)
@@ -209,9 +231,15 @@ def _budget_fields(budget: Any) -> dict[str, Any]:
     return fields
 
 
-def _per(budget: Any) -> str:
-    """Render a budget's amount and its period: `2000 / week`."""
-    return f"{_show(budget.per_period)} / {per_period(budget.period)}"
+def _per(budget: Any, default_currency: str) -> str:
+    """Render a budget's amount and its period: `$2,000 / week`."""
+    amount = _money(budget.per_period, budget.currency or default_currency)
+    return f"{_show(amount)} / {per_period(budget.period)}"
+
+
+def _money(value: Any, currency: str) -> Any:
+    """Return an amount as money (`$12,000`, exact), anything else as it is."""
+    return format_money_exact(value, currency) if isinstance(value, Decimal) else value
 
 
 def _plural(count: int, noun: str) -> str:
@@ -253,19 +281,24 @@ def _amount(value: Any) -> Any:
         return value
 
 
-def _describe(row: AuditLog) -> tuple[str, str]:
-    """Return (entity, what changed) for a Slack-side audit record."""
+def _describe(row: AuditLog, currencies: dict[str, str]) -> tuple[str, str]:
+    """Return (entity, what changed) for a Slack-side audit record (a budget's amounts in its
+    currency, from `currencies` by scope)."""
     detail = row.detail or {}
+    currency = currencies.get(row.target, "USD")
     if row.action == "budget.set":
         before, after = dict(detail.get("before") or {}), dict(detail.get("after") or {})
         if not before:
             period = after.get("period", "monthly")
             amount = after.get("monthly", after.get("amount"))
-            return f"budget {row.target}", f"created with {period} {_show(_amount(amount))}"
+            return (
+                f"budget {row.target}",
+                f"created with {period} {_show(_money(_amount(amount), currency))}",
+            )
         for values in (before, after):
             for key in ("monthly", "amount"):
                 if key in values:
-                    values[key] = _amount(values[key])
+                    values[key] = _money(_amount(values[key]), currency)
         parts = [
             f"{key} {_show(before.get(key))} -> {_show(after.get(key))}"
             for key in ("monthly", "amount", "period", "thresholds")
@@ -286,9 +319,13 @@ def slack_changes_reverted(diff: RegistryDiff, *, session: Session) -> list[Slac
         .where(AuditLog.id > _last_full_import_id(session), AuditLog.action.in_(SLACK_ACTIONS))
         .order_by(AuditLog.id)
     )
+    currencies = {
+        scope: currency
+        for scope, currency in session.execute(select(Budget.scope, Budget.currency))
+    }
     changes = []
     for row in rows:
-        entity, what = _describe(row)
+        entity, what = _describe(row, currencies)
         if diff.touches(entity, SLACK_FIELDS[entity.split(" ", 1)[0]]):
             changes.append(SlackChange(entity, row.actor, row.at, what))
     return changes

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
-from bot.config import Settings
+from bot.config import AttributionSettings
 from bot.db.locks import hold_registry_lock
 from bot.db.schema import Admin, Budget, MLModel, Owner, RegistrySetting, Team
 from bot.ingest.attribution import NAMESPACE_TAG, AttributionRules, ModelMatcher, StageRule
@@ -250,7 +250,7 @@ def export_registry(*, session: Session) -> RegistrySpec:
     )
 
 
-def cost_explorer_tag_key(*, session: Session, settings: Settings) -> str:
+def cost_explorer_tag_key(*, session: Session, settings: AttributionSettings) -> str:
     """Return the model tag key Cost Explorer groups by: the registry's first, else the settings'.
 
     The key is returned as written (Cost Explorer matches the raw key, not a normalised one).

@@ -11,10 +11,8 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from bot.db.schema import AuditLog, MLModel, Review, ReviewItem, Team
 from bot.errors import MlcostError, NotFoundError, PermissionDenied, UsageError
-from bot.notify.messages import (
-    DECISIONS,
-)
 from bot.registry.catalog import can_manage_model, is_admin
+from bot.review.messages import DECISIONS
 from bot.review.threads import item_key
 
 log = logging.getLogger(__name__)

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
-from bot.config import Settings
+from bot.config import ReviewSettings
 from bot.db.engine import dialect_insert, session_scope
 from bot.db.schema import OutboxMessage, OutboxStatus, Review
 from bot.notify.delivery import deliver_pending, outbox_lease
-from bot.notify.outbox import FindPosted
+from bot.notify.outbox import FindPosted, Renderer
 from bot.periods import Period
 from bot.review.open import open_reviews
 from bot.review.threads import chart_key, delivered_ts, parent_key, sync_message_ts
@@ -37,6 +37,7 @@ def deliver_reviews(
     *,
     session_factory: sessionmaker[Session],
     notifier: Notifier,
+    renderer: Renderer | None = None,
     now: dt.datetime,
     find_posted: FindPosted | None,
     currency: str,
@@ -51,6 +52,7 @@ def deliver_reviews(
     delivery = deliver_pending(
         session_factory=session_factory,
         notifier=notifier,
+        renderer=renderer,
         find_posted=find_posted,
         kinds=REVIEW_KINDS,
         lease=lease,
@@ -81,8 +83,9 @@ def post_reviews(
     *,
     session_factory: sessionmaker[Session],
     notifier: Notifier,
+    renderer: Renderer | None = None,
     month: Period,
-    settings: Settings,
+    settings: ReviewSettings,
     now: dt.datetime,
     find_posted: FindPosted | None = None,
     teams: set[str] | None = None,
@@ -99,6 +102,7 @@ def post_reviews(
     return deliver_reviews(
         session_factory=session_factory,
         notifier=notifier,
+        renderer=renderer,
         now=now,
         find_posted=find_posted,
         currency=settings.currency,

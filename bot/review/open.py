@@ -14,15 +14,13 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from bot.config import Settings
+from bot.config import EconomicsSettings
 from bot.db.schema import AuditLog, MLModel, Review, ReviewItem, Team
 from bot.economics.unit_costs import ModelEconomics, month_economics
-from bot.notify.messages import (
-    ReviewReminderMessage,
-)
 from bot.notify.outbox import enqueue_message
 from bot.periods import Period
 from bot.registry.catalog import model_owner_ids
+from bot.review.messages import ReviewReminderMessage
 from bot.review.signoff import signoff_counts
 from bot.review.threads import item_key, item_message, parent_key, parent_message, reminder_key
 
@@ -33,7 +31,7 @@ def open_reviews(
     *,
     session: Session,
     month: Period,
-    settings: Settings,
+    settings: EconomicsSettings,
     now: dt.datetime,
     teams: set[str] | None = None,
 ) -> list[Review]:

@@ -11,12 +11,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db.engine import session_scope
 from bot.db.schema import Review, ReviewItem
+from bot.notify.outbox import Renderer
 from bot.review.decisions import load_item, lock_review
 from bot.review.threads import item_message, parent_message, sync_message_ts
 from bot.slack.errors import describe, is_permanent, send_shrinking, slack_error, status_code
 from bot.slack.guard import MessageTooLarge
 from bot.slack.notifier import SLACK_FAILURES, Notifier
-from bot.slack.render import render
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,12 @@ REFRESH_FAILURES: tuple[type[Exception], ...] = (*SLACK_FAILURES, MessageTooLarg
 
 
 def refresh_messages(
-    *, session_factory: sessionmaker[Session], notifier: Notifier, item_id: int, currency: str
+    *,
+    session_factory: sessionmaker[Session],
+    notifier: Notifier,
+    renderer: Renderer,
+    item_id: int,
+    currency: str,
 ) -> bool:
     """Show the committed decisions in the item's message and its review's parent message.
 
@@ -54,7 +59,7 @@ def refresh_messages(
     """
     try:
         for _ in range(REFRESH_ROUNDS):
-            shown = _render_round(session_factory, item_id, currency)
+            shown = _render_round(session_factory, renderer, item_id, currency)
             # a message Slack refuses as too large is shown shrunk (once per update)
             if shown.item_ts and shown.item:
                 _update(notifier, shown.channel, shown.item_ts, *shown.item)
@@ -84,7 +89,9 @@ class _Round:
     parent: tuple[str, list[dict[str, Any]]] | None
 
 
-def _render_round(session_factory: sessionmaker[Session], item_id: int, currency: str) -> _Round:
+def _render_round(
+    session_factory: sessionmaker[Session], renderer: Renderer, item_id: int, currency: str
+) -> _Round:
     """Render the item's message and its review's parent message in a fresh transaction."""
     with session_scope(session_factory) as session:
         # the version is read before the rows it stands for: PostgreSQL reads each statement
@@ -102,8 +109,8 @@ def _render_round(session_factory: sessionmaker[Session], item_id: int, currency
             channel=review.channel,
             item_ts=item.message_ts,
             parent_ts=review.parent_ts,
-            item=render(item_message(item, currency)) if item.message_ts else None,
-            parent=render(parent_message(review, currency)) if review.parent_ts else None,
+            item=renderer(item_message(item, currency)) if item.message_ts else None,
+            parent=renderer(parent_message(review, currency)) if review.parent_ts else None,
         )
 
 
@@ -169,7 +176,12 @@ class RefreshReport:
 
 
 def refresh_pending_messages(
-    *, session_factory: sessionmaker[Session], notifier: Notifier, currency: str, limit: int = 50
+    *,
+    session_factory: sessionmaker[Session],
+    notifier: Notifier,
+    renderer: Renderer,
+    currency: str,
+    limit: int = 50,
 ) -> RefreshReport:
     """Retry the Slack updates of decisions whose messages were not refreshed.
 
@@ -193,6 +205,7 @@ def refresh_pending_messages(
             shown = refresh_messages(
                 session_factory=session_factory,
                 notifier=notifier,
+                renderer=renderer,
                 item_id=item_id,
                 currency=currency,
             )

@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session, selectinload
 from bot.db.schema import AuditLog, MLModel, SignOff, Team
 from bot.economics.unit_costs import economics_for
 from bot.errors import PermissionDenied, UsageError
-from bot.notify.messages import SignoffDigestMessage
 from bot.notify.outbox import enqueue_message
 from bot.periods import Period
 from bot.registry.catalog import can_manage_model, find_model, model_owner_ids
+from bot.review.messages import SignoffDigestMessage
 from bot.spend.freshness import freshness_line, ledger_freshness
 
 SIGNOFF_KIND = "signoff.digest"

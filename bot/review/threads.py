@@ -6,11 +6,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from bot.db.schema import OutboxMessage, Review, ReviewItem
-from bot.notify.messages import (
-    DecisionState,
-    ReviewItemMessage,
-    ReviewParentMessage,
-)
+from bot.review.messages import DecisionState, ReviewItemMessage, ReviewParentMessage
 
 
 def parent_key(month: str, team: str) -> str:

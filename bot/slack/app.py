@@ -108,18 +108,20 @@ def build_app(
     *,
     identity: BotIdentity | None = None,
     process_before_response: bool = False,
+    socket_mode: bool = False,
 ) -> App:
     """Build the Bolt app: the services middleware, the error boundary and every listener.
 
     Given the bot's identity (serve checks the token with auth.test before it starts), Bolt
     authorizes every request with it and never calls auth.test itself: a request that arrives
     while Slack is down is acknowledged as usual. Without it, Bolt calls auth.test on the first
-    request (tests whose fake Slack answers it).
+    request (tests whose fake Slack answers it). In Socket Mode Slack signs nothing (the
+    WebSocket is opened with the app-level token), so no signing secret is needed or checked.
     """
     from handlers import register_all
 
     secret = services.settings.slack_signing_secret
-    if secret is None:
+    if secret is None and not socket_mode:
         raise ConfigurationError("SLACK_SIGNING_SECRET is not set")
     if identity is None:
         auth: dict[str, Any] = {"client": services.client}
@@ -133,7 +135,8 @@ def build_app(
         }
     app = App(
         name="mlcost",  # named, Bolt does not walk the call stack to find a name
-        signing_secret=secret.get_secret_value(),
+        signing_secret=secret.get_secret_value() if secret and not socket_mode else "",
+        request_verification_enabled=not socket_mode,
         process_before_response=process_before_response,
         token_verification_enabled=False,
         raise_error_for_unhandled_request=False,

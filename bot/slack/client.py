@@ -5,10 +5,10 @@ from __future__ import annotations
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
-from bot.config import Settings
+from bot.config import SlackSettings
 
 
-def make_web_client(settings: Settings, *, rate_limit_retries: int = 1) -> WebClient:
+def make_web_client(settings: SlackSettings, *, rate_limit_retries: int = 1) -> WebClient:
     """Create a WebClient for the bot token and the configured base URL.
 
     Only a 429 is retried inside the client (Slack refused the call, so repeating it is safe). A

@@ -17,8 +17,7 @@ from bot.errors import UsageError
 from bot.slack.blocks.help import build_help_blocks
 
 if TYPE_CHECKING:
-    from bot.bootstrap import AppServices
-    from bot.slack.middleware import UnitOfWork
+    from bot.slack.middleware import ListenerServices, UnitOfWork
 
 MAX_COMMAND_TEXT = 2000
 HELP_WORDS = ("help", "-h", "--help", "?")
@@ -54,7 +53,7 @@ class Invocation:
     settings: Settings
     now: dt.datetime
     team_id: str | None = None
-    services: AppServices | None = None  # for subcommands that post to Slack themselves
+    services: ListenerServices | None = None  # for subcommands that post to Slack themselves
     open_session: Session | None = None  # the request's transaction, if the subcommand has one
 
     @property

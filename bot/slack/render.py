@@ -1,23 +1,21 @@
-"""The one step that renders planned messages with the Block Kit builders (bot/slack/blocks)."""
+"""The one step that renders planned messages with the Block Kit builders (bot/slack/blocks).
+
+The composition root (bot/bootstrap.py) hands SlackRenderer to the outbox's delivery and to what
+updates a posted message; domain code never imports this module.
+"""
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+from typing import Any, assert_never, get_args
 
-from bot.notify.messages import (
-    AnomalyAlertMessage,
-    BudgetAlertMessage,
-    GateResultMessage,
-    Message,
+from bot.anomalies.messages import AnomalyAlertMessage
+from bot.budgets.messages import BudgetAlertMessage
+from bot.economics.messages import GateResultMessage
+from bot.review.messages import (
     ReviewItemMessage,
     ReviewParentMessage,
     ReviewReminderMessage,
     SignoffDigestMessage,
-    UnallocatedAlertMessage,
-    WasteDigestMessage,
-    WasteResourceMessage,
-    WasteResourceReplyMessage,
-    WasteResourceSummaryMessage,
 )
 from bot.slack.blocks.alerts import (
     build_anomaly_alert,
@@ -36,6 +34,28 @@ from bot.slack.blocks.waste_resource import (
     build_waste_resource_message,
     build_waste_resource_reply,
     build_waste_resource_summary,
+)
+from bot.spend.messages import UnallocatedAlertMessage
+from bot.waste.messages import (
+    WasteDigestMessage,
+    WasteResourceMessage,
+    WasteResourceReplyMessage,
+    WasteResourceSummaryMessage,
+)
+
+Message = (
+    BudgetAlertMessage
+    | AnomalyAlertMessage
+    | UnallocatedAlertMessage
+    | WasteDigestMessage
+    | ReviewParentMessage
+    | ReviewItemMessage
+    | ReviewReminderMessage
+    | SignoffDigestMessage
+    | WasteResourceMessage
+    | WasteResourceReplyMessage
+    | WasteResourceSummaryMessage
+    | GateResultMessage
 )
 
 
@@ -99,3 +119,17 @@ def render(message: Message) -> tuple[str, list[dict[str, Any]]]:
             )
         case _:
             assert_never(message)
+
+
+MESSAGE_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(Message)}
+
+
+class SlackRenderer:
+    """The outbox's Renderer: each message type by name, rendered with the Block Kit builders."""
+
+    def __call__(self, message: Any) -> tuple[str, list[dict[str, Any]]]:
+        return render(message)
+
+    def message_type(self, name: str) -> type:
+        """Return the message class an outbox row names."""
+        return MESSAGE_TYPES[name]

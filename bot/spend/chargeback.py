@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from sqlalchemy import func, select
@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from bot.db.schema import DailySpend, Team
 from bot.errors import UsageError
 from bot.ingest.attribution import IDLE
-from bot.money import CENT, ZERO, CostBasis
+from bot.money import CENT, ZERO, CostBasis, largest_remainder
 from bot.periods import Period
 from bot.registry.spec import ChargebackSpec
 from bot.spend.reports import USAGE_ACCOUNT, cost_column
@@ -347,22 +347,6 @@ def split_exactly(amount: Decimal, weights: Mapping[str, Decimal]) -> dict[str, 
     parts = {name: amount * weights[name] / total for name in names[:-1]}
     parts[names[-1]] = amount - sum(parts.values(), ZERO)
     return parts
-
-
-def largest_remainder(values: Mapping[str, Decimal], target: Decimal) -> dict[str, Decimal]:
-    """Round values to cents so they add up to `target` (a whole number of cents) exactly.
-
-    Each value is floored to the cent; the cents still missing go, one each, to the values
-    that lost the most (ties in name order). No value moves by a cent or more.
-    """
-    floors = {k: v.quantize(CENT, rounding=ROUND_FLOOR) for k, v in values.items()}
-    missing = int((target - sum(floors.values(), ZERO)) / CENT)
-    if not 0 <= missing <= len(values):
-        raise ValueError(f"cannot round {sum(values.values(), ZERO)} to {target} by cents")
-    order = sorted(values, key=lambda k: (-(values[k] - floors[k]), k))
-    for key in order[:missing]:
-        floors[key] += CENT
-    return floors
 
 
 def _round_matrix(

@@ -1,7 +1,7 @@
 """Covered days: the days on which the ledger holds usage from some source.
 
 A day no source had data for is unknown, not $0: baselines (bot/anomalies), forecasts
-(bot/spend/forecast.py) and weekly posts (bot/notify/plan.py) use covered days only. On a covered
+(bot/spend/forecast.py) and weekly posts (bot/poll/plan.py) use covered days only. On a covered
 day, a scope without rows did spend $0.
 """
 

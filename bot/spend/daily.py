@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from bot.db.schema import DailySpend
 from bot.errors import UsageError
 from bot.money import CostBasis, format_money
-from bot.periods import Period, month_of, parse_window, previous_month
+from bot.periods import Period, day_words, days_words, month_of, parse_window, previous_month
 from bot.registry.spec import parse_scope
 from bot.slack.charts.spend_chart import SpendChart
 from bot.spend.coverage import forecast_covered_days
@@ -151,10 +151,22 @@ def window_and_currency(
     return span, found
 
 
+def chart_subtitle(
+    span: ReportingWindow, first_day: dt.date, basis: str, forecast: Forecast
+) -> str:
+    """Return a spend chart's subtitle: its dates, cost basis, data's last day and forecast."""
+    last_day = span.month.end - dt.timedelta(days=1)
+    return (
+        f"{days_words(first_day, last_day, year=True)} · {basis} · data through "
+        f"{day_words(span.as_of)}"
+        f" · forecast: {forecast.describe()}"
+    )
+
+
 def forecast_chart(
     *,
     title: str,
-    subtitle: str,
+    basis: str,
     currency: str,
     stacks: dict[str, dict[dt.date, Decimal]],
     span: ReportingWindow,
@@ -166,7 +178,7 @@ def forecast_chart(
     """Describe a chart of the window's daily spend with the month's burn, budget and forecast."""
     return SpendChart(
         title=title,
-        subtitle=subtitle,
+        subtitle=chart_subtitle(span, first_day, basis, forecast),
         currency=currency,
         stacks=stacks,
         month_start=span.month.start,

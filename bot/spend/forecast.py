@@ -12,8 +12,13 @@ The forecast is deliberately simple so anyone can check it by hand:
   history to forecast", never a number;
 * the **run-rate** is the mean of the last seven covered days; with at least 14 covered days,
   two or more of each weekday, it is scaled by a **weekday factor** (that weekday's mean over
-  the history / the history's mean), so quiet weekends and busy Mondays are carried forward;
+  the history / the mean of the seven weekdays' means), so quiet weekends and busy Mondays are
+  carried forward;
   otherwise it is flat;
+* the weekday pattern is learned from the history's **usual** days only: a day the anomaly rule
+  would call unusual (above the history's median by more than 3.5 robust spreads and 10 %,
+  bot/anomalies/baseline.py) is left out of the shape, whether or not its owners answered it
+  Expected, so one spike on a Tuesday does not make every Tuesday expensive;
 * a projected day is never negative (credits are real, but not a trend to extrapolate).
 
 `Forecast.method` says which of these was used, so a message can show it next to the number.
@@ -32,6 +37,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 
+from bot.anomalies.baseline import robust_baseline
 from bot.money import CENT
 from bot.periods import Period, month_of
 
@@ -55,10 +61,13 @@ class SpendSummary:
     covered: tuple[dt.date, ...]
     month_to_date: Decimal
     last_7_days: Decimal  # spend on the run-rate days: the last seven covered days
-    weekday_totals: tuple[Decimal, ...]  # Monday..Sunday over the history's covered days
+    weekday_totals: tuple[Decimal, ...]  # Monday..Sunday over the shape's days
     # the budget period forecast to its end (month_to_date is then this period's to date);
     # None: the calendar month of as_of
     period: Period | None = None
+    # the history days the weekday pattern is learned from (its usual days, `weekday_shape`);
+    # None: every covered day of the history
+    shape_days: tuple[dt.date, ...] | None = None
 
     @property
     def month(self) -> Period:
@@ -113,6 +122,27 @@ def not_enough_history(covered_in_window: int) -> str:
     )
 
 
+def weekday_shape(
+    spend: Mapping[dt.date, Decimal], history: tuple[dt.date, ...]
+) -> tuple[tuple[dt.date, ...], tuple[Decimal, ...]]:
+    """Return the history's usual days and their spend per weekday (Monday..Sunday).
+
+    A day above the history's robust ceiling (the anomaly rule's: median plus 3.5 spreads, and
+    at least 10 %) is unusual and left out. A scope that spends on fewer than half its days (a
+    median of zero) keeps every day: its spending days are its pattern, not spikes.
+    """
+    values = [spend.get(day, ZERO) for day in history]
+    baseline = robust_baseline(values)
+    if baseline.median > 0:
+        kept = tuple(d for d, v in zip(history, values, strict=True) if v <= baseline.ceiling)
+    else:
+        kept = history
+    weekday = [ZERO] * 7
+    for day in kept:
+        weekday[day.weekday()] += spend.get(day, ZERO)
+    return kept, tuple(weekday)
+
+
 def summarize_daily(
     daily: Mapping[dt.date, Decimal],
     *,
@@ -128,12 +158,10 @@ def summarize_daily(
     month_start = (period or month_of(as_of)).start
     known = tuple(sorted(day for day in set(covered) if day <= as_of))
     history = history_days(known, as_of)
-    weekday = [ZERO] * 7
-    for day in history:
-        weekday[day.weekday()] += daily.get(day, ZERO)
+    shape, weekday = weekday_shape(daily, history)
     mtd = sum((v for d, v in daily.items() if month_start <= d <= as_of), ZERO)
     last7 = sum((daily.get(d, ZERO) for d in run_rate_days(history)), ZERO)
-    return SpendSummary(as_of, known, mtd, last7, tuple(weekday), period)
+    return SpendSummary(as_of, known, mtd, last7, weekday, period, shape)
 
 
 def _weekday_counts(days: Iterable[dt.date]) -> tuple[int, ...]:
@@ -164,8 +192,9 @@ def _shape(history: tuple[dt.date, ...], as_of: dt.date) -> tuple[tuple[int, ...
 
 
 def is_seasonal(summary: SpendSummary) -> bool:
-    """Return whether the history holds a weekday pattern (14 covered days, two of each)."""
-    return _shape(summary.history, summary.as_of)[1]
+    """Return whether the history's usual days hold a weekday pattern (14, two of each)."""
+    shape = summary.history if summary.shape_days is None else summary.shape_days
+    return _shape(shape, summary.as_of)[1]
 
 
 QUANTUM = Decimal("0.0000000001")
@@ -182,7 +211,9 @@ def weekday_rates(summary: SpendSummary) -> tuple[tuple[Decimal, ...], str] | No
     days = len(history)
     if days < MIN_COVERED_DAYS:
         return None
-    counts, seasonal, unbroken = _shape(history, summary.as_of)
+    shape = history if summary.shape_days is None else summary.shape_days
+    counts, seasonal, _ = _shape(shape, summary.as_of)
+    unbroken = _shape(history, summary.as_of)[2]
     level = summary.last_7_days / RUN_RATE_DAYS
     last_week = (
         "last-7-day run-rate"
@@ -190,16 +221,19 @@ def weekday_rates(summary: SpendSummary) -> tuple[tuple[Decimal, ...], str] | No
         else f"run-rate of the last {RUN_RATE_DAYS} covered days"
     )
     if seasonal:
-        average = sum(summary.weekday_totals, ZERO) / days
-        rates = tuple(
-            level * summary.weekday_totals[w] / counts[w] / average if average > 0 else ZERO
-            for w in range(7)
-        )
+        # each weekday's mean over the mean of the seven: the factors average to one, however
+        # many of each weekday the usual days hold
+        means = [summary.weekday_totals[w] / counts[w] for w in range(7)]
+        average = sum(means, ZERO) / 7
+        rates = tuple(level * means[w] / average if average > 0 else ZERO for w in range(7))
         pattern = (
             f"the last {days} days"
             if unbroken
             else f"{days} covered days of the last {HISTORY_DAYS}"
         )
+        if len(shape) < days:
+            unusual = days - len(shape)
+            pattern += f", {unusual} unusual day{'s' * (unusual != 1)} left out"
         method = f"{last_week} shaped by the weekday pattern of {pattern}"
     else:
         rates = (level,) * 7
@@ -276,6 +310,7 @@ class Forecast:
     days_of_data: int  # covered days of history the projection used
     actual: Decimal = ZERO
     projected: dict[dt.date, Decimal] = field(default_factory=dict)
+    unusual_days: int = 0  # history days left out of the weekday pattern (`weekday_shape`)
 
     def describe(self) -> str:
         """Return the method in words, e.g. `weekday run-rate over 28 days`."""
@@ -283,7 +318,10 @@ class Forecast:
             return not_enough_history(self.days_of_data)
         if self.method in (METHOD_COMPLETE, METHOD_PERIOD_COMPLETE):
             return self.method
-        return f"{self.method} over {self.days_of_data} day{'s' * (self.days_of_data != 1)}"
+        words = f"{self.method} over {self.days_of_data} day{'s' * (self.days_of_data != 1)}"
+        if self.unusual_days:
+            words += f", {self.unusual_days} unusual day{'s' * (self.unusual_days != 1)} left out"
+        return words
 
     def in_words(self, money: Callable[[Decimal], str]) -> str:
         """Return `$1,234 (weekday run-rate over 28 days)`, or why there is no forecast."""
@@ -316,6 +354,8 @@ def forecast_month(
     if summary.history_days < MIN_COVERED_DAYS:
         return Forecast(None, METHOD_NOT_ENOUGH_HISTORY, summary.history_days, actual)
     projected, _words = project_remaining(summary)
-    method = METHOD_WEEKDAY if is_seasonal(summary) else METHOD_RUN_RATE
+    seasonal = is_seasonal(summary)
+    method = METHOD_WEEKDAY if seasonal else METHOD_RUN_RATE
+    unusual = summary.history_days - len(summary.shape_days or summary.history) if seasonal else 0
     total = actual + sum(projected.values(), ZERO)
-    return Forecast(total, method, summary.history_days, actual, projected)
+    return Forecast(total, method, summary.history_days, actual, projected, unusual)

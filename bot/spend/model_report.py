@@ -242,11 +242,7 @@ def model_chart(report: ModelReport, currency: str) -> SpendChart:
     month_actual = {d: v for d, v in daily.items() if span.month.start <= d <= span.as_of}
     return forecast_chart(
         title=f"{report.model} — daily spend by stage",
-        subtitle=(
-            f"{span.window.start:%d %b} to {span.month.end - dt.timedelta(days=1):%d %b %Y}"
-            f" · {report.basis} cost · data through {span.as_of:%d %b}"
-            f" · forecast: {report.forecast.describe()}"
-        ),
+        basis=f"{report.basis} cost",
         currency=currency,
         stacks=stacks,
         span=span,

@@ -262,10 +262,7 @@ def team_chart(report: TeamReport, currency: str) -> SpendChart:
     forecast = report.total.forecast
     return forecast_chart(
         title=f"team {report.team} — daily spend by model",
-        subtitle=(
-            f"{basis_label(report.basis)} · data through {span.as_of:%d %b}"
-            f" · forecast: {forecast.describe()}"
-        ),
+        basis=basis_label(report.basis),
         currency=currency,
         stacks=stacks,
         span=span,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bot.waste.catalog import stop_action
 from bot.waste.scan.model import Action, is_protected, tag_tuple
 
 log = logging.getLogger(__name__)
@@ -79,29 +80,12 @@ class _Calls:
 def recommend_only_advice(action: str, target: dict[str, Any]) -> str | None:
     """Return what to do by hand for a fix mlcost only recommends (None: Stop it acts).
 
-    mlcost writes no S3 lifecycle rule, scales no cluster's node group (its autoscaler and the
-    workloads' owners decide) and deletes no one's Studio app.
+    The fix's scanner declares it (StopAction.advice): mlcost writes no S3 lifecycle rule,
+    scales no cluster's node group (its autoscaler and the workloads' owners decide) and deletes
+    no one's Studio app.
     """
-    if action == Action.LIFECYCLE_TO_COLDER_CLASS:
-        where = f"s3://{target.get('bucket', '?')}/{target.get('prefix', '')}"
-        return (
-            f"mlcost never writes S3 lifecycle rules; add one for {where} moving it to a colder "
-            "class (or expiring it)."
-        )
-    if action == Action.SCALE_NODE_GROUP_TO_ZERO:
-        group, cluster = target.get("nodegroup_name", "?"), target.get("cluster_name", "?")
-        return (
-            f"mlcost never scales a cluster; scale node group {group} of cluster {cluster} to "
-            "zero (minimum and desired size 0) and let the cluster autoscaler or Karpenter add "
-            "GPU nodes when a pod asks for one."
-        )
-    if action == Action.DELETE_STUDIO_APP:
-        return (
-            f"mlcost never deletes Studio apps; delete Studio app {target.get('app_name', '?')} "
-            f"({target.get('app_type', '?')}) in domain {target.get('domain_id', '?')} (its "
-            "space's storage stays) and turn on Studio's idle shutdown."
-        )
-    return None
+    stop = stop_action(action)
+    return stop.advice(target) if stop is not None and stop.advice is not None else None
 
 
 def perform_stop(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Select, func, or_, select
 from sqlalchemy.orm import Session
 
+from bot.counts import counted
 from bot.db.schema import DailySpend, Review, ReviewItem, ValueMetric
 from bot.economics.value_metrics import daily_values, primary_metric
 from bot.ingest.attribution import IDLE
@@ -47,6 +48,41 @@ class WasteFinding:
     model: str | None = None
     resource_id: str | None = None
     tag_value: str | None = None  # orphaned: the model tag value nobody registered
+
+
+Week = tuple[dt.date, dt.date]  # [start, end)
+# the week's cost of each ledger resource a finding is made of (see LedgerCheck.made_of)
+MadeOf = Callable[[Session, WasteFinding, Week, str], dict[str | None, Decimal] | None]
+
+
+@dataclass(frozen=True)
+class LedgerScope:
+    """What a ledger check reads: the session, the week [start, end), its last day, the
+    currency, and the CloudWatch client and Spot advisor when there are any."""
+
+    session: Session
+    week: Week
+    as_of: dt.date
+    currency: str
+    cloudwatch: Any | None = None
+    spot: SpotAdvisor | None = None
+    spot_max_band: int = 2
+
+
+@dataclass(frozen=True)
+class LedgerCheck:
+    """A check over the ledger: its kind, its label in words, and the check.
+
+    `find(scope)` returns its findings (with their evidence and fix in words). `made_of`, when
+    set, returns the week's cost of each ledger resource a finding is made of, so a resource
+    finding of the account scan can stand for them (bot/waste/findings.py); None: the finding
+    is a saving on how a model runs, not resources to remove.
+    """
+
+    kind: str
+    label: str
+    find: Callable[[LedgerScope], Iterable[WasteFinding]]
+    made_of: MadeOf | None = None
 
 
 def run_rate(week_cost: Decimal) -> Decimal:
@@ -85,7 +121,8 @@ def orphaned(
             "orphaned",
             f"`{tag_value}`",
             run_rate(Decimal(cost or 0)),
-            f"{resources} resource(s) tagged model={tag_value}, which is not a registered model",
+            f"{counted(resources, 'resource')} tagged model={tag_value}, which is not a "
+            "registered model",
             f"register `{tag_value}` with an owner, or delete its resources",
             tag_value=tag_value,
         )
@@ -337,7 +374,7 @@ def spot_candidates(
             "spot_candidate",
             f"`{model or 'unowned'}` training on {instance_type} in {region}",
             run_rate(saving),
-            f"{resources} on-demand instance(s) trained last week{discounted}; Spot is "
+            f"{counted(resources, 'on-demand instance')} trained last week{discounted}; Spot is "
             f"{offer.savings_pct} % below on-demand there and interrupted {offer.band_label} "
             "of the time (AWS Spot Instance Advisor)",
             "checkpoint often and train on Spot: SageMaker managed spot training, an EC2 Spot "
@@ -422,3 +459,102 @@ def _serving_cost_and_traffic(
 
 def _mean(values: list[Decimal]) -> Decimal:
     return sum(values, Decimal(0)) / len(values)
+
+
+def _one_resource(
+    session: Session, finding: WasteFinding, week: Week, currency: str
+) -> dict[str | None, Decimal] | None:
+    """The finding is one ledger resource (its resource id), when it names one."""
+    return {finding.resource_id: Decimal(1)} if finding.resource_id else None
+
+
+def _resources_where(
+    session: Session, week: Week, currency: str, where: list[Any]
+) -> dict[str | None, Decimal]:
+    """Return the week's cost of each ledger resource whose rows match `where`."""
+    rows = session.execute(
+        select(DailySpend.resource_id, func.sum(DailySpend.billed_cost))
+        .where(*spend_in(week, currency), *where)
+        .group_by(DailySpend.resource_id)
+    )
+    return {rid: Decimal(cost or 0) for rid, cost in rows}
+
+
+def _orphaned_resources(
+    session: Session, finding: WasteFinding, week: Week, currency: str
+) -> dict[str | None, Decimal] | None:
+    if finding.tag_value is None:
+        return None
+    where = [DailySpend.model.is_(None), DailySpend.model_tag_value == finding.tag_value]
+    return _resources_where(session, week, currency, where)
+
+
+def _serving_resources(
+    session: Session, finding: WasteFinding, week: Week, currency: str
+) -> dict[str | None, Decimal] | None:
+    if not finding.model:
+        return None
+    where = [DailySpend.model == finding.model, DailySpend.stage == "serving"]
+    return _resources_where(session, week, currency, where)
+
+
+def _model_resources(
+    session: Session, finding: WasteFinding, week: Week, currency: str
+) -> dict[str | None, Decimal] | None:
+    if not finding.model:
+        return None
+    return _resources_where(session, week, currency, [DailySpend.model == finding.model])
+
+
+def _idle_gpu(scope: LedgerScope) -> Iterable[WasteFinding]:
+    if scope.cloudwatch is None:
+        return ()
+    return idle_gpu_instances(
+        scope.session, scope.week, scope.cloudwatch, scope.as_of, scope.currency
+    )
+
+
+def _spot(scope: LedgerScope) -> Iterable[WasteFinding]:
+    if scope.spot is None:
+        return ()
+    return spot_candidates(
+        scope.session, scope.week, scope.spot, scope.spot_max_band, scope.currency
+    )
+
+
+ORPHANED = LedgerCheck(
+    "orphaned",
+    "Orphaned (tagged for an unregistered model)",
+    lambda s: orphaned(s.session, s.week, s.currency),
+    _orphaned_resources,
+)
+STALE_CHECKPOINTS = LedgerCheck(
+    "stale_checkpoints",
+    "Stale checkpoints",
+    lambda s: stale_checkpoints(s.session, s.week, s.as_of, s.currency),
+    _one_resource,
+)
+IDLE_ENDPOINT = LedgerCheck(
+    "idle_endpoint",
+    "Idle endpoint",
+    lambda s: idle_endpoints(s.session, s.week, s.currency),
+    _serving_resources,
+)
+KILLED_STILL_SPENDING = LedgerCheck(
+    "killed_still_spending",
+    "Killed, still spending",
+    lambda s: killed_still_spending(s.session, s.week, s.currency),
+    _model_resources,
+)
+FIXED_SERVING = LedgerCheck(
+    "fixed_serving",
+    "Serving does not scale with traffic",
+    lambda s: serving_without_autoscaling(s.session, s.as_of, s.currency),
+)
+IDLE_CLUSTER = LedgerCheck(
+    "idle_cluster",
+    "Idle Kubernetes capacity",
+    lambda s: idle_cluster_capacity(s.session, s.week, s.currency),
+)
+IDLE_GPU = LedgerCheck("idle_gpu", "Idle GPU instance", _idle_gpu, _one_resource)
+SPOT_CANDIDATE = LedgerCheck("spot_candidate", "Spot candidate", _spot)

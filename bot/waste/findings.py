@@ -21,26 +21,21 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.config import Settings
-from bot.db.schema import DailySpend, MLModel, ResourceFindingRecord, Team
+from bot.config import WasteSettings
+from bot.counts import counted
+from bot.db.schema import MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
 from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
+from bot.waste.catalog import ledger_check, ledger_checks, ledger_ids
 from bot.waste.checks import (
     RUN_RATE_DAYS,
+    LedgerScope,
     WasteFinding,
-    idle_cluster_capacity,
-    idle_endpoints,
-    idle_gpu_instances,
-    killed_still_spending,
-    orphaned,
-    serving_without_autoscaling,
-    spend_in,
-    spot_candidates,
-    stale_checkpoints,
 )
+from bot.waste.savings import saved_so_far
 from bot.waste.spot import SpotAdvisor, load_spot_advisor
 
 log = logging.getLogger(__name__)
@@ -66,18 +61,8 @@ def find_waste(
     Spot interruption band is at most `spot_max_band` is a finding too, worth the monthly saving.
     """
     week = (as_of - dt.timedelta(days=RUN_RATE_DAYS - 1), as_of + dt.timedelta(days=1))
-    findings = [
-        *orphaned(session, week, currency),
-        *stale_checkpoints(session, week, as_of, currency),
-        *idle_endpoints(session, week, currency),
-        *killed_still_spending(session, week, currency),
-        *serving_without_autoscaling(session, as_of, currency),
-        *idle_cluster_capacity(session, week, currency),
-    ]
-    if cloudwatch is not None:
-        findings += idle_gpu_instances(session, week, cloudwatch, as_of, currency)
-    if spot is not None:
-        findings += spot_candidates(session, week, spot, spot_max_band, currency)
+    scope = LedgerScope(session, week, as_of, currency, cloudwatch, spot, spot_max_band)
+    findings = [f for check in ledger_checks() for f in check.find(scope)]
     return sorted(
         (f for f in findings if f.monthly_cost >= min_monthly),
         key=lambda f: f.monthly_cost,
@@ -88,7 +73,7 @@ def find_waste(
 def find_configured_waste(
     *,
     session: Session,
-    settings: Settings,
+    settings: WasteSettings,
     as_of: dt.date,
     cloudwatch: Any | None = None,
     strict: bool = True,
@@ -175,8 +160,6 @@ class ResourceEntry:
 
 def resource_entry(row: ResourceFindingRecord, now: dt.datetime) -> ResourceEntry:
     """Return a resource_findings row as an entry (saved so far worked out as of `now`)."""
-    from bot.waste.lifecycle import saved_so_far
-
     details = row.details or {}
     fix = details.get("recommendation") or {}
     keep_in_force = row.decision == "keep" and (row.keep_until is None or row.keep_until > now)
@@ -233,22 +216,7 @@ def covered_ids(entry: ResourceEntry) -> set[str]:
     instances, `endpoint/NAME`, `notebook-instance/NAME`, `training-job/NAME`. An S3 prefix stands
     for none: the ledger bills the bucket, which holds more than the prefix.
     """
-    rid = entry.resource_id.lower()
-    prefixes = {
-        "sagemaker_endpoint": "endpoint/",
-        "sagemaker_notebook": "notebook-instance/",
-        "sagemaker_training_job": "training-job/",
-    }
-    if entry.kind in prefixes:
-        return {prefixes[entry.kind] + rid}
-    if entry.kind == "gpu_fleet":
-        ids = dict(entry.target).get("instance_ids", "")
-        return {i.strip().lower() for i in ids.split(",") if i.strip()} | {
-            m.lower() for m in entry.members
-        }
-    if entry.kind == "s3_prefix":
-        return set()
-    return {rid}
+    return ledger_ids(entry.kind, entry.resource_id, dict(entry.target), entry.members)
 
 
 def _ledger_resources(
@@ -256,22 +224,10 @@ def _ledger_resources(
 ) -> dict[str | None, Decimal] | None:
     """Return the week's cost of each ledger resource a finding is made of (None: not a sum of
     resources, such as a Spot saving or serving that does not scale)."""
-    if finding.kind in ("stale_checkpoints", "idle_gpu"):
-        return {finding.resource_id: Decimal(1)} if finding.resource_id else None
-    if finding.kind == "orphaned" and finding.tag_value is not None:
-        where = [DailySpend.model.is_(None), DailySpend.model_tag_value == finding.tag_value]
-    elif finding.kind == "idle_endpoint" and finding.model:
-        where = [DailySpend.model == finding.model, DailySpend.stage == "serving"]
-    elif finding.kind == "killed_still_spending" and finding.model:
-        where = [DailySpend.model == finding.model]
-    else:
+    check = ledger_check(finding.kind)
+    if check is None or check.made_of is None:
         return None
-    rows = session.execute(
-        select(DailySpend.resource_id, func.sum(DailySpend.billed_cost))
-        .where(*spend_in(week, currency), *where)
-        .group_by(DailySpend.resource_id)
-    )
-    return {rid: Decimal(cost or 0) for rid, cost in rows}
+    return check.made_of(session, finding, week, currency)
 
 
 def merge_ledger_findings(
@@ -318,7 +274,12 @@ def merge_ledger_findings(
         if len(hit) == len(parts) or left < min_monthly:
             merged.append(finding)
             continue
-        note = f" ({len(hit)} of its {len(parts)} resources are listed as resource findings)"
+        listed = (
+            "is listed as a resource finding"
+            if len(hit) == 1
+            else "are listed as resource findings"
+        )
+        note = f" ({len(hit)} of its {counted(len(parts), 'resource')} {listed})"
         kept.append(
             dataclasses.replace(finding, monthly_cost=left, evidence=finding.evidence + note)
         )
@@ -380,7 +341,7 @@ class WasteOverview:
 def waste_overview(
     *,
     session: Session,
-    settings: Settings,
+    settings: WasteSettings,
     as_of: dt.date,
     now: dt.datetime,
     cloudwatch: Any | None = None,

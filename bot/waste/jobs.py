@@ -1,14 +1,26 @@
-"""Record a resource scan and post what is due: `mlcost waste scan --post` and the daily job."""
+"""Record a resource scan and post what is due (`mlcost waste scan --post`); the waste jobs.
+
+`waste_jobs` declares the daily resource scan and the retry of Stop it actions a dead process
+left claimed; the composition root hands in what they use.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from bot.bootstrap import AppServices
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.config import ScanSettings, WasteSettings
+from bot.db.engine import session_scope
 from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_lease
+from bot.notify.outbox import FindPosted, Renderer
+from bot.notify.schedule import DailyAt, Every, JobSpec
+from bot.slack.notifier import Notifier
 from bot.waste.lifecycle import (
     POST_KIND,
     REPLY_KIND,
@@ -18,6 +30,7 @@ from bot.waste.lifecycle import (
     record_report,
 )
 from bot.waste.scan.run import ScanReport
+from bot.waste.stopping import STOP_RETRY_MINUTES, AwsClientFactory, Clock, resume_stale_stops
 
 log = logging.getLogger(__name__)
 
@@ -30,70 +43,105 @@ class PostedScan:
     delivery: DeliveryReport | None
 
 
-def s3_was_scanned(services: AppServices) -> bool:
+def s3_was_scanned(settings: ScanSettings) -> bool:
     """Say whether scan_account ran the S3 scanner (it does when patterns are configured)."""
-    return bool(services.settings.scan_s3_patterns)
+    return bool(settings.scan_s3_patterns)
 
 
-def posting_policy(services: AppServices) -> PostingPolicy:
+def posting_policy(settings: WasteSettings) -> PostingPolicy:
     """Return the posting floor and per-channel cap the settings name."""
-    settings = services.settings
     return PostingPolicy(settings.scan_min_monthly, settings.scan_max_posts_per_channel)
 
 
-def post_scan(services: AppServices, report: ScanReport, *, deliver: bool = True) -> PostedScan:
+def post_scan(
+    report: ScanReport,
+    *,
+    deliver: bool = True,
+    session_factory: sessionmaker[Session],
+    settings: ScanSettings,
+    clock: Clock,
+    notifier: Notifier,
+    renderer: Renderer,
+    find_posted: FindPosted,
+) -> PostedScan:
     """Record the scan's findings (one transaction), then deliver the posts that are due."""
-    now = services.clock()
-    with services.unit_of_work() as session:
+    now = clock()
+    with session_scope(session_factory) as session:
         lifecycle = record_report(
             session=session,
             report=report,
             now=now,
-            s3_scanned=s3_was_scanned(services),
-            policy=posting_policy(services),
+            s3_scanned=s3_was_scanned(settings),
+            policy=posting_policy(settings),
         )
     delivery = None
     if deliver:
         delivery = deliver_pending(
-            session_factory=services.session_factory,
-            notifier=services.notifier,
-            find_posted=services.find_posted,
+            session_factory=session_factory,
+            notifier=notifier,
+            renderer=renderer,
+            find_posted=find_posted,
             kinds=(POST_KIND, REPLY_KIND, SUMMARY_KIND),
-            lease=outbox_lease(services.settings),
+            lease=outbox_lease(settings),
         )
     return PostedScan(lifecycle, delivery)
 
 
-def scan_regions(services: AppServices, regions: Sequence[str]) -> ScanReport:
+def scan_regions(
+    regions: Sequence[str],
+    *,
+    session_factory: sessionmaker[Session],
+    settings: ScanSettings,
+    clock: Clock,
+    aws: AwsClientFactory,
+) -> ScanReport:
     """Scan the account in these regions as `mlcost waste scan` does."""
     from bot.waste.pricing import load_price_table
     from bot.waste.scan.context import ScanContext, policy_from_settings
     from bot.waste.scan.ledger import ledger_view
     from bot.waste.scan.run import account_id, scan_account
 
-    settings = services.settings
-    now = services.clock()
-    with services.unit_of_work() as session:
+    now = clock()
+    with session_scope(session_factory) as session:
         ledger = ledger_view(
             session=session, as_of=now.date() - dt.timedelta(days=1), currency=settings.currency
         )
     ctx = ScanContext(
-        account=account_id(services.aws, regions[0]),
+        account=account_id(aws, regions[0]),
         now=now,
         policy=policy_from_settings(settings),
         ledger=ledger,
         prices=load_price_table(settings.price_table_file),
     )
-    return scan_account(services.aws, regions, ctx)
+    return scan_account(aws, regions, ctx)
 
 
-def run_resource_scan_job(services: AppServices) -> PostedScan | None:
+def run_resource_scan_job(
+    *,
+    session_factory: sessionmaker[Session],
+    settings: ScanSettings,
+    clock: Clock,
+    aws: AwsClientFactory,
+    notifier: Notifier,
+    renderer: Renderer,
+    find_posted: FindPosted,
+) -> PostedScan | None:
     """The daily job: scan MLCOST_SCAN_REGIONS, record, post what is due (None: no regions)."""
-    regions = services.settings.scan_regions
+    regions = settings.scan_regions
     if not regions:
         return None
-    report = scan_regions(services, regions)
-    posted = post_scan(services, report)
+    report = scan_regions(
+        regions, session_factory=session_factory, settings=settings, clock=clock, aws=aws
+    )
+    posted = post_scan(
+        report,
+        session_factory=session_factory,
+        settings=settings,
+        clock=clock,
+        notifier=notifier,
+        renderer=renderer,
+        find_posted=find_posted,
+    )
     life = posted.lifecycle
     log.info(
         "resource scan: %d findings, %d posted (%d new), %d closed, %d scanners failed",
@@ -104,3 +152,44 @@ def run_resource_scan_job(services: AppServices) -> PostedScan | None:
         len(report.failures),
     )
     return posted
+
+
+def waste_jobs(
+    settings: ScanSettings,
+    *,
+    session_factory: sessionmaker[Session],
+    clock: Clock,
+    aws: AwsClientFactory,
+    notifier: Notifier,
+    renderer: Renderer,
+    find_posted: FindPosted,
+) -> list[JobSpec]:
+    """Declare the daily resource scan when regions are set, and the retry of Stop it actions a
+    dead process left claimed when findings are scanned or actions enabled."""
+    deps: dict[str, Any] = {
+        "session_factory": session_factory,
+        "settings": settings,
+        "clock": clock,
+        "aws": aws,
+        "notifier": notifier,
+        "renderer": renderer,
+        "find_posted": find_posted,
+    }
+    jobs = []
+    if settings.scan_regions:
+        jobs.append(
+            JobSpec(
+                "resource-scan",
+                functools.partial(run_resource_scan_job, **deps),
+                DailyAt(settings.scan_hour, 30, settings.timezone),
+            )
+        )
+    if settings.scan_regions or settings.actions_enabled:
+        jobs.append(
+            JobSpec(
+                "resource-stop-retry",
+                functools.partial(resume_stale_stops, **deps),
+                Every(dt.timedelta(minutes=STOP_RETRY_MINUTES)),
+            )
+        )
+    return jobs

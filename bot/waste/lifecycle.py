@@ -29,7 +29,7 @@ import datetime as dt
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
@@ -40,18 +40,19 @@ from bot.db.locks import claim_row
 from bot.db.schema import AuditLog, MLModel, ResourceFindingRecord, Team
 from bot.errors import MlcostError, NotFoundError, PermissionDenied
 from bot.money import format_money_places
-from bot.notify.messages import (
+from bot.notify.outbox import PlannedPost, enqueue_many, planned_post
+from bot.notify.routing import Router
+from bot.registry.catalog import can_manage_model, can_manage_team, is_admin, model_owner_ids
+from bot.waste.catalog import scanner_named, scanners
+from bot.waste.messages import (
     ResourceDecisionState,
     WasteResourceMessage,
     WasteResourceReplyMessage,
     WasteResourceSummaryLine,
     WasteResourceSummaryMessage,
 )
-from bot.notify.outbox import PlannedPost, enqueue_many, planned_post
-from bot.notify.routing import Router
-from bot.registry.catalog import can_manage_model, can_manage_team, is_admin, model_owner_ids
-from bot.waste.scan.model import ResourceFinding, ResourceKind
-from bot.waste.scan.run import REGIONAL_SCANNERS, S3_SCANNER
+from bot.waste.savings import CLOSED, OPEN, saved_so_far
+from bot.waste.scan.model import ResourceFinding
 
 if TYPE_CHECKING:
     from bot.waste.actions import ActionResult
@@ -65,23 +66,11 @@ POST_KIND = "waste-resource"
 REPLY_KIND = "waste-resource-reply"
 SUMMARY_KIND = "waste-resource-summary"
 SUMMARY_LINES = 5  # findings named in a summary post
-OPEN, CLOSED = "open", "closed"
 NONE, KEEP, NOT_WASTE, STOP = "none", "keep", "not_waste", "stop"
 ACTING = "acting"
 # a claim older than this is taken to have died with its process (the snapshot waiter gives up
 # after 20 minutes), so a new Stop it may act
 ACTING_LEASE = dt.timedelta(hours=1)
-
-# which resource kinds each scanner of bot/waste/scan/run.py reports
-SCANNER_KINDS: dict[str, tuple[ResourceKind, ...]] = {
-    "EC2 GPU instances": (ResourceKind.GPU_INSTANCE, ResourceKind.GPU_FLEET),
-    "SageMaker endpoints": (ResourceKind.SAGEMAKER_ENDPOINT,),
-    "SageMaker notebook instances": (ResourceKind.SAGEMAKER_NOTEBOOK,),
-    "SageMaker training jobs": (ResourceKind.SAGEMAKER_TRAINING_JOB,),
-    "EBS volumes": (ResourceKind.EBS_VOLUME,),
-    "EBS snapshots": (ResourceKind.EBS_SNAPSHOT,),
-    S3_SCANNER: (ResourceKind.S3_PREFIX,),
-}
 
 Scope = tuple[str, str]  # (region, kind)
 
@@ -132,18 +121,6 @@ def money(amount: Decimal, currency: str) -> str:
     return format_money_places(amount, currency, 2)
 
 
-def cents(amount: Decimal) -> Decimal:
-    return amount.quantize(Decimal("0.01"), ROUND_HALF_EVEN)
-
-
-def saved_so_far(row: ResourceFindingRecord, as_of: dt.datetime) -> Decimal | None:
-    """Return what a closed finding has saved by `as_of` (None while it is open)."""
-    if row.status != CLOSED:
-        return None
-    seconds = max(Decimal(0), Decimal(str((as_of - row.last_seen).total_seconds())))
-    return cents(row.monthly_cost * seconds / Decimal(86400 * 30))
-
-
 def closed_findings(
     *, session: Session, as_of: dt.datetime, since: dt.datetime | None = None
 ) -> list[tuple[ResourceFindingRecord, Decimal]]:
@@ -156,24 +133,24 @@ def closed_findings(
 
 
 def complete_scopes(report: ScanReport, s3_scanned: bool) -> set[Scope]:
-    """Return the (region, kind) pairs the scan covered completely (no scanner failed there)."""
-    labels = [label for label in REGIONAL_SCANNERS if label in SCANNER_KINDS]
-    if s3_scanned:
-        labels.append(S3_SCANNER)
+    """Return the (region, kind) pairs the scan covered completely (no scanner failed there).
+
+    Only the kinds of scanners that close missing findings count (bot/waste/catalog.py); a
+    scanner that runs once, not per region (S3), counts when `s3_scanned`.
+    """
+    closing = [s for s in scanners() if s.closes_missing and (s.per_region or s3_scanned)]
     scopes = {
-        (region, str(kind))
-        for region in report.regions
-        for label in labels
-        for kind in SCANNER_KINDS[label]
+        (region, str(kind.kind)) for region in report.regions for s in closing for kind in s.kinds
     }
     for failure in report.failures:
-        failed = SCANNER_KINDS.get(failure.kind)
-        if failed is None:  # a scanner this module does not know: nothing in its region closes
+        failed = scanner_named(failure.kind)
+        if failed is None or not failed.closes_missing:  # nothing in its region closes
             scopes = {s for s in scopes if s[0] != failure.region}
             continue
-        if failure.kind == S3_SCANNER:  # S3 runs once, for every region's buckets
-            scopes = {s for s in scopes if s[1] != str(ResourceKind.S3_PREFIX)}
-        scopes -= {(failure.region, str(kind)) for kind in failed}
+        kinds = {str(kind.kind) for kind in failed.kinds}
+        if not failed.per_region:  # S3 runs once, for every region's buckets
+            scopes = {s for s in scopes if s[1] not in kinds}
+        scopes -= {(failure.region, kind) for kind in kinds}
     return scopes
 
 

@@ -13,18 +13,22 @@ under the same lock and runs it: retried once, never by two processes at once.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
 
+from bot.config import WasteSettings
+from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
 from bot.notify.delivery import deliver_pending, outbox_lease
-from bot.slack.notifier import SLACK_FAILURES
-from bot.slack.render import render
+from bot.notify.outbox import FindPosted, Renderer
+from bot.slack.notifier import SLACK_FAILURES, Notifier
 from bot.waste.actions import ActionResult, Outcome, perform_stop
 from bot.waste.lifecycle import (
     REPLY_KIND,
@@ -36,15 +40,14 @@ from bot.waste.lifecycle import (
     record_action_result,
 )
 
-if TYPE_CHECKING:
-    from bot.bootstrap import AppServices
-
 log = logging.getLogger(__name__)
 
 STOP_RETRY_MINUTES = 15  # how often the resource-stop-retry job looks for expired claims
 STOP_WORKERS = 2  # Stop it is rare; more only queue AWS calls against the same account
 
 Where = tuple[str, str]  # (channel, ts) of the finding's post
+Clock = Callable[[], dt.datetime]
+AwsClientFactory = Callable[..., Any]
 
 
 class BackgroundActions:
@@ -85,41 +88,53 @@ class BackgroundActions:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def run_stop(services: AppServices, approval: StopApproval, where: Where | None = None) -> None:
+def run_stop(
+    approval: StopApproval,
+    where: Where | None = None,
+    *,
+    session_factory: sessionmaker[Session],
+    settings: WasteSettings,
+    clock: Clock,
+    aws: AwsClientFactory,
+    notifier: Notifier,
+    renderer: Renderer,
+    find_posted: FindPosted,
+) -> None:
     """Carry out a claimed Stop it: act, record the result, reply in the thread, update the post."""
-    result = _perform(services, approval)
+    result = _perform(aws, approval, enabled=settings.actions_enabled)
     user = approval.user_id or "mlcost"
 
     def record(session: Any) -> tuple[Where | None, tuple[str, list[dict[str, Any]]]]:
         row = record_action_result(
-            session=session, approval=approval, user_id=user, result=result, now=services.clock()
+            session=session, approval=approval, user_id=user, result=result, now=clock()
         )
-        return where or _posted_at(session, row.id, row.post_count), render(
+        return where or _posted_at(session, row.id, row.post_count), renderer(
             message_of(row, owners_of(session, row))
         )
 
-    with services.unit_of_work() as session:
+    with session_scope(session_factory) as session:
         post, rendered = record(session)
     deliver_pending(
-        session_factory=services.session_factory,
-        notifier=services.notifier,
-        find_posted=services.find_posted,
+        session_factory=session_factory,
+        notifier=notifier,
+        renderer=renderer,
+        find_posted=find_posted,
         kinds=(REPLY_KIND,),
-        lease=outbox_lease(services.settings),
+        lease=outbox_lease(settings),
     )
     if post is not None:
-        update_post(services, post, rendered)
+        update_post(notifier, post, rendered)
 
 
 def update_post(
-    services: AppServices, where: Where, rendered: tuple[str, list[dict[str, Any]]]
+    notifier: Notifier, where: Where, rendered: tuple[str, list[dict[str, Any]]]
 ) -> None:
     """Show the decision on the post; the decision is kept even if Slack refuses the update."""
     channel, ts = where
     if not (channel and ts):
         return
     try:
-        services.notifier.update(channel, ts, rendered[0], rendered[1])
+        notifier.update(channel, ts, rendered[0], rendered[1])
     except SLACK_FAILURES as exc:
         log.warning("resource finding post %s/%s not updated: %s", channel, ts, exc)
 
@@ -136,15 +151,15 @@ def _posted_at(session: Any, finding_id: int, post_count: int) -> Where | None:
     return (message.slack_channel or message.channel, message.slack_ts)
 
 
-def _perform(services: AppServices, approval: StopApproval) -> ActionResult:
+def _perform(aws: AwsClientFactory, approval: StopApproval, *, enabled: bool) -> ActionResult:
     """Run the action; an unexpected error is a failed result (the claim must be released)."""
     try:
         return perform_stop(
-            services.aws,
+            aws,
             action=approval.action,
             region=approval.region,
             target=approval.target,
-            enabled=services.settings.actions_enabled,
+            enabled=enabled,
         )
     except Exception as exc:
         log.exception("Stop it for resource finding %s failed", approval.finding_id)
@@ -153,15 +168,33 @@ def _perform(services: AppServices, approval: StopApproval) -> ActionResult:
         )
 
 
-def resume_stale_stops(services: AppServices) -> list[int]:
+def resume_stale_stops(
+    *,
+    session_factory: sessionmaker[Session],
+    settings: WasteSettings,
+    clock: Clock,
+    aws: AwsClientFactory,
+    notifier: Notifier,
+    renderer: Renderer,
+    find_posted: FindPosted,
+) -> list[int]:
     """Re-claim Stop it actions whose process died (lease expired), run them; return their ids."""
-    with services.unit_of_work() as session:
-        approvals = claim_stale_stops(session=session, now=services.clock())
+    with session_scope(session_factory) as session:
+        approvals = claim_stale_stops(session=session, now=clock())
     for approval in approvals:
         log.warning(
             "Stop it for resource finding %s was claimed by a process that stopped before "
             "finishing; acting now",
             approval.finding_id,
         )
-        run_stop(services, approval)
+        run_stop(
+            approval,
+            session_factory=session_factory,
+            settings=settings,
+            clock=clock,
+            aws=aws,
+            notifier=notifier,
+            renderer=renderer,
+            find_posted=find_posted,
+        )
     return [a.finding_id for a in approvals]

@@ -1,19 +1,24 @@
-"""Serve the Bolt app over HTTP (`/slack/events`, `GET /healthz`) or Socket Mode."""
+"""Serve the Bolt app over HTTP on waitress: /slack/events (checked, then Bolt) and /healthz."""
 
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import logging
+import resource
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from socketserver import ThreadingMixIn
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from slack_bolt import App, BoltRequest
+import waitress
+import waitress.channel
+import waitress.server
+import waitress.trigger
+from slack_bolt import App, BoltRequest, BoltResponse
+from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_bolt.adapter.wsgi.http_request import WsgiHttpRequest
 from slack_bolt.adapter.wsgi.http_response import WsgiHttpResponse
 from slack_sdk.signature import SignatureVerifier
@@ -27,6 +32,7 @@ from bot.web.health import health_snapshot
 log = logging.getLogger(__name__)
 
 StartResponse = Callable[..., Any]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 # A signed request is accepted up to five minutes either side of its timestamp
 # (docs.slack.dev "Verifying requests from Slack"; slack_sdk's SignatureVerifier).
@@ -81,50 +87,44 @@ class RecentSignatures:
             return True
 
 
-class SlackEndpoint:
-    """`POST /slack/events`: size, signature and replay checks before Bolt reads a byte of JSON.
+class SlackRequestChecks:
+    """WSGI middleware in front of Bolt: size, signature and replay checks before any JSON is read.
 
     Bolt's own adapter reads the whole body and parses it before checking the signature, so an
-    unsigned 150 MB POST costs hundreds of MB and a malformed one a 500 with a traceback.
+    unsigned 150 MB POST would cost hundreds of MB and a malformed one a 500 with a traceback.
+    A request that passes reaches the wrapped app with exactly the bytes that were checked.
     """
 
     def __init__(
         self,
-        app: App,
+        inner: WsgiApp,
         *,
         signing_secret: str,
         max_body_bytes: int,
         seen: RecentSignatures | None = None,
     ) -> None:
-        self.app = app
+        self.inner = inner
         self.verifier = SignatureVerifier(signing_secret)
         self.max_body_bytes = max_body_bytes
         self.seen = seen or RecentSignatures()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
-            request = self._admit(environ)
+            raw = self._admit(environ)
         except Refused as refusal:
             log.warning(
-                "refused a request to /slack/events from %s: %s (HTTP %d)",
+                "refused a request to %s from %s: %s (HTTP %d)",
+                environ.get("PATH_INFO", "?"),
                 environ.get("REMOTE_ADDR", "?"),
                 refusal.reason,
                 refusal.status,
             )
             return _plain(start_response, refusal.status)
-        try:
-            answer = self.app.dispatch(request)
-        except Exception:  # Bolt answers listener errors itself; this is Bolt failing
-            log.exception(
-                "Slack request failed outside any listener (reference %s)", new_reference()
-            )
-            return _plain(start_response, 500)
-        response = WsgiHttpResponse(status=answer.status, headers=answer.headers, body=answer.body)
-        start_response(response.status, response.get_headers())
-        return response.get_body()
+        checked = {**environ, "wsgi.input": io.BytesIO(raw), "CONTENT_LENGTH": str(len(raw))}
+        return self.inner(checked, start_response)
 
-    def _admit(self, environ: dict[str, Any]) -> BoltRequest:
-        """Return the parsed request, or raise Refused (checks in order of cost)."""
+    def _admit(self, environ: dict[str, Any]) -> bytes:
+        """Return the checked body, or raise Refused (checks in order of cost)."""
         if environ.get("REQUEST_METHOD") != "POST":
             raise Refused(405, "not a POST")
         raw = self._read_body(environ)
@@ -149,16 +149,16 @@ class SlackEndpoint:
             raise Refused(400, f"malformed payload ({type(exc).__name__})") from None
         if not isinstance(request.body, dict):
             raise Refused(400, "the payload is not an object")
-        return request
+        return raw
 
     def _read_body(self, environ: dict[str, Any]) -> bytes:
         """Read at most max_body_bytes; refuse a longer body without reading it."""
         stream = environ["wsgi.input"]
         length_header = environ.get("CONTENT_LENGTH") or ""
         if not length_header:
-            # Without a length only a server that ends the input itself (chunked decoded) may be
-            # read to the end; wsgiref hands over the raw socket, so Slack's Content-Length is
-            # required there. Either way nothing past the cap is read.
+            # Without a length only a server that ends the input itself may be read to the end
+            # (waitress does, and decodes a chunked body); from one that hands over the raw
+            # socket a chunked body is refused. Either way nothing past the cap is read.
             if environ.get("HTTP_TRANSFER_ENCODING") and not environ.get("wsgi.input_terminated"):
                 raise Refused(411, "a body without Content-Length")
             if not environ.get("wsgi.input_terminated"):
@@ -181,6 +181,19 @@ class SlackEndpoint:
         return data
 
 
+class SlackEvents(SlackRequestHandler):
+    """Bolt's WSGI adapter, answering 500 (logged with a reference) if Bolt itself fails."""
+
+    def dispatch(self, request: WsgiHttpRequest) -> BoltResponse:
+        try:
+            return super().dispatch(request)
+        except Exception:  # Bolt answers listener errors itself; this is Bolt failing
+            log.exception(
+                "Slack request failed outside any listener (reference %s)", new_reference()
+            )
+            return BoltResponse(status=500, body=_phrase(500))
+
+
 def _read_up_to(stream: Any, limit: int) -> bytes:
     """Read until `limit` bytes or the end of the input."""
     chunks: list[bytes] = []
@@ -194,37 +207,28 @@ def _read_up_to(stream: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _phrase(status: int) -> str:
+    return WsgiHttpResponse(status=status).status.partition(" ")[2]
+
+
 def _plain(start_response: StartResponse, status: int) -> Iterable[bytes]:
     """Answer with the status's own phrase only (no detail for a caller we do not trust)."""
-    phrase = WsgiHttpResponse(status=status).status.partition(" ")[2]
     headers: dict[str, Sequence[str]] = {"content-type": ["text/plain;charset=utf-8"]}
-    response = WsgiHttpResponse(status=status, headers=headers, body=phrase)
+    response = WsgiHttpResponse(status=status, headers=headers, body=_phrase(status))
     start_response(response.status, response.get_headers())
     return response.get_body()
 
 
-class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    """One thread per request, so a slow request never delays another user's ack."""
-
-    daemon_threads = True
-
-
-class QuietHandler(WSGIRequestHandler):
-    # A client that stalls mid-request frees its thread after this many seconds.
-    timeout = 30
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("http %s", format % args)
-
-
-def build_wsgi_app(app: App, services: AppServices) -> Callable[..., Any]:
+def build_wsgi_app(app: App, services: AppServices) -> WsgiApp:
     """Route /slack/events (checked, then Bolt) and /healthz (database check, outbox backlog)."""
     settings = services.settings
     secret = settings.slack_signing_secret
     if secret is None:
         raise ValueError("SLACK_SIGNING_SECRET is not set")
-    slack = SlackEndpoint(
-        app, signing_secret=secret.get_secret_value(), max_body_bytes=settings.max_body_bytes
+    slack = SlackRequestChecks(
+        SlackEvents(app),
+        signing_secret=secret.get_secret_value(),
+        max_body_bytes=settings.max_body_bytes,
     )
 
     def wsgi(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -254,21 +258,117 @@ def _health(factory: sessionmaker[Session], start_response: StartResponse) -> It
     return [json.dumps(body).encode()]
 
 
-def make_http_server(app: App, services: AppServices, host: str, port: int) -> WSGIServer:
-    """Create (not start) the threaded HTTP server; port 0 picks a free port."""
-    return make_server(
+# How waitress holds connections. It reads each request whole in one event loop before a worker
+# thread sees it, so a slow client holds a socket, not a thread.
+HTTP_THREADS = 8  # requests handled at once (acks are quick; Bolt's listeners run elsewhere)
+IDLE_TIMEOUT_SECONDS = 30  # a connection that sends nothing this long is closed (slow clients)
+CONNECTION_LIMIT = 4000  # past this many open connections, new ones wait in the backlog
+GRACE_SECONDS = 5.0  # on close, how long requests under way may take to finish
+
+
+class HttpServer:
+    """waitress serving a WSGI app on one port: started in a thread, closed from another.
+
+    The port is bound when this is created, so a port in use fails at once.
+    """
+
+    def __init__(
+        self,
+        wsgi: WsgiApp,
+        host: str,
+        port: int,
+        *,
+        max_body_bytes: int,
+        idle_timeout: int = IDLE_TIMEOUT_SECONDS,
+    ) -> None:
+        _allow_open_files(CONNECTION_LIMIT + 256)
+        self._map: dict[int, Any] = {}
+        self._server = waitress.create_server(
+            wsgi,
+            map=self._map,
+            host=host,
+            port=port,
+            threads=HTTP_THREADS,
+            channel_timeout=idle_timeout,
+            cleanup_interval=max(1, min(5, idle_timeout)),  # how often idle ones are looked for
+            connection_limit=CONNECTION_LIMIT,
+            # waitress answers 413 from Content-Length (or a chunked body's size) before
+            # reading the body; it refuses a length >= its limit, so cap + 1
+            max_request_body_size=max_body_bytes + 1,
+            asyncore_use_poll=True,  # select() cannot watch sockets numbered past 1023
+        )
+        listening = getattr(self._server, "effective_listen", None) or [
+            (self._server.effective_host, self._server.effective_port)
+        ]
+        self.port = int(listening[0][1])
+        self._wake = waitress.trigger.trigger(self._map)  # runs calls inside the loop's thread
+        self._thread: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    def start(self) -> threading.Thread:
+        """Serve in a daemon thread (tests, benchmarks; `serve()` for `mlcost serve`)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._server.run, name="http", daemon=True)
+            self._thread.start()
+        return self._thread
+
+    def serve(self) -> None:
+        """Serve until close(); a signal's exception (Ctrl-C, SIGTERM) is raised here."""
+        self.start()
+        self._closed.wait()
+
+    def close(self) -> None:
+        """Stop accepting, let requests under way answer (up to a few seconds), close it all."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        if self._thread is None:  # never served: nothing under way
+            for dispatcher in list(self._map.values()):
+                dispatcher.close()
+            self._server.task_dispatcher.shutdown()
+            return
+        self._wake.pull_trigger(self._stop_listening)
+        # waits for the requests being handled; requests still queued are dropped (Slack retries)
+        self._server.task_dispatcher.shutdown(timeout=GRACE_SECONDS)
+        self._wake.pull_trigger(self._close_when_answered)
+        deadline = time.monotonic() + GRACE_SECONDS
+        while len(self._map) > 1 and time.monotonic() < deadline:  # only the trigger left
+            time.sleep(0.01)
+        self._wake.pull_trigger(self._close_everything)
+        self._thread.join(GRACE_SECONDS)
+
+    def _stop_listening(self) -> None:
+        for dispatcher in list(self._map.values()):
+            if isinstance(dispatcher, waitress.server.BaseWSGIServer):
+                dispatcher.close()
+
+    def _close_when_answered(self) -> None:
+        for dispatcher in list(self._map.values()):
+            if isinstance(dispatcher, waitress.channel.HTTPChannel):
+                dispatcher.close_when_flushed = True  # what waitress does after a last answer
+
+    def _close_everything(self) -> None:
+        for dispatcher in list(self._map.values()):
+            dispatcher.close()
+
+
+def _allow_open_files(wanted: int) -> None:
+    """Raise this process's soft limit on open files towards `wanted` (up to the hard limit).
+
+    Each connection is a file; systemd's default soft limit (1,024) would stop accepting below
+    CONNECTION_LIMIT. Go programs raise it to the hard limit at start for the same reason.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+def make_http_server(app: App, services: AppServices, host: str, port: int) -> HttpServer:
+    """Create (bind, not start) the HTTP server; port 0 picks a free port."""
+    return HttpServer(
+        build_wsgi_app(app, services),
         host,
         port,
-        build_wsgi_app(app, services),
-        server_class=ThreadingWSGIServer,
-        handler_class=QuietHandler,
+        max_body_bytes=services.settings.max_body_bytes,
     )
-
-
-def serve_in_thread(server: WSGIServer) -> threading.Thread:
-    """Run a server in a daemon thread (tests, and serve's HTTP mode beside the scheduler)."""
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    return thread

@@ -14,7 +14,10 @@ def handle_gate(inv: Invocation) -> Reply:
     if len(inv.args) != 1:
         raise UsageError("usage: `/mlcost gate <model>`")
     result = evaluate_gate(
-        session=inv.session, model_name=inv.args[0], as_of=inv.now.date(), settings=inv.settings
+        session=inv.session,
+        model_name=inv.args[0],
+        as_of=inv.now.date(),
+        settings=inv.settings.economics,
     )
     text, blocks = build_gate_blocks(result)
     return Reply(text=text, blocks=blocks)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from bot.counts import counted
 from bot.errors import UsageError
 from bot.periods import Period, month_of, month_period, previous_month
-from bot.review.jobs import post_month_reviews
+from bot.review.delivery import post_reviews
 from bot.review.summary import may_post_reviews, review_status
 from bot.slack.blocks.economics import month_title
 from bot.slack.command_router import Invocation, Reply, subcommand
@@ -40,7 +41,16 @@ def handle_review(inv: Invocation) -> Reply:
         raise UsageError("reviews can only be posted from the running app")
     unit_of_work = unit_of_work_for(services)
     teams = unit_of_work(lambda session: may_post_reviews(session, inv.user_id))
-    report = post_month_reviews(services, month, now=inv.now, teams=teams)
+    report = post_reviews(
+        session_factory=services.session_factory,
+        notifier=services.notifier,
+        renderer=services.renderer,
+        month=month,
+        settings=services.settings.review,
+        now=inv.now,
+        find_posted=services.find_posted,
+        teams=teams,
+    )
     status = [
         (r.team_name, r.channel, decided, total)
         for r, decided, total in unit_of_work(
@@ -59,7 +69,7 @@ def handle_review(inv: Invocation) -> Reply:
     ]
     if report.failed:
         lines.append(
-            f":warning: {len(report.failed)} message(s) not delivered yet; the review "
+            f":warning: {counted(len(report.failed), 'message')} not delivered yet; the review "
             "job retries them."
         )
     return Reply(text=f"*Review {month_title(month.label)}*\n" + "\n".join(lines))

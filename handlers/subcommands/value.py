@@ -119,7 +119,7 @@ def _show_economics(inv: Invocation, model: str, window: str | None) -> Reply:
         previous=previous,
         models=[model],
         full_period=full,
-        rules=verdict_rules(inv.settings),
+        rules=verdict_rules(inv.settings.economics),
     )
     if model not in economics:
         return Reply(text=f"{code(model)} has no cost and no value recorded in that window.")

@@ -24,7 +24,11 @@ def handle_waste(inv: Invocation) -> Reply:
         )
     # a broken Spot feed is the operator's to fix (logged); users still get the other findings
     overview = waste_overview(
-        session=inv.session, settings=inv.settings, as_of=inv.now.date(), now=inv.now, strict=False
+        session=inv.session,
+        settings=inv.settings.waste,
+        as_of=inv.now.date(),
+        now=inv.now,
+        strict=False,
     )
     if inv.args:  # a team's or model's; unowned findings show only in the whole view
         overview = overview_for(inv.session, overview, inv.args[0])

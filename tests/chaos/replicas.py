@@ -74,7 +74,9 @@ class ServeProcess:
     started: float = field(default_factory=time.monotonic)
 
     @classmethod
-    def start(cls, name: str, workdir: Path, settings: dict[str, str]) -> ServeProcess:
+    def start(
+        cls, name: str, workdir: Path, settings: dict[str, str], *options: str
+    ) -> ServeProcess:
         """Start `mlcost serve` on a free port, in its own process group, from `workdir`."""
         port = free_port()
         log_path = workdir / f"{name}.log"
@@ -88,6 +90,7 @@ class ServeProcess:
                     "127.0.0.1",
                     "--port",
                     str(port),
+                    *options,
                 ],
                 cwd=workdir,
                 env=serve_env(settings),

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.db.schema import AuditLog, OutboxMessage, Review, ReviewItem
-from bot.notify.outbox import PlannedPost, enqueue_many
+from bot.notify.outbox import PlannedPost, PreRendered, enqueue_many
 from bot.periods import month_period
 from bot.review.open import open_reviews
 from bot.review.threads import item_key, parent_key
@@ -105,13 +105,19 @@ def batch(number: int) -> list[PlannedPost]:
     for i in range(6):
         channel = channels[(number + i) % len(channels)]
         key = f"chaos:{number}:{i}"
-        posts.append(PlannedPost(key, "chaos.alert", channel, f"alert {key}", section(key)))
+        posts.append(
+            PlannedPost(key, "chaos.alert", channel, PreRendered(f"alert {key}", section(key)))
+        )
     thread_channel = DEAD if number % 4 == 3 else ["C0RANKING", "C0RISK"][number % 2]
     parent = f"chaos:{number}:thread"
-    posts.append(PlannedPost(parent, "chaos.thread", thread_channel, parent, section(parent)))
+    posts.append(
+        PlannedPost(parent, "chaos.thread", thread_channel, PreRendered(parent, section(parent)))
+    )
     for r in range(2):
         key = f"{parent}:reply:{r}"
-        posts.append(PlannedPost(key, "chaos.reply", thread_channel, key, section(key), parent))
+        posts.append(
+            PlannedPost(key, "chaos.reply", thread_channel, PreRendered(key, section(key)), parent)
+        )
     return posts
 
 

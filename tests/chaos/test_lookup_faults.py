@@ -18,7 +18,7 @@ from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.db.schema import OutboxMessage
 from bot.notify.delivery import deliver_pending
-from bot.notify.outbox import HistoryLookup, PlannedPost, enqueue_many
+from bot.notify.outbox import HistoryLookup, PlannedPost, PreRendered, enqueue_many
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
 from tests.support.fake_slack import FakeSlack
@@ -38,7 +38,7 @@ def test_a_rate_limited_lookup_after_a_lost_answer_does_not_post_again(
     factory = make_session_factory(engine)
     blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "alert"}}]
     with session_scope(factory) as session:
-        enqueue_many(session, [PlannedPost("k1", "test", "C1", "alert", blocks)])
+        enqueue_many(session, [PlannedPost("k1", "test", "C1", PreRendered("alert", blocks))])
 
     def deliver(after: dt.timedelta) -> None:
         deliver_pending(

@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.db.schema import OutboxMessage
-from bot.notify.outbox import PlannedPost, enqueue_many
+from bot.notify.outbox import PlannedPost, PreRendered, enqueue_many
 from tests.chaos.chaos_slack import ChaosSlack, FaultPlan
 from tests.chaos.replicas import ROOT, mlcost_executable, serve_env, wait_until
 from tests.support.fake_slack import FakeSlack
@@ -42,7 +42,7 @@ def test_a_poller_whose_clock_runs_ahead_doubles_no_post(database_url: str, tmp_
         enqueue_many(
             session,
             [
-                PlannedPost(f"skew:{i}", "test", "C0ALERTS", f"alert {i}", blocks)
+                PlannedPost(f"skew:{i}", "test", "C0ALERTS", PreRendered(f"alert {i}", blocks))
                 for i in range(POSTS)
             ],
         )

@@ -38,7 +38,8 @@ def test_registry_ingest_and_report(
     code, out, _ = run(capsys, *db, "ingest", "focus", str(DATA / "focus_sample.csv"))
     assert code == 0
     assert "read 1,000 rows" in out
-    assert "reconciliation OK: billed 20.52 USD = attributed" in out
+    assert "reconciliation OK: billed $20.52 = attributed" in out
+    assert "hint:" not in out  # some of it is attributed
     code, out, _ = run(
         capsys,
         *db,
@@ -113,7 +114,7 @@ def test_cost_explorer_command_through_moto(
             "123456789012",
         )
     assert code == 0, err
-    assert "1 API requests" in out
+    assert ", 1 API request\n" in out
     assert "reconciliation OK" in out
 
 
@@ -274,9 +275,9 @@ def test_dry_run_prints_the_diff_and_changes_nothing(
     assert code == 0 and err == ""
     assert out.splitlines() == [
         "  update model recsys: owners U0AAA111 -> U0AAA999",
-        "  update budget model:recsys: monthly 12000 -> 13000",
+        "  update budget model:recsys: monthly $12,000 -> $13,000",
         "  remove model staging",
-        f"dry run of {changed}: 2 teams, 3 models, 1 budgets; would create 0, update 2, "
+        f"dry run of {changed}: 2 teams, 3 models, 1 budget; would create 0, update 2, "
         "remove 1; nothing was changed",
     ]
     code, out, err = _import(capsys, database_url, empty, "--dry-run")
@@ -315,10 +316,8 @@ def test_reverting_budgets_and_owners_changed_in_slack_needs_a_choice(
     code, out, err = _import(capsys, database_url, registry)
     assert code == 2 and out == ""
     lines = err.splitlines()
-    assert (
-        lines[0] == "warning: this import reverts 2 change(s) made in Slack since the last import:"
-    )
-    assert lines[1].startswith("  budget model:recsys: monthly 12000 -> 15000 by U0AAA111 at ")
+    assert lines[0] == "warning: this import reverts 2 changes made in Slack since the last import:"
+    assert lines[1].startswith("  budget model:recsys: monthly $12,000 -> $15,000 by U0AAA111 at ")
     assert lines[2].startswith(
         "  model recsys: owners U0AAA111 -> U0AAA111, U0BBB222 by U0ADMIN01 at "
     )
@@ -328,17 +327,17 @@ def test_reverting_budgets_and_owners_changed_in_slack_needs_a_choice(
 
     code, out, err = _import(capsys, database_url, registry, "--keep-slack-changes")
     assert code == 0 and err == ""
-    assert "  keep (changed in Slack) budget model:recsys: monthly 12000 -> 15000" in out
+    assert "  keep (changed in Slack) budget model:recsys: monthly $12,000 -> $15,000" in out
     assert _export(capsys, database_url) == slack_state
 
     code, out, err = _import(capsys, database_url, registry, "--yes")
-    assert code == 0 and "warning: this import reverts 2 change(s)" in err
-    assert "  update budget model:recsys: monthly 15000 -> 12000" in out
+    assert code == 0 and "warning: this import reverts 2 changes" in err
+    assert "  update budget model:recsys: monthly $15,000 -> $12,000" in out
     reverted = _export(capsys, database_url)
     assert "monthly: 12000" in reverted and "U0BBB222" not in reverted
     assert _import(capsys, database_url, registry) == (
         0,
-        f"registry {registry}: 2 teams, 4 models, 1 budgets; 0 created, 0 updated, 0 removed\n",
+        f"registry {registry}: 2 teams, 4 models, 1 budget; 0 created, 0 updated, 0 removed\n",
         "",
     )
 
@@ -350,7 +349,7 @@ def test_demo_shows_escaping_and_the_registry_diff_without_changing_anything(
     assert "`legacy &lt;!channel&gt; &lt;https://evil.example|click here&gt;`" in trust
     shown = trust.split("reaches Slack's mrkdwn as:")[1]
     assert "<!channel>" not in shown
-    assert "update budget model:recsys: monthly 22000 -> 26000" in trust
+    assert "update budget model:recsys: monthly $22,000 -> $26,000" in trust
     assert "empty.yaml defines no teams and no models" in trust
     # the plans changed nothing: the exported registry still has recsys at 22000
     url = f"sqlite:///{demo_copy / 'mlcost-demo.db'}"
@@ -458,7 +457,7 @@ def test_cost_explorer_answers_saved_as_json_are_ingested_from_files(
     assert "cost-explorer:2017-09-01..2017-11-01: read 4 rows" in out
     assert "API requests" not in out  # files, not calls to AWS
     assert "note: the saved results are not daily" in out
-    assert f"reconciliation OK: billed {expected:.2f} USD" in out
+    assert f"reconciliation OK: billed ${expected:,.2f}" in out
 
 
 @pytest.mark.parametrize(
@@ -516,3 +515,15 @@ def test_report_by_day_reads_in_date_order(
     first_column = [line.split(",")[0] for line in out.splitlines()[1:]]
     days = [cell for cell in first_column if re.fullmatch(r"\d{4}-\d{2}-\d{2}", cell)]
     assert len(set(days)) > 1 and days == sorted(days)
+
+
+def test_the_poll_example_in_docs_alerts_is_what_poll_prints_on_the_demo_org(
+    demo_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "alerts.md").read_text()
+    command = "$ mlcost poll --as-of 2026-11-20 --dry-run\n"
+    shown = doc[doc.index(command) + len(command) :].split("  ...\n", 1)[0].splitlines()
+    url = f"sqlite:///{demo_copy / 'mlcost-demo.db'}"
+    code, out, _ = run(capsys, "--database-url", url, "poll", "--as-of", "2026-11-20", "--dry-run")
+    assert code == 0
+    assert len(shown) >= 2 and out.splitlines()[: len(shown)] == shown

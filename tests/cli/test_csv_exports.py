@@ -13,6 +13,7 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+import pandas
 import pytest
 
 from bot.cli import main
@@ -71,15 +72,31 @@ def test_report_spend_csv_neutralises_billing_text_and_keeps_numbers(
     capsys.readouterr()
     args = ["report", "spend", "--month", "2024-09", "--by", "resource,service,tag,region,day"]
     assert main([*db, *args, "--format", "csv"]) == 0
-    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
-    lines = [r for r in rows[1:] if r and not r[0].startswith("total_")]
-    assert len(lines) == 2
+    out = capsys.readouterr().out
+    rows = list(csv.reader(io.StringIO(out)))
+    lines = rows[1:]
+    assert len(lines) == 2 and all(len(r) == len(rows[0]) for r in rows)  # one table
     for line in lines:
         assert line[:4] == [f"'{HOSTILE[k]}" for k in ("resource", "service", "tag", "region")]
         assert_no_formula(line)
     assert sorted(Decimal(line[6]) for line in lines) == [Decimal("-12.5"), Decimal(40)]
-    totals = {r[0]: r for r in rows if r and r[0].startswith("total_")}
-    assert Decimal(totals["total_billed"][-2]) == Decimal("27.5")
+    # pandas reads it as it is, and its lines add up to the total
+    frame = pandas.read_csv(io.StringIO(out), dtype=str)
+    assert list(frame.columns) == [*args[-1].split(","), "currency", "cost", "gpu_hours"]
+    assert sum(Decimal(v) for v in frame["cost"]) == Decimal("27.5")
+    assert main([*db, *args, "--format", "csv", "--totals"]) == 0
+    totals = pandas.read_csv(io.StringIO(capsys.readouterr().out), dtype=str)
+    [record] = totals.to_dict("records")
+    assert (record["period"], record["basis"], record["currency"]) == ("2024-09", "billed", "USD")
+    amounts = {k: Decimal(v) for k, v in record.items() if k not in ("period", "basis", "currency")}
+    assert amounts == {
+        "total": Decimal("27.5"),
+        "billed": Decimal("27.5"),
+        "effective": Decimal("27.5"),
+        "attributed": 0,
+        "unallocated": Decimal("27.5"),
+        "idle": 0,
+    }
 
 
 def test_chargeback_csv_neutralises_team_names_and_keeps_negative_amounts() -> None:
@@ -112,9 +129,36 @@ def test_chargeback_csv_neutralises_team_names_and_keeps_negative_amounts() -> N
         ],
         exact_total=Decimal("6.00"),
     )
-    rows = list(csv.reader(io.StringIO(render_chargeback([charge], "csv"))))
-    teams = [r for r in rows[1:] if r and r[2] != "total"]
+    out = render_chargeback([charge], "csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    teams = rows[1:]
+    assert all(len(r) == len(rows[0]) for r in rows)  # one table, no blank line
     assert [r[2] for r in teams] == ["'=cmd|' /C calc'!A0", "'\tranking"]
     assert teams[0][3] == "-5.00"  # a credit stays a number
     for row in rows:
         assert_no_formula(row)
+    frame = pandas.read_csv(io.StringIO(out), dtype=str)
+    assert sum(Decimal(v) for v in frame["total"]) == charge.total
+    totals = pandas.read_csv(io.StringIO(render_chargeback([charge], "csv", totals=True)))
+    assert list(totals.columns) == [
+        "month",
+        "currency",
+        "direct",
+        "unallocated",
+        "idle",
+        "support",
+        "tax",
+        "shared",
+        "total",
+    ]
+    assert Decimal(str(totals["total"][0])) == charge.total
+
+
+def test_totals_go_with_csv_only(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = import_registry_file(database_url, tmp_path, REGISTRY)
+    capsys.readouterr()
+    for command in (["report", "spend"], ["report", "chargeback"]):
+        assert main([*db, *command, "--totals"]) == 2
+        assert "--totals goes with --format csv" in capsys.readouterr().err

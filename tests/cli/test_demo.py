@@ -28,8 +28,8 @@ TIMING = re.compile(r"\b[0-9][0-9,]*(?:\.[0-9]+)? ?(?:s|ms|rows/s)\b")
 CHARTS = {
     "model-recsys-2026-11.png": (WIDTH_PX, HEIGHT_PX),
     "team-ranking-2026-11.png": (WIDTH_PX, HEIGHT_PX),
-    # 9 in wide at 100 dpi; 0.55 in per model + 0.9 per panel + 0.5: ranking has three models
-    "review-ranking-2026-11.png": (900, 305),
+    # 9 in wide at 100 dpi; 0.55 in per model + 0.9 per panel + 0.8 (title): three models
+    "review-ranking-2026-11.png": (900, 335),
     "waste-2026-11-30.png": (WASTE_WIDTH_PX, WASTE_HEIGHT_PX),
 }
 
@@ -67,7 +67,7 @@ def test_the_second_run_prints_exactly_what_the_first_printed(two_runs: TwoRuns)
     assert first.splitlines() == second.splitlines()  # a readable diff when it fails
     assert first == second
     # the waste posts need the value metrics: they are in both runs, not only in the second
-    assert "Nov 15  C0RISK     Waste in the week of Nov 9–Nov 15" in first
+    assert "Nov 15  C0RISK     Waste in the week of Nov 9–15" in first
     assert "reconciliation OK" in first
     # counted as the audit counts them: teams, models, budgets; the settings are one update
     assert "4 teams, 13 models, 9 budgets (26 created, 1 updated)" in first
@@ -91,12 +91,14 @@ def test_the_demo_writes_one_real_png_per_chart_kind_and_names_the_folder(
 
 def test_the_demo_shows_the_model_and_team_replies(two_runs: TwoRuns) -> None:
     model = two_runs.first.split("== 6. Slack: /mlcost model recsys")[1].split("\n== ")[0]
-    assert "month to date   $17,139 (data through 2026-11-20)" in model
-    assert "forecast        $28,131 (weekday run-rate over 28 days)" in model
+    assert "month to date   $17,139 (data through Nov 20, 2026)" in model
+    assert (
+        "forecast        $28,660 (weekday run-rate over 28 days, 3 unusual days left out)" in model
+    )
     assert "chart           charts/model-recsys-2026-11.png" in model
     team = two_runs.first.split("== 7. Slack: /mlcost team ranking")[1].split("\n== ")[0]
-    assert "month to date   $24,247 (data through 2026-11-20)" in team
-    assert "models          1. recsys $17,139, forecast $28,131" in team
+    assert "month to date   $24,247 (data through Nov 20, 2026)" in team
+    assert "models          1. recsys $17,139, forecast $28,660" in team
 
 
 def test_a_rerun_replaces_ingested_data_and_never_doubles_it(two_runs: TwoRuns) -> None:
@@ -120,7 +122,7 @@ def test_a_rerun_replaces_ingested_data_and_never_doubles_it(two_runs: TwoRuns) 
         assert f"(billing periods 2026-11, 2026-12): {rows} rows, replaced {rows} ledger rows" in (
             poll
         )
-        assert f"2026-11 billed ${billed:,.0f} before, ${billed:,.0f} after" in poll
+        assert f"2026-11 billed ${billed:,.2f} before, ${billed:,.2f} after" in poll
 
 
 def test_the_demo_ingests_the_eks_cluster_with_its_idle_line(two_runs: TwoRuns) -> None:
@@ -136,8 +138,8 @@ def test_the_demo_ingests_the_eks_cluster_with_its_idle_line(two_runs: TwoRuns) 
     asr_gpu_hours = sum((a["gpuHours"] for a in asr), Decimal(0))
     k8s = two_runs.first.split("== 15. Kubernetes via OpenCost")[1].split("\n== ")[0]
     assert (
-        f"reconciliation OK: billed {total:.2f} USD = attributed {asr_cost:.2f} USD + "
-        f"unallocated {total - asr_cost - idle:.2f} USD + idle {idle:.2f} USD"
+        f"reconciliation OK: billed ${total:,.2f} = attributed ${asr_cost:,.2f} + "
+        f"unallocated ${total - asr_cost - idle:,.2f} + idle ${idle:,.2f}"
     ) in k8s
     assert re.search(rf"speech-asr +training +\${asr_cost:,.2f} +{asr_gpu_hours:,.1f}\n", k8s), k8s
     assert re.search(rf"\(idle cluster\) +other +\${idle:,.2f} ", k8s), k8s
@@ -358,3 +360,60 @@ def test_the_demo_names_a_native_export_and_the_way_to_focus(two_runs: TwoRuns) 
     refusal = ingest[ingest.index("gcp_billing_export_v1.csv: refused, nothing written") :]
     assert "Google Cloud's standard usage cost export (BigQuery)" in refusal
     assert "'FOCUS usage cost'" in refusal and "mlcost ingest focus" in refusal
+
+
+def test_every_spend_table_in_the_demo_adds_up_to_its_shown_totals(two_runs: TwoRuns) -> None:
+    """Shown rows add up to the shown total, and attributed + unallocated to it (issue 23)."""
+    money = re.compile(r"-?\$[0-9,]+(?:\.[0-9]{2})?")
+
+    def amount(text: str) -> Decimal:
+        return Decimal(text.replace("$", "").replace(",", ""))
+
+    tables = 0
+    for block in two_runs.first.split("\n== ")[1:]:
+        lines = block.splitlines()
+        rules = [i for i, line in enumerate(lines) if line.startswith("---") and "  " in line]
+        totals = [i for i, line in enumerate(lines) if line.startswith("total billed: ")]
+        if len(rules) != 1 or len(totals) != 1:
+            continue
+        rows = lines[rules[0] + 1 : totals[0]]
+        shown = [amount(money.findall(row)[-1]) for row in rows if row.strip()]
+        total = amount(money.findall(lines[totals[0]])[0])
+        split = [amount(m) for m in money.findall(lines[totals[0] + 1])]
+        assert sum(shown, Decimal(0)) == total, block.splitlines()[0]
+        assert sum(split, Decimal(0)) == total, block.splitlines()[0]
+        tables += 1
+    assert tables >= 3  # sections 4, 5 and 6b
+
+
+def test_the_model_reply_shows_stages_that_add_up_to_its_month(two_runs: TwoRuns) -> None:
+    lines = two_runs.first.splitlines()
+    start = lines.index(next(line for line in lines if "6. Slack: /mlcost model recsys" in line))
+    reply = lines[start : start + 12]
+    month = next(line for line in reply if line.startswith("month to date"))
+    stages = next(line for line in reply if line.startswith("by stage"))
+    amounts = [Decimal(m.replace(",", "")) for m in re.findall(r"\$([0-9,]+)", stages)]
+    assert sum(amounts) == Decimal(re.findall(r"\$([0-9,]+)", month)[0].replace(",", ""))
+
+
+def test_the_team_reply_shows_models_that_add_up_to_its_month(two_runs: TwoRuns) -> None:
+    lines = two_runs.first.splitlines()
+    start = lines.index(next(line for line in lines if "7. Slack: /mlcost team ranking" in line))
+    reply = lines[start : start + 12]
+    month = next(line for line in reply if line.startswith("month to date"))
+    models = [line for line in reply if re.match(r"^(models)? +[0-9]+\. ", line)]
+    # each model's month to date is the first amount on its line (its forecast the second)
+    amounts = [Decimal(re.findall(r"\$([0-9,]+)", m)[0].replace(",", "")) for m in models]
+    assert len(models) == 4
+    assert sum(amounts) == Decimal(re.findall(r"\$([0-9,]+)", month)[0].replace(",", ""))
+
+
+def test_every_waste_list_in_the_demo_adds_up_to_its_shown_total(two_runs: TwoRuns) -> None:
+    lists, rows = 0, []
+    for line in two_runs.first.splitlines():
+        if row := re.match(r"^ +\$([0-9,]+)/mo  ", line):
+            rows.append(Decimal(row[1].replace(",", "")))
+        elif total := re.match(r"^total: about \$([0-9,]+)/month$", line):
+            assert sum(rows) == Decimal(total[1].replace(",", "")), line
+            lists, rows = lists + 1, []
+    assert lists == 2  # section 11 and report waste in section 12

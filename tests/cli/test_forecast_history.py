@@ -52,7 +52,7 @@ def test_no_forecast_alert_without_enough_covered_days(
     assert main([*db, "poll", "--as-of", "2026-11-06", "--dry-run", "--only", "budgets"]) == 0
     out = capsys.readouterr().out
     assert "forecast to pass" not in out
-    assert "as of 2026-11-06: 1 budgets evaluated, 0 alerts due (would post)" in out
+    assert "as of 2026-11-06: 1 budget evaluated, 0 alerts due (would post)" in out
 
 
 def test_the_forecast_alert_comes_once_there_is_enough_history(

@@ -104,6 +104,6 @@ def test_each_command_either_runs_or_holds_subcommands() -> None:
 
 def test_poll_lists_the_planners_checks() -> None:
     from bot.cli.poll_cmd import CHECKS
-    from bot.notify.plan import ALL_CHECKS
+    from bot.poll.plan import ALL_CHECKS
 
     assert CHECKS == ALL_CHECKS

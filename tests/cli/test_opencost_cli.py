@@ -37,8 +37,8 @@ def test_ingest_opencost_prints_idle_apart_and_report_spend_shows_it(
     assert code == 0
     assert f"opencost {answer}: read 10 rows" in out
     assert "Kubernetes eks-ml day 2026-11-03..2026-11-05" in out
-    assert f"reconciliation OK: billed {billed:.2f} USD = attributed " in out
-    assert out.rstrip().endswith(f" + idle {idle:.2f} USD")
+    assert f"reconciliation OK: billed ${billed:,.2f} = attributed " in out
+    assert out.rstrip().endswith(f" + idle ${idle:,.2f}")
 
     code, out, _ = run(capsys, *db, "report", "spend", "--month", "2026-11", "--by", "model")
     assert code == 0

@@ -126,9 +126,15 @@ def test_report_spend_csv_carries_the_currency_in_its_column(
     body = [r for r in rows[1:] if r]
     assert body and all(len(r) == len(header) for r in body)
     assert {r[where] for r in body} == {"USD", "EUR"}
-    totals = {(r[0], r[where]): Decimal(r[where + 1]) for r in body if r[0].startswith("total_")}
-    assert totals[("total_billed", "USD")] == Decimal("1742.09")
-    assert totals[("total_billed", "EUR")] == Decimal("1130.50")
+    cost = header.index("cost")
+    for code, billed in (("USD", Decimal("1742.09")), ("EUR", Decimal("1130.50"))):
+        assert sum(Decimal(r[cost]) for r in body if r[where] == code) == billed
+    args = ("report", "spend", "--month", "2026-11", "--by", by, "--format", "csv", "--totals")
+    totals = list(csv.DictReader(io.StringIO(run(capsys, *db, *args))))
+    assert {r["currency"]: Decimal(r["billed"]) for r in totals} == {
+        "USD": Decimal("1742.09"),
+        "EUR": Decimal("1130.50"),
+    }
 
 
 @pytest.mark.parametrize("by", ["model", "day"])

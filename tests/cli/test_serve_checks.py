@@ -141,7 +141,7 @@ def test_a_database_not_migrated_is_refused_and_left_alone(
         assert serve(monkeypatch, database_url, fake_slack.url) == 2
         err = capsys.readouterr().err
         assert "is empty, not at the latest schema" in err
-        assert "run `mlcost db upgrade` first" in err
+        assert "run 'mlcost db upgrade' first" in err
         assert inspect(engine).get_table_names() == []  # serve did not migrate it
     finally:
         engine.dispose()
@@ -158,7 +158,7 @@ def test_a_missing_sqlite_file_is_refused_and_not_created(
     assert serve(monkeypatch, f"sqlite:///{database}", fake_slack.url) == 2
     err = capsys.readouterr().err
     assert f"the database sqlite:///{database} does not exist" in err
-    assert "run `mlcost db upgrade` first" in err
+    assert "run 'mlcost db upgrade' first" in err
     assert not database.exists()
 
 
@@ -227,4 +227,72 @@ def test_a_database_behind_the_latest_migration_is_refused(
     assert serve(monkeypatch, database_url, fake_slack.url) == 2
     err = capsys.readouterr().err
     assert "is at revision 0006_review_decisions, not at the latest schema" in err
-    assert "run `mlcost db upgrade` first" in err
+    assert "run 'mlcost db upgrade' first" in err
+
+
+def test_socket_mode_needs_no_signing_secret(
+    monkeypatch: pytest.MonkeyPatch,
+    fake_slack: FakeSlack,
+    migrated_database_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Slack signs nothing it sends over the WebSocket: the checks and the app pass without it,
+    # up to the connection (refused here, so the test ends there)
+    fake_slack.fail("apps.connections.open", 200, error="invalid_auth")
+    for key, value in {
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_APP_TOKEN": "xapp-1-socket-0123456789",
+        "SLACK_API_URL": fake_slack.url,
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("SLACK_SIGNING_SECRET", raising=False)
+    assert main(["--database-url", migrated_database_url, "serve", "--socket"]) == 2
+    err = capsys.readouterr().err
+    assert "SLACK_SIGNING_SECRET" not in err
+    assert "Slack refused SLACK_APP_TOKEN (invalid_auth)" in err
+    assert fake_slack.methods() == ["auth.test", "apps.connections.open"]
+
+
+def test_http_mode_still_needs_the_signing_secret(
+    monkeypatch: pytest.MonkeyPatch,
+    fake_slack: FakeSlack,
+    migrated_database_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("SLACK_API_URL", fake_slack.url)
+    monkeypatch.delenv("SLACK_SIGNING_SECRET", raising=False)
+    assert main(["--database-url", migrated_database_url, "serve", "--port", "0"]) == 2
+    assert "not set: SLACK_SIGNING_SECRET" in capsys.readouterr().err
+    assert fake_slack.methods() == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "env", "named"),
+    [
+        ((), {"SLACK_BOT_TOKEN": "xoxb-..."}, "SLACK_BOT_TOKEN is still the placeholder"),
+        ((), {"SLACK_SIGNING_SECRET": "..."}, "SLACK_SIGNING_SECRET is still the placeholder"),
+        (
+            ("--socket",),
+            {"SLACK_BOT_TOKEN": "xoxb-...", "SLACK_APP_TOKEN": "xapp-..."},
+            "SLACK_BOT_TOKEN and SLACK_APP_TOKEN are still the placeholder",
+        ),
+    ],
+)
+def test_a_placeholder_from_env_example_is_refused_before_any_slack_call(
+    monkeypatch: pytest.MonkeyPatch,
+    fake_slack: FakeSlack,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    mode: tuple[str, ...],
+    env: dict[str, str],
+    named: str,
+) -> None:
+    database = tmp_path / "never-created.db"
+    code = serve(monkeypatch, f"sqlite:///{database}", fake_slack.url, *mode, **env)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{named} from .env.example" in err
+    assert "api.slack.com/apps" in err and "Traceback" not in err
+    assert fake_slack.methods() == []  # not even auth.test
+    assert not database.exists()

@@ -11,8 +11,9 @@ from sqlalchemy import func, select
 from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.cycle import run_cycle
+from bot.poll.cycle import run_cycle
 from bot.slack.notifier import Posted
+from bot.slack.render import SlackRenderer
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.database import migrated
 from tests.support.fake_notifier import FakeNotifier
@@ -77,7 +78,11 @@ def test_a_month_day_by_day_posts_each_alert_once_on_the_right_day(database_url:
             for hour in (6, 18):
                 now = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(hour), dt.UTC)
                 report = run_cycle(
-                    session_factory=factory, settings=settings, now=now, notifier=notifier
+                    session_factory=factory,
+                    settings=settings,
+                    now=now,
+                    renderer=SlackRenderer(),
+                    notifier=notifier,
                 )
                 assert report.as_of == day
                 assert not report.unroutable
@@ -127,6 +132,7 @@ def test_no_forecast_alert_in_the_first_days_even_when_the_run_rate_is_alarming(
                 session_factory=factory,
                 settings=settings,
                 now=now,
+                renderer=SlackRenderer(),
                 notifier=notifier,
                 checks=("budgets",),
             )

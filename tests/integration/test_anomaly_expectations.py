@@ -17,10 +17,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.anomalies.answers import answer_anomaly
 from bot.anomalies.detect import Anomaly, find_anomalies_between
 from bot.audit.trail import audit_trail
+from bot.budgets.messages import AlertContext
 from bot.db.engine import session_scope
 from bot.db.schema import AnomalyExpectation, AuditLog
 from bot.errors import PermissionDenied
-from bot.notify.messages import AlertContext
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
 from bot.slack.blocks.alerts import build_anomaly_alert

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from bot.anomalies.answers import answer_anomaly
 from bot.anomalies.detect import Anomaly, find_anomalies
+from bot.budgets.messages import AlertContext
 from bot.errors import PermissionDenied
-from bot.notify.messages import AlertContext
 from bot.slack.blocks.alerts import answered_note_for, build_anomaly_alert
 from tests.integration.test_anomaly_runs import SPIKE, add
 from tests.support.sample_registry import load_registry

@@ -12,7 +12,7 @@ from bot.anomalies.detect import find_anomalies, find_anomalies_between
 from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.cycle import run_cycle
+from bot.poll.cycle import run_cycle
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.database import migrated
 

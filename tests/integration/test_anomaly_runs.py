@@ -9,7 +9,7 @@ from decimal import Decimal
 from sqlalchemy.orm import Session
 
 from bot.anomalies.detect import find_anomalies
-from bot.notify.messages import AlertContext
+from bot.budgets.messages import AlertContext
 from bot.slack.blocks.alerts import build_anomaly_alert
 from tests.support.ledger import ingestion_run, spend_record
 from tests.support.sample_registry import load_registry

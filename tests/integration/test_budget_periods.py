@@ -19,7 +19,7 @@ from bot.budgets.silences import acknowledge_budget
 from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import AlertSilence, AuditLog, Budget
-from bot.notify.cycle import run_cycle
+from bot.poll.cycle import run_cycle
 from bot.registry.spec import parse_registry, registry_to_yaml
 from bot.registry.sync import export_registry, import_registry
 from bot.spend.forecast import forecast_month_end, summarize_daily

@@ -15,7 +15,7 @@ from bot.budgets.silences import acknowledge_budget, snooze_budget
 from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.cycle import run_cycle
+from bot.poll.cycle import run_cycle
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
 from tests.support.alert_walk import add_spend, spend_row

@@ -31,9 +31,9 @@ from bot.ingest.sources.athena import build_query
 from bot.ingest.sources.cost_explorer import CostExplorerSource
 from bot.ingest.sources.cur import CurSource
 from bot.ingest.sources.focus import FocusSource
-from bot.notify.plan import plan_alerts, plan_unallocated_post
 from bot.notify.routing import Router
 from bot.periods import month_period
+from bot.poll.plan import plan_alerts, plan_unallocated_post
 from bot.registry.spec import parse_registry
 from bot.registry.sync import export_registry
 from bot.slack.blocks.budget import build_budget_show_blocks
@@ -42,6 +42,7 @@ from bot.waste.findings import find_configured_waste
 from tests.conftest import DATA
 from tests.support.alert_walk import add_spend, spend_row
 from tests.support.ledger import assert_rollup_matches_ledger
+from tests.support.outbox import rendered
 from tests.support.sample_registry import REGISTRY, load_registry
 
 HEADER = (
@@ -113,8 +114,8 @@ def test_reconciliation_is_one_line_per_currency(tmp_path: Path, session: Sessio
     )
     assert report.reconciled
     assert report.reconciliation_lines() == [
-        "reconciliation OK: billed 120.00 EUR = attributed 0.00 EUR + unallocated 120.00 EUR",
-        "reconciliation OK: billed 100.00 USD = attributed 100.00 USD + unallocated 0.00 USD",
+        "reconciliation OK: billed €120.00 = attributed €0.00 + unallocated €120.00",
+        "reconciliation OK: billed $100.00 = attributed $100.00 + unallocated $0.00",
     ]
     run = session.get(IngestionRun, report.run_id)
     assert run is not None and run.currency_totals is not None
@@ -136,7 +137,7 @@ def test_a_missing_currency_takes_the_default_and_says_so(tmp_path: Path, sessio
     blank = [("111", "2026-11-02", "1.00", "", "recsys")]
     report = ingest_focus_rows(tmp_path, session, blank, "blank.csv", default_currency="EUR")
     assert session.scalars(select(DailySpend.currency)).all() == ["EUR"]
-    assert any("1 row(s) had no BillingCurrency" in n and "EUR" in n for n in report.notes)
+    assert any("1 row had no BillingCurrency" in n and "EUR" in n for n in report.notes)
 
 
 def test_the_real_focus_sample_is_all_usd(session: Session) -> None:
@@ -202,8 +203,8 @@ def test_budget_show_reports_spend_in_other_currencies_as_not_counted(
     assert status.currency == "USD"
     assert status.not_counted == {"EUR": Decimal("120.00")}
     text, blocks = build_budget_show_blocks(status, board, "USD")
-    shown = json.dumps(blocks)
-    assert "not counted: 120.00 EUR" in shown and "220" not in shown + text
+    shown = json.dumps(blocks, ensure_ascii=False)
+    assert "not counted: €120 (billed in another currency)" in shown and "220" not in shown + text
 
 
 def test_a_euro_budget_from_the_registry_counts_euros(session: Session, mixed: Path) -> None:
@@ -364,12 +365,12 @@ def test_the_weekly_unallocated_alert_is_one_post_per_currency(session: Session)
     posts, _ = plan_unallocated_post(
         session=session, settings=Settings(), as_of=dt.date(2026, 11, 9), router=Router(session)
     )
-    headlines = sorted((p.dedupe_key, p.text) for p in posts)
+    headlines = sorted((p.dedupe_key, rendered(p)[0]) for p in posts)
     assert headlines == [
-        ("unallocated:2026-11-02", ":mag: $210 of spend had no owner in the week of Nov 2–Nov 8"),
+        ("unallocated:2026-11-02", ":mag: $210 of spend had no owner in the week of Nov 2–8"),
         (
             "unallocated:2026-11-02:EUR",
-            ":mag: €140 of spend had no owner in the week of Nov 2–Nov 8",
+            ":mag: €140 of spend had no owner in the week of Nov 2–8",
         ),
     ]
 

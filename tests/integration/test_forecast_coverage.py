@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from bot.budgets.board import budget_board
 from bot.budgets.evaluate import evaluate_budgets
+from bot.budgets.messages import AlertContext
 from bot.budgets.plan import ACTUAL, FORECAST, plan_budget_alerts
-from bot.notify.messages import AlertContext
-from bot.notify.plan import covered_week
+from bot.poll.plan import covered_week
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
 from bot.slack.blocks.alerts import build_budget_alert

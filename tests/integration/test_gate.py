@@ -197,7 +197,7 @@ def test_cli_exit_codes_and_json(
     assert main([*db, "gate", "stray", "--as-of", "2026-11-30"]) == 1
     assert "FAIL owner: stray has no owner" in capsys.readouterr().out
     assert main([*db, "gate", "goood"]) == 3  # could not evaluate
-    assert "Did you mean `good`" in capsys.readouterr().err
+    assert "Did you mean 'good'" in capsys.readouterr().err
 
 
 def test_the_seeds_cost_with_no_value_model_fails(session: Session) -> None:

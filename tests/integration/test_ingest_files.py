@@ -258,3 +258,10 @@ def test_only_the_newest_version_of_a_cur_month_is_read(
     assert report.billed_total == expected  # one copy of the month, not two
     assert "holds 2 versions of its billing period; reading the newest only" in caplog.text
     assert report.rows_read == len(pd.read_csv(source))
+
+
+def test_an_s3_location_is_read_only_with_the_client_the_source_was_given() -> None:
+    # whoever builds a source makes its AWS clients (the CLI, the poll); none is made here
+    for location in ("s3://billing/focus/", "s3://billing/focus/part-1.csv"):
+        with pytest.raises(IngestError, match=f"{location}: no S3 client was given"):
+            FocusSource([location]).read(set())

@@ -127,13 +127,12 @@ def test_allocations_on_a_billed_node_count_its_dollars_once_in_either_order(
         [bill_line] = reports["bill"].reconciliation_lines()
         if bill_first:
             assert opencost_line.endswith(
-                "; 0.11 USD of OpenCost allocations on 1 EC2 node also billed by focus, "
-                "counted once"
+                "; $0.11 of OpenCost allocations on 1 EC2 node also billed by focus, counted once"
             ), opencost_line
             assert "EC2" not in bill_line
         else:
             assert bill_line.endswith(
-                "; 0.11 USD of 1 EC2 instance also in OpenCost allocations, counted once"
+                "; $0.11 of 1 EC2 instance also in OpenCost allocations, counted once"
             ), bill_line
             assert "EC2" not in opencost_line
         assert set_aside(session) == 0  # the bill covers the whole allocation
@@ -142,11 +141,11 @@ def test_allocations_on_a_billed_node_count_its_dollars_once_in_either_order(
         # re-ingesting either source changes nothing
         again = ingest(OpenCostSource(str(ALLOCATIONS)), session=session)
         assert again.reconciliation_lines()[0].endswith(
-            "; 0.11 USD of OpenCost allocations on 1 EC2 node also billed by focus, counted once"
+            "; $0.11 of OpenCost allocations on 1 EC2 node also billed by focus, counted once"
         )
         rebilled = ingest(FocusSource([str(bill)]), session=session)
         assert rebilled.reconciliation_lines()[0].endswith(
-            "; 0.11 USD of 1 EC2 instance also in OpenCost allocations, counted once"
+            "; $0.11 of 1 EC2 instance also in OpenCost allocations, counted once"
         )
         assert counted(session) == results[-1]
         assert_rollup_matches_ledger(session)
@@ -168,8 +167,8 @@ def test_allocations_above_the_bill_are_set_aside(session: Session, tmp_path: Pa
 
     [line] = reports["opencost"].reconciliation_lines()
     assert line.endswith(
-        "; 0.05 USD of OpenCost allocations on 1 EC2 node also billed by focus, counted once; "
-        "0.06 USD above the bill set aside"
+        "; $0.05 of OpenCost allocations on 1 EC2 node also billed by focus, counted once; "
+        "$0.06 above the bill set aside"
     ), line
     totals = counted(session)
     assert totals["ledger"] == Decimal("0.05") + ELSEWHERE
@@ -257,7 +256,7 @@ def test_idle_capacity_of_the_whole_cluster_is_named_when_its_nodes_are_billed(
     report = ingest(OpenCostSource(str(allocations)), session=session)
     [line] = report.reconciliation_lines()
     assert line.endswith(
-        "; 3.00 USD of OpenCost allocations on 1 EC2 node also billed by focus, counted once; "
-        "idle 5.00 USD of cluster eks-ml names no node, so the bill may count it too "
+        "; $3.00 of OpenCost allocations on 1 EC2 node also billed by focus, counted once; "
+        "idle $5.00 of cluster eks-ml names no node, so the bill may count it too "
         "(ask OpenCost with idleByNode=true)"
     ), line

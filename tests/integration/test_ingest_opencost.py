@@ -91,7 +91,7 @@ def test_allocation_example_reconciles_to_the_cent_and_namespaces_attribute(
     assert report.unallocated_total == expected - prometheus
     assert (
         report.reconciliation_line()
-    ) == "reconciliation OK: billed 1.78 USD = attributed 0.14 USD + unallocated 1.64 USD"
+    ) == "reconciliation OK: billed $1.78 = attributed $0.14 + unallocated $1.64"
     assert "booked on the day its window starts" in " ".join(report.notes)
     billed, effective, rows = ledger_totals(session)
     assert (billed, effective, rows) == (expected, expected, 3)
@@ -199,7 +199,7 @@ def test_idle_gpu_hours_labels_and_unmounted_volumes(session: Session, tmp_path:
     [usd] = report.totals
     assert usd.idle == idle_raw
     assert usd.attributed + usd.unallocated + usd.idle == usd.billed
-    assert f"+ idle {idle_raw:.2f} USD" in report.reconciliation_line()
+    assert f"+ idle ${idle_raw:,.2f}" in report.reconciliation_line()
     rows = ledger(session)
     idle = [r for r in rows if r.attribution == "idle"]
     assert len(idle) == 2  # one a day, never spread over the workloads
@@ -370,7 +370,7 @@ def test_total_cost_is_booked_and_a_gap_with_its_components_is_named(
     assert report.billed_total == Decimal("2.5001")  # each totalCost, not 2.00008
     [note] = report.notes
     assert note == (
-        "1 allocation(s) whose cost components and adjustments differ from totalCost by more "
+        "1 allocation whose cost components and adjustments differ from totalCost by more "
         "than 0.0001 (largest: a, -0.50000); totalCost is what is booked"
     )
 

@@ -122,8 +122,8 @@ def test_a_bill_and_opencost_cloud_costs_of_one_account_day_count_each_dollar_on
     # the bill's own reconciliation holds, and it names the dollars OpenCost also reported
     [line] = bill.reconciliation_lines()
     assert line == (
-        "reconciliation OK: billed 3000.00 USD = attributed 3000.00 USD + unallocated 0.00 USD; "
-        f"{twice:,.2f} USD also ingested from opencost (same AWS account {ACCOUNT} on "
+        "reconciliation OK: billed $3,000.00 = attributed $3,000.00 + unallocated $0.00; "
+        f"${twice:,.2f} also ingested from opencost (same AWS account {ACCOUNT} on "
         "2023-10-28..2023-10-30), counted once"
     )
     run = session.get(IngestionRun, bill.run_id)
@@ -165,9 +165,9 @@ def test_the_same_dollars_are_counted_once_whichever_source_comes_first(
 
     twice = cloud_cost_aws(BILL_DAYS)
     [line] = opencost.reconciliation_lines()
-    assert line.startswith(f"reconciliation OK: billed {opencost.billed_total:.2f} USD = ")
+    assert line.startswith(f"reconciliation OK: billed ${opencost.billed_total:,.2f} = ")
     assert line.endswith(
-        f"; {twice:,.2f} USD also billed by focus (same AWS account {ACCOUNT} on "
+        f"; ${twice:,.2f} also billed by focus (same AWS account {ACCOUNT} on "
         "2023-10-28..2023-10-30), counted once"
     )
     billed, _effective, _rows = ledger_totals(session)
@@ -242,7 +242,7 @@ def test_an_ingestion_names_only_the_dollars_it_holds_itself(
     pods = ingest(OpenCostSource(str(allocations)), session=session)
     assert pods.overlaps == [], pods.reconciliation_line()
     assert pods.reconciliation_line() == (
-        "reconciliation OK: billed 3.00 USD = attributed 0.00 USD + unallocated 3.00 USD"
+        "reconciliation OK: billed $3.00 = attributed $0.00 + unallocated $3.00"
     )
     # the bill itself still names what it counts once
     again = ingest(FocusSource([str(tmp_path / "a.csv")]), session=session)

@@ -95,3 +95,24 @@ def test_budget_amounts_keep_their_value_across_the_budget_scale_migration(
         amounts = dict(session.execute(select(Budget.scope, Budget.monthly_amount)).all())
     assert amounts == {"model:a": Decimal("12000.5"), "model:b": Decimal("921000000.1234")}
     engine.dispose()
+
+
+def test_the_head_read_from_the_files_is_alembics(database_url: str) -> None:
+    from alembic.script import ScriptDirectory
+
+    from bot.db.engine import database_revisions, packaged_head
+
+    script = ScriptDirectory.from_config(alembic_config(database_url))
+    assert packaged_head() == script.get_current_head()
+    engine = make_engine(database_url)
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert database_revisions(conn) == {packaged_head()}
+    # a database one migration behind is upgraded (upgrade does not stop at "has a version")
+    command.downgrade(alembic_config(database_url), "-1")
+    with engine.connect() as conn:
+        assert database_revisions(conn) == {script.get_revision("head").down_revision}
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert database_revisions(conn) == {packaged_head()}
+    engine.dispose()

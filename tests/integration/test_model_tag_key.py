@@ -13,7 +13,7 @@ from bot.bootstrap import build_services
 from bot.cli import main
 from bot.config import Settings
 from bot.db.engine import session_scope
-from bot.notify.scheduler import poll_sources
+from bot.poll.jobs import poll_sources
 from tests.support.database import migrated
 from tests.support.sample_registry import load_registry
 
@@ -54,7 +54,13 @@ def test_the_scheduled_poll_and_the_cli_group_cost_explorer_by_the_registrys_tag
         with session_scope(factory) as session:
             load_registry(session, REGISTRY)
         services = build_services(settings, factory, aws=lambda *_args, **_kw: scheduled)
-        (source,) = poll_sources(services, dt.date(2026, 12, 2))
+        (source,) = poll_sources(
+            session_factory=factory,
+            settings=settings.poll,
+            attribution=settings.attribution,
+            aws=services.aws,
+            today=dt.date(2026, 12, 2),
+        )
         source.read(set())
 
     monkeypatch.setattr(

@@ -22,9 +22,9 @@ from bot.db.schema import IngestionRun
 from bot.errors import IngestError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.opencost import OpenCostSource
-from bot.notify.cycle import fetch_sources
-from bot.notify.plan import CycleReport
 from bot.notify.sources import configured_sources
+from bot.poll.cycle import fetch_sources
+from bot.poll.plan import CycleReport
 from bot.web.health import health_snapshot
 from tests.integration.test_ingest_opencost import K8S_REGISTRY, cluster_days
 from tests.support.database import migrated

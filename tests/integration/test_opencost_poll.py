@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import DailySpend
-from bot.notify.cycle import fetch_sources
-from bot.notify.plan import CycleReport
 from bot.notify.sources import configured_sources
+from bot.poll.cycle import fetch_sources
+from bot.poll.plan import CycleReport
 from tests.integration.test_ingest_opencost import K8S_REGISTRY, cluster_days
 from tests.support.database import migrated
 from tests.support.opencost import Answer, opencost_server

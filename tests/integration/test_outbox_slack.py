@@ -17,11 +17,11 @@ from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
 from bot.notify.delivery import DeliveryReport, deliver_pending
 from bot.notify.outbox import METADATA_EVENT, HistoryLookup
-from bot.notify.scheduler import run_delivery, run_poll
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
 from tests.support.database import migrated
 from tests.support.fake_slack import FakeSlack
+from tests.support.jobs import run_job
 from tests.support.outbox import make_due, outbox_rows, post_as_the_worker, put_one
 
 
@@ -64,11 +64,11 @@ def test_a_slow_poll_leases_from_the_clock_at_claim_time_so_the_delivery_job_can
 
         def post_while_the_delivery_job_runs(params: dict[str, Any]) -> Any:
             if len(fake_slack.calls_to("chat.postMessage")) == 1:  # the poll's post is in flight
-                run_delivery(services)
+                run_job(services, "deliver")
             return fake_slack.respond_default("chat.postMessage", params)
 
         fake_slack.handlers["chat.postMessage"] = post_while_the_delivery_job_runs
-        run_poll(services)
+        run_job(services, "poll")
         assert posted_keys(fake_slack) == {"alert": 1}
         row = outbox_rows(factory)["alert"]
         assert row.status == "delivered" and row.attempts == 1

@@ -14,7 +14,8 @@ from bot.db.engine import session_scope
 from bot.db.schema import IngestionRun
 from bot.ingest.sources.base import Progress, SourceData
 from bot.ingest.sources.focus import FocusSource
-from bot.notify.cycle import run_cycle
+from bot.poll.cycle import run_cycle
+from bot.slack.render import SlackRenderer
 from bot.web.health import health_snapshot
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.database import migrated
@@ -58,6 +59,7 @@ def test_a_hanging_source_is_given_up_at_the_deadline_and_budget_alerts_are_post
                 settings=settings,
                 now=NOW,
                 sources=[hanging, good],
+                renderer=SlackRenderer(),
                 notifier=notifier,
                 checks=("budgets",),
             )
@@ -117,7 +119,7 @@ def test_hung_sources_are_read_side_by_side_under_one_deadline_and_never_write_l
     good = FocusSource([str(FOCUS)])
     notifier = FakeNotifier()
     recorder = Recorder(events)
-    logging.getLogger("bot.notify.cycle").addHandler(recorder)
+    logging.getLogger("bot.poll.cycle").addHandler(recorder)
     try:
         with migrated(database_url) as (_engine, factory):
             seed_walk(factory)
@@ -129,6 +131,7 @@ def test_hung_sources_are_read_side_by_side_under_one_deadline_and_never_write_l
                 settings=settings,
                 now=NOW,
                 sources=[first, good, second],
+                renderer=SlackRenderer(),
                 notifier=notifier,
                 checks=("budgets",),
             )
@@ -167,6 +170,6 @@ def test_hung_sources_are_read_side_by_side_under_one_deadline_and_never_write_l
                 written = session.scalars(select(IngestionRun.location)).all()
             assert first.location not in written and second.location not in written
     finally:
-        logging.getLogger("bot.notify.cycle").removeHandler(recorder)
+        logging.getLogger("bot.poll.cycle").removeHandler(recorder)
         for source in (first, second):
             source.release.set()

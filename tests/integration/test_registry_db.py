@@ -72,7 +72,7 @@ def test_the_diff_names_each_change_and_matches_what_the_import_does(session: Se
     assert diff.lines() == [
         "create budget team:platform",
         "update model recsys: owners U0AAA111 -> U0AAA999",
-        "update budget model:recsys: monthly 12000 -> 13000",
+        "update budget model:recsys: monthly $12,000 -> $13,000",
         "remove model staging",
     ]
     # owners: 2 team owners + 4 model owners; staging's owner goes with it, recsys's is replaced
@@ -112,13 +112,13 @@ def test_slack_side_changes_the_import_would_revert_are_named(session: Session) 
     change_in_slack(session)
     plan = plan_import(parse_registry(REGISTRY), session=session, source="r.yaml")
     assert [(c.entity, c.actor, c.what) for c in plan.reverted] == [
-        ("budget model:recsys", "U0AAA111", "monthly 12000 -> 15000"),
+        ("budget model:recsys", "U0AAA111", "monthly $12,000 -> $15,000"),
         ("model recsys", "U0AAA111", "owners U0AAA111 -> U0AAA111, U0BBB222"),
     ]
     assert (
         plan.reverted[0]
         .line()
-        .startswith("budget model:recsys: monthly 12000 -> 15000 by U0AAA111 at ")
+        .startswith("budget model:recsys: monthly $12,000 -> $15,000 by U0AAA111 at ")
     )
     assert plan.refusals == [
         "it would revert 2 changes made in Slack since the last import (listed above)"

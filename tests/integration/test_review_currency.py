@@ -16,15 +16,15 @@ from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import Budget, DailySpend, OutboxMessage, Review
 from bot.economics.gate import evaluate_gate
-from bot.notify.messages import Message
 from bot.periods import month_period
 from bot.review.open import open_reviews
 from bot.review.signoff import enqueue_digests
 from bot.review.threads import item_message, parent_message
 from bot.slack.charts.review import render_review_chart, review_figure
-from bot.slack.render import render
+from bot.slack.render import Message, render
 from tests.support.cli import import_registry_file
 from tests.support.economics_seed import REGISTRY, seed_review_month
+from tests.support.outbox import rendered
 from tests.support.sample_registry import load_registry
 
 NOW = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
@@ -88,7 +88,7 @@ def test_the_signoff_digest_shows_a_euro_model_in_euros(session: Session) -> Non
         select(OutboxMessage).where(OutboxMessage.channel == "U0AAA113")  # owns search only
     ).all()
     assert messages
-    body = "".join(json.dumps(m.payload, ensure_ascii=False) for m in messages)
+    body = "".join(json.dumps(rendered(m), ensure_ascii=False) for m in messages)
     assert "€" in body and "$" not in body
 
 
@@ -118,7 +118,7 @@ def test_the_gate_shows_a_euro_models_budget_in_euros(session: Session) -> None:
         session=session, model_name="search", as_of=dt.date(2026, 11, 30), settings=Settings()
     )
     text = result.as_text()
-    assert "€450 of €100" in text and "$" not in text
+    assert "€450.00 of €100.00" in text and "$" not in text
 
 
 def test_the_review_chart_draws_each_currency_on_its_own_axis(session: Session) -> None:
@@ -129,5 +129,5 @@ def test_the_review_chart_draws_each_currency_on_its_own_axis(session: Session) 
         axes.get_xlabel(): [label.get_text() for label in axes.get_yticklabels()]
         for axes in figure.axes
     }
-    assert panels == {"cost (EUR)": ["search"], "cost (USD)": ["recsys"]}
+    assert panels == {"Cost this month (EUR)": ["search"], "Cost this month (USD)": ["recsys"]}
     assert render_review_chart("2026-11", "ranking", snaps, "USD").startswith(b"\x89PNG")

@@ -22,6 +22,7 @@ from bot.db.schema import AuditLog, Review, ReviewItem
 from bot.review.decisions import record_decision
 from bot.review.refresh import refresh_messages
 from bot.slack.notifier import Posted
+from bot.slack.render import SlackRenderer
 from tests.integration.conftest import PARENT_TS
 from tests.integration.conftest import REVIEW_NOW as NOW
 
@@ -85,7 +86,13 @@ def decide(
         record_decision(
             session=session, item_id=item_id, user_id=user, decision=decision, reason=None, now=NOW
         )
-    refresh_messages(session_factory=factory, notifier=slack, item_id=item_id, currency="USD")
+    refresh_messages(
+        session_factory=factory,
+        renderer=SlackRenderer(),
+        notifier=slack,
+        item_id=item_id,
+        currency="USD",
+    )
 
 
 def at_once(*actions: Callable[[], None]) -> None:

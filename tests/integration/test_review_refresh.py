@@ -14,6 +14,7 @@ from bot.db.engine import session_scope
 from bot.db.schema import ReviewItem
 from bot.review.decisions import record_decision
 from bot.review.refresh import REFRESH_ROUNDS, refresh_messages, refresh_pending_messages
+from bot.slack.render import SlackRenderer
 from tests.integration.conftest import PARENT_TS, REVIEW_NOW
 from tests.support.update_only_notifier import UpdateOnlyNotifier
 
@@ -64,7 +65,11 @@ def test_a_refresh_clears_the_flag_of_the_decision_it_showed(
     assert stored(review_factory, item_id).refresh_pending
     notifier = RecordingNotifier()
     assert refresh_messages(
-        session_factory=review_factory, notifier=notifier, item_id=item_id, currency="USD"
+        session_factory=review_factory,
+        renderer=SlackRenderer(),
+        notifier=notifier,
+        item_id=item_id,
+        currency="USD",
     )
     assert not stored(review_factory, item_id).refresh_pending
     assert [ts for _, ts, _ in notifier.updates][1:] == [PARENT_TS]
@@ -82,7 +87,11 @@ def test_a_decision_made_during_a_refresh_is_shown_by_another_round(
 
     notifier = RecordingNotifier(owner_changes_their_mind)
     assert refresh_messages(
-        session_factory=review_factory, notifier=notifier, item_id=item_id, currency="USD"
+        session_factory=review_factory,
+        renderer=SlackRenderer(),
+        notifier=notifier,
+        item_id=item_id,
+        currency="USD",
     )
     assert len(notifier.updates) == 4  # item and parent, twice
     assert "*Keep* — decided by <@U0AAA112>" in notifier.updates[2][2]
@@ -109,7 +118,11 @@ def test_decisions_landing_in_every_round_leave_the_flag_for_the_refresh_job(
 
     notifier = RecordingNotifier(another_click, times=2 * REFRESH_ROUNDS)
     assert not refresh_messages(
-        session_factory=review_factory, notifier=notifier, item_id=item_id, currency="USD"
+        session_factory=review_factory,
+        renderer=SlackRenderer(),
+        notifier=notifier,
+        item_id=item_id,
+        currency="USD",
     )
     assert len(notifier.updates) == 2 * REFRESH_ROUNDS
     assert stored(review_factory, item_id).refresh_pending
@@ -141,7 +154,7 @@ def test_a_rate_limit_ends_the_refresh_round_and_keeps_every_flag(
         decide(review_factory, item_id, "U0ADMIN01", "keep", NOW + dt.timedelta(minutes=minutes))
     slack = RateLimitedSlack()
     report = refresh_pending_messages(
-        session_factory=review_factory, notifier=slack, currency="USD"
+        session_factory=review_factory, renderer=SlackRenderer(), notifier=slack, currency="USD"
     )
     assert len(slack.updates) == 1  # Slack asked to wait: the others are not tried now
     assert (report.refreshed, report.given_up, sorted(report.retrying)) == ([], [], ids)

@@ -28,6 +28,7 @@ from bot.db.engine import session_scope
 from bot.db.schema import ReviewItem
 from bot.review.decisions import record_decision
 from bot.review.refresh import refresh_messages, refresh_pending_messages
+from bot.slack.render import SlackRenderer
 from tests.integration.conftest import PARENT_TS
 from tests.integration.conftest import REVIEW_NOW as NOW
 from tests.support.update_only_notifier import UpdateOnlyNotifier
@@ -90,7 +91,11 @@ def test_a_refresh_that_fails_after_a_stale_update_is_retried_until_slack_shows_
     def second_decision_and_its_refresh() -> None:
         decide(factory, item_id, "U0AAA112", "keep")
         refresh_messages(
-            session_factory=factory, notifier=Slack(shown), item_id=item_id, currency="USD"
+            session_factory=factory,
+            renderer=SlackRenderer(),
+            notifier=Slack(shown),
+            item_id=item_id,
+            currency="USD",
         )
 
     decide(factory, item_id, "U0AAA111", "kill")
@@ -99,10 +104,13 @@ def test_a_refresh_that_fails_after_a_stale_update_is_retried_until_slack_shows_
             session_factory=factory,
             item_id=item_id,
             currency="USD",
+            renderer=SlackRenderer(),
             notifier=SlowThenLost(shown, second_decision_and_its_refresh),
         )
     assert "*Kill*" in shown[item_ts]  # the stale render reached Slack last
-    refresh_pending_messages(session_factory=factory, notifier=Slack(shown), currency="USD")
+    refresh_pending_messages(
+        session_factory=factory, renderer=SlackRenderer(), notifier=Slack(shown), currency="USD"
+    )
     assert "*Keep* — decided by <@U0AAA112>" in shown[item_ts], "Slack shows an older decision"
 
 
@@ -155,6 +163,7 @@ def test_a_refresh_that_finished_before_a_stale_refresh_failed_does_not_clear_it
                 session_factory=factory,
                 item_id=item_id,
                 currency="USD",
+                renderer=SlackRenderer(),
                 notifier=Gated(
                     shown, rendered=a_rendered, before_item=b_item_landed, parent_fails=True
                 ),
@@ -171,10 +180,18 @@ def test_a_refresh_that_finished_before_a_stale_refresh_failed_does_not_clear_it
     decide(factory, item_id, "U0AAA112", "keep")
     b_slack = Gated(shown, before_parent=a_done)
     b_slack.item_landed = b_item_landed
-    refresh_messages(session_factory=factory, notifier=b_slack, item_id=item_id, currency="USD")
+    refresh_messages(
+        session_factory=factory,
+        renderer=SlackRenderer(),
+        notifier=b_slack,
+        item_id=item_id,
+        currency="USD",
+    )
     a.join(10)
     assert [type(e) for e in errors] == [TimeoutError]
-    refresh_pending_messages(session_factory=factory, notifier=Slack(shown), currency="USD")
+    refresh_pending_messages(
+        session_factory=factory, renderer=SlackRenderer(), notifier=Slack(shown), currency="USD"
+    )
     assert "*Keep* — decided by <@U0AAA112>" in shown[item_ts], "Slack shows an older decision"
     assert not pending(factory, item_id)
 
@@ -192,7 +209,11 @@ def test_a_refresh_that_runs_out_of_rounds_after_a_stale_update_leaves_the_threa
     def second_decision_and_its_refresh() -> None:
         decide(factory, item_id, "U0AAA112", "keep")
         refresh_messages(
-            session_factory=factory, notifier=Slack(shown), item_id=item_id, currency="USD"
+            session_factory=factory,
+            renderer=SlackRenderer(),
+            notifier=Slack(shown),
+            item_id=item_id,
+            currency="USD",
         )
 
     class SlowItem(Slack):
@@ -203,12 +224,18 @@ def test_a_refresh_that_runs_out_of_rounds_after_a_stale_update_leaves_the_threa
 
     decide(factory, item_id, "U0AAA111", "kill")
     shown_now = refresh_messages(
-        session_factory=factory, notifier=SlowItem(shown), item_id=item_id, currency="USD"
+        session_factory=factory,
+        renderer=SlackRenderer(),
+        notifier=SlowItem(shown),
+        item_id=item_id,
+        currency="USD",
     )
     assert not shown_now
     assert "*Kill*" in shown[item_ts]  # the stale render reached Slack last
     assert pending(factory, item_id)
-    refresh_pending_messages(session_factory=factory, notifier=Slack(shown), currency="USD")
+    refresh_pending_messages(
+        session_factory=factory, renderer=SlackRenderer(), notifier=Slack(shown), currency="USD"
+    )
     assert "*Keep* — decided by <@U0AAA112>" in shown[item_ts], "Slack shows an older decision"
 
 
@@ -232,6 +259,7 @@ def test_a_stale_parent_update_that_lands_after_a_sibling_refresh_is_shown_again
                 decide(factory, search_id, "U0AAA113", "keep")
                 refresh_messages(
                     session_factory=factory,
+                    renderer=SlackRenderer(),
                     notifier=Slack(shown),
                     item_id=search_id,
                     currency="USD",
@@ -244,10 +272,16 @@ def test_a_stale_parent_update_that_lands_after_a_sibling_refresh_is_shown_again
     decide(factory, item_id, "U0AAA111", "kill")
     with pytest.raises(TimeoutError):
         refresh_messages(
-            session_factory=factory, notifier=LandsThenLost(shown), item_id=item_id, currency="USD"
+            session_factory=factory,
+            renderer=SlackRenderer(),
+            notifier=LandsThenLost(shown),
+            item_id=item_id,
+            currency="USD",
         )
     assert "Decided 1 of 2" in shown[PARENT_TS]  # the stale parent reached Slack last
     assert not pending(factory, search_id)
-    refresh_pending_messages(session_factory=factory, notifier=Slack(shown), currency="USD")
+    refresh_pending_messages(
+        session_factory=factory, renderer=SlackRenderer(), notifier=Slack(shown), currency="USD"
+    )
     assert "all decided" in shown[PARENT_TS].lower(), "the parent shows an older state"
     assert not pending(factory, item_id)

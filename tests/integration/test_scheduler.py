@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from bot.bootstrap import AppServices
+from bot.bootstrap import AppServices, scheduled_jobs
 from bot.config import Settings
 from bot.db.engine import make_engine, session_scope
 from bot.notify.leader import (
@@ -24,7 +24,7 @@ from bot.notify.leader import (
     PostgresAdvisoryLock,
     leader_lock_for,
 )
-from bot.notify.scheduler import build_scheduler, job_specs, register_jobs
+from bot.notify.scheduler import build_scheduler, register_jobs
 from tests.conftest import PG_ENV
 from tests.support.alert_walk import add_spend, spend_row
 from tests.support.database import migrated
@@ -39,7 +39,7 @@ def test_jobs_are_registered_explicitly(tmp_path: Path) -> None:
     scheduler = build_scheduler(settings)
     assert scheduler.get_jobs() == []
     services = AppServices(settings=settings, session_factory=None, client=None)  # type: ignore[arg-type]
-    register_jobs(scheduler, services, job_specs(settings))
+    register_jobs(scheduler, scheduled_jobs(services))
     jobs = {job.id: job for job in scheduler.get_jobs()}
     assert set(jobs) == {
         "poll",

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.notify.delivery import deliver_pending
-from bot.notify.outbox import HistoryLookup, PlannedPost, enqueue_many
+from bot.notify.outbox import HistoryLookup, PlannedPost, PreRendered, enqueue_many
 from bot.slack.client import make_web_client
 from bot.slack.errors import StillTooLarge, is_permanent, send_shrinking
 from bot.slack.notifier import SlackNotifier
@@ -54,7 +54,9 @@ def deliver_twice(factory: sessionmaker[Session], fake: FakeSlack) -> None:
 
 def queue(factory: sessionmaker[Session], blocks: list[dict[str, Any]]) -> None:
     with session_scope(factory) as session:
-        enqueue_many(session, [PlannedPost("big", "test", "C1", "a long report", blocks)])
+        enqueue_many(
+            session, [PlannedPost("big", "test", "C1", PreRendered("a long report", blocks))]
+        )
 
 
 def test_msg_blocks_too_long_is_sent_shrunk_once_then_failed_and_shown_in_healthz(

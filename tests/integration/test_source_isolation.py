@@ -15,8 +15,8 @@ from bot.db.engine import session_scope
 from bot.db.schema import DailySpend, IngestionRun
 from bot.ingest.sources.base import Progress, SourceData, SpendSource
 from bot.ingest.sources.focus import FocusSource
-from bot.notify.cycle import run_cycle
 from bot.notify.sources import PolledSource, configured_sources
+from bot.poll.cycle import run_cycle
 from bot.web.health import health_snapshot
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.database import migrated
@@ -64,7 +64,7 @@ def test_a_failing_source_fails_alone_and_shows_in_healthz(
         for day in days(MONTH_START, dt.date(2026, 11, 21)):
             with session_scope(factory) as session:
                 add_spend(session, walk_day_rows(day))
-        with caplog.at_level(logging.ERROR, logger="bot.notify.cycle"):
+        with caplog.at_level(logging.ERROR, logger="bot.poll.cycle"):
             report = run_cycle(
                 session_factory=factory,
                 settings=settings,

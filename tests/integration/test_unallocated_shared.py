@@ -9,12 +9,13 @@ from decimal import Decimal
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.notify.plan import plan_unallocated_post
 from bot.notify.routing import Router
 from bot.periods import month_period
+from bot.poll.plan import plan_unallocated_post
 from bot.spend.reports import spend_report
 from bot.spend.unallocated import unallocated_report
 from tests.support.alert_walk import add_spend, spend_row
+from tests.support.outbox import rendered
 from tests.support.sample_registry import load_registry
 
 MONDAY = dt.date(2026, 11, 2)
@@ -38,8 +39,8 @@ def test_tax_and_support_fees_are_not_reported_or_alerted_as_unallocated(
     posts, _ = plan_unallocated_post(
         session=session, settings=Settings(), as_of=dt.date(2026, 11, 9), router=Router(session)
     )
-    assert [p.text for p in posts] == [
-        ":mag: $210 of spend had no owner in the week of Nov 2–Nov 8"
+    assert [rendered(p)[0] for p in posts] == [
+        ":mag: $210 of spend had no owner in the week of Nov 2–8"
     ]
 
     report = unallocated_report(session=session, period=month_period("2026-11"))

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.schema import IngestionRun, Review, ReviewItem
-from bot.notify.cycle import queue_posts
 from bot.notify.outbox import PlannedPost
-from bot.notify.plan import plan_alerts
+from bot.poll.cycle import queue_posts
+from bot.poll.plan import plan_alerts
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
 from bot.waste.findings import find_waste
@@ -25,6 +25,7 @@ from bot.waste.spot import SpotAdvisor
 from tests.support.alert_walk import ALERT_REGISTRY
 from tests.support.economics_seed import add_value
 from tests.support.ledger import ingestion_run, spend_record
+from tests.support.outbox import rendered
 
 AS_OF = dt.date(2026, 11, 30)
 
@@ -159,12 +160,12 @@ def test_weekly_waste_digests_go_to_the_owners_channels_once_a_week(session: Ses
         "waste:2026-11-23:C0RANKING",
         "waste:2026-11-23:C0FINOPS",
     }
-    alpha = json.dumps(posts["C0ALPHA"].blocks)
-    assert "week of Nov 23–Nov 29" in posts["C0ALPHA"].text and "$420/month" in alpha
+    alpha = json.dumps(rendered(posts["C0ALPHA"])[1])
+    assert "week of Nov 23–29" in rendered(posts["C0ALPHA"])[0] and "$420/month" in alpha
     assert "<@U0AAA111>" in alpha and "beta" not in alpha
-    ranking = json.dumps(posts["C0RANKING"].blocks)
+    ranking = json.dumps(rendered(posts["C0RANKING"])[1])
     assert "Stale checkpoints" in ranking and "<@U0BBB111>" in ranking
-    assert "legacy-ranker" in json.dumps(posts["C0FINOPS"].blocks)
+    assert "legacy-ranker" in json.dumps(rendered(posts["C0FINOPS"])[1])
 
     assert queue_posts(session, posts.values()) == 3
     assert plan(AS_OF + dt.timedelta(days=3)) == {}  # the same week: already queued

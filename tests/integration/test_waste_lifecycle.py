@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog, OutboxMessage, ResourceFindingRecord
 from bot.errors import PermissionDenied
+from bot.waste.catalog import scanners
 from bot.waste.lifecycle import (
     approve_stop,
     check_can_decide,
@@ -28,7 +29,8 @@ from bot.waste.scan.model import (
     ResourceFinding,
     ResourceKind,
 )
-from bot.waste.scan.run import REGIONAL_SCANNERS, ScanFailure, ScanReport
+from bot.waste.scan.run import ScanFailure, ScanReport
+from tests.support.outbox import rendered
 from tests.support.sample_registry import load_registry
 
 ACCOUNT = "123456789012"
@@ -104,9 +106,9 @@ def test_each_finding_is_posted_once_to_its_owner_or_finops(registry: Session) -
         posts[f"waste-resource:{ids['i-unowned']}:1"],
     )
     assert (mine.channel, finops.channel) == ("C0RANKING", "C0FINOPS")
-    assert mine.payload["text"].startswith("Waste: GPU instance i-owned costs $730.00 a month")
-    assert "<@U0AAA111>" in str(mine.payload["blocks"])
-    buttons = next(b for b in mine.payload["blocks"] if b["type"] == "actions")["elements"]
+    assert rendered(mine)[0].startswith("Waste: GPU instance i-owned costs $730.00 a month")
+    assert "<@U0AAA111>" in str(rendered(mine)[1])
+    buttons = next(b for b in rendered(mine)[1] if b["type"] == "actions")["elements"]
     assert [e["text"]["text"] for e in buttons] == ["Stop it", "Keep for 7 days", "Not waste"]
     assert {e["value"] for e in buttons} == {str(ids["i-owned"])}
 
@@ -129,7 +131,7 @@ def test_a_finding_is_posted_again_only_when_more_than_half_worse(registry: Sess
     assert row.raised_monthly_cost == Decimal("1000")
     repost = outbox(session)[f"waste-resource:{row.id}:2"]
     assert "Posted again:* its monthly cost grew from $1,000.00 to $1,500.01" in str(
-        repost.payload["blocks"]
+        rendered(repost)[1]
     )
     # the next threshold is measured from the last post, not from the first
     assert scan(session, T0 + 3 * DAY, finding("i-1", "2200")).posted == []
@@ -151,7 +153,7 @@ def test_keep_silences_for_seven_days_then_the_finding_comes_back(registry: Sess
     )
     assert len(after.reraised) == 1
     assert row.decision == "none" and row.post_count == 2
-    text = str(outbox(session)[f"waste-resource:{row.id}:2"].payload["blocks"])
+    text = str(rendered(outbox(session)[f"waste-resource:{row.id}:2"])[1])
     assert "it was kept until 2026-11-09 and is still found" in text
 
 
@@ -179,7 +181,7 @@ def test_keep_and_not_waste_are_lifted_when_the_cost_grows_by_more_than_half(
         ("mlcost", "keep"),
         ("mlcost", "not_waste"),
     ]
-    text = str(outbox(session)[f"waste-resource:{fine.id}:2"].payload["blocks"])
+    text = str(rendered(outbox(session)[f"waste-resource:{fine.id}:2"])[1])
     assert "grew from $1,000.00 when it was marked Not waste to $1,500.01" in text
 
 
@@ -210,8 +212,8 @@ def test_a_gone_resource_closes_with_what_it_saved_so_far(registry: Session) -> 
     reply = next(m for k, m in outbox(session).items() if ":closed:" in k)
     assert reply.thread_key == f"waste-resource:{row.id}:1" and reply.channel == "C0RANKING"
     assert reply.kind == "waste-resource-reply"
-    assert "Closed: i-gone is no longer found by the scan" in reply.payload["text"]
-    assert "Saved so far: $60.00" in reply.payload["text"]
+    assert "Closed: i-gone is no longer found by the scan" in rendered(reply)[0]
+    assert "Saved so far: $60.00" in rendered(reply)[0]
     # it grows afterwards, in reports
     assert saved_so_far(row, T0 + 32 * DAY) == Decimal("960.00")
     assert closed_findings(session=session, as_of=T0 + 32 * DAY) == [(row, Decimal("960.00"))]
@@ -245,7 +247,7 @@ def test_a_failed_scanner_never_closes_its_findings(registry: Session) -> None:
     # a scanner this module does not know fails: nothing in that region closes
     unknown = ScanReport(ACCOUNT, (REGION,), (), (ScanFailure(REGION, "EKS", "x"),), "USD")
     assert {r for r, _ in complete_scopes(unknown, s3_scanned=True)} == set()
-    assert set(SCAN_LABELS) <= set(REGIONAL_SCANNERS)
+    assert set(SCAN_LABELS) <= {s.name for s in scanners() if s.per_region}
 
 
 SCAN_LABELS = [

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from bot.bootstrap import system_clock
 from bot.cli import main
 from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
-from bot.notify.scheduler import job_specs
+from bot.notify.schedule import JobSpec
+from bot.notify.scheduler import trigger_for
+from bot.waste.jobs import waste_jobs
 from tests.support.fake_slack import FakeSlack
+from tests.support.jobs import run_job
 from tests.support.sample_registry import load_registry
 
 REGION = "eu-west-1"
@@ -47,8 +50,8 @@ def test_scan_post_posts_once_and_closes_what_is_gone(
         code, out, err = run(capsys, *scan)
         assert code == 0, err
         assert (
-            "recorded 2 finding(s): 2 new, 0 worse, 0 raised again, 0 silenced (Keep or Not "
-            "waste), 0 already posted; 2 post(s) queued"
+            "recorded 2 findings: 2 new, 0 worse, 0 raised again, 0 silenced (Keep or Not "
+            "waste), 0 already posted; 2 posts queued"
         ) in out
         assert "delivered 2, found already posted 0, to retry 0, undeliverable 0" in out
         posted = [m for (c, _), m in fake_slack.messages.items() if c == "C0FINOPS"]
@@ -60,7 +63,7 @@ def test_scan_post_posts_once_and_closes_what_is_gone(
         code, out, _ = run(capsys, *scan, "--format", "json")
         assert json.loads(out)["findings"]  # the summary goes to stderr: stdout stays JSON
         code, out, err = run(capsys, *scan, "--format", "json")
-        assert "0 new" in err and "2 already posted; 0 post(s) queued" in err
+        assert "0 new" in err and "2 already posted; 0 posts queued" in err
         assert len(fake_slack.calls_to("chat.postMessage")) == 2
 
         ec2.delete_volume(VolumeId=small["VolumeId"])
@@ -91,19 +94,33 @@ def test_scan_post_without_a_token_records_and_says_it_did_not_deliver(
 
 
 def test_the_daily_scan_is_scheduled_only_when_regions_are_set() -> None:
-    assert "resource-scan" not in {s.id for s in job_specs(Settings())}
-    specs = {s.id: s for s in job_specs(Settings(MLCOST_SCAN_REGIONS=["us-east-1"]))}
+    def jobs(settings: Settings) -> dict[str, JobSpec]:
+        declared = waste_jobs(
+            settings.scan,
+            session_factory=None,  # type: ignore[arg-type]
+            clock=system_clock,
+            aws=None,
+            notifier=None,  # type: ignore[arg-type]
+            renderer=None,  # type: ignore[arg-type]
+            find_posted=None,  # type: ignore[arg-type]
+        )
+        return {s.id: s for s in declared}
+
+    assert "resource-scan" not in jobs(Settings())
+    specs = jobs(Settings(MLCOST_SCAN_REGIONS=["us-east-1"]))
     assert "resource-scan" in specs
-    assert str(specs["resource-scan"].trigger).startswith("cron[hour='7', minute='30'")
-    assert str(specs["resource-stop-retry"].trigger) == "interval[0:15:00]"
-    enabled = {s.id for s in job_specs(Settings(MLCOST_ACTIONS_ENABLED=True))}
+    assert str(trigger_for(specs["resource-scan"].schedule)).startswith(
+        "cron[hour='7', minute='30'"
+    )
+    assert str(trigger_for(specs["resource-stop-retry"].schedule)) == "interval[0:15:00]"
+    enabled = set(jobs(Settings(MLCOST_ACTIONS_ENABLED=True)))
     assert "resource-stop-retry" in enabled and "resource-scan" not in enabled
 
 
 def test_the_daily_job_scans_records_and_posts(database_url: str, fake_slack: FakeSlack) -> None:
     from pydantic import SecretStr
 
-    from bot.bootstrap import AppServices
+    from bot.bootstrap import AppServices, outbox_deps
     from bot.slack.client import make_web_client
     from bot.waste.jobs import run_resource_scan_job
 
@@ -126,11 +143,12 @@ def test_the_daily_job_scans_records_and_posts(database_url: str, fake_slack: Fa
             VolumeType="gp3",
             AvailabilityZone=f"{REGION}a",  # $80 a month: posted
         )
-        first = run_resource_scan_job(services)
-        second = run_resource_scan_job(services)
+        first = run_job(services, "resource-scan")
+        second = run_job(services, "resource-scan")
     engine.dispose()
     assert first is not None and len(first.lifecycle.new) == 1
     assert first.delivery is not None and len(first.delivery.delivered) == 1
     assert second is not None and second.lifecycle.posts == []
     assert len(fake_slack.calls_to("chat.postMessage")) == 1
-    assert run_resource_scan_job(dataclasses.replace(services, settings=Settings())) is None
+    unset = {**outbox_deps(services), "settings": Settings().scan}
+    assert run_resource_scan_job(aws=services.aws, **unset) is None

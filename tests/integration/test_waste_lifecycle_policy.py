@@ -20,6 +20,7 @@ from tests.integration.test_waste_lifecycle import (
     row_of,
     scan,
 )
+from tests.support.outbox import rendered
 from tests.support.sample_registry import load_registry
 
 
@@ -35,7 +36,7 @@ def posts(session: Session, kind: str = "waste-resource") -> list[OutboxMessage]
 
 
 def posted_ids(session: Session) -> set[str]:
-    return {p.payload["text"].split(" ")[3] for p in posts(session)}
+    return {rendered(p)[0].split(" ")[3] for p in posts(session)}
 
 
 def test_findings_under_the_floor_are_recorded_not_posted_until_they_cross_it(
@@ -79,13 +80,13 @@ def test_a_first_scan_posts_the_ten_largest_per_channel_and_one_summary(
     individual = posts(session)
     finops = [p for p in individual if p.channel == "C0FINOPS"]
     assert len(finops) == 10 and len([p for p in individual if p.channel == "C0RANKING"]) == 3
-    assert {p.payload["text"].split(" ")[3] for p in finops} == {f"i-{n:02d}" for n in range(5, 15)}
+    assert {rendered(p)[0].split(" ")[3] for p in finops} == {f"i-{n:02d}" for n in range(5, 15)}
     (summary,) = posts(session, "waste-resource-summary")
     assert summary.channel == "C0FINOPS"
-    text = summary.payload["text"]
+    text = rendered(summary)[0]
     assert "4 more resource findings worth $1,000.00 a month" in text
     assert "/mlcost waste" in text
-    blocks = str(summary.payload["blocks"])
+    blocks = str(rendered(summary)[1])
     for rid, cost in (("i-04", "$400.00"), ("i-03", "$300.00"), ("i-01", "$100.00")):
         assert rid in blocks and cost in blocks
     for n in range(1, 5):  # not posted yet: posted one by one when the cap leaves room

@@ -54,7 +54,7 @@ def test_table_and_json(
         rows = [line for line in lines[2:] if line.startswith(" ") and "$" in line.split()[0]]
         assert [r.split()[0] for r in rows] == ["$734.38", "$8.00", "$0.70"]  # ranked, 2 places
         assert "`" not in out and "<!channel>" in out  # no Slack markup added; tags shown as is
-        assert lines[-1] == "3 finding(s): $743.08 a month, $737.73 saved by the fixes"
+        assert lines[-1] == "3 findings: $743.08 a month, $737.73 saved by the fixes"
 
         code, out, err = run(capsys, *db, "waste", "scan", "--format", "json")
         assert code == 0, err

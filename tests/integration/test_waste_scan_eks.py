@@ -163,7 +163,7 @@ def test_nodes_without_container_insights_are_said_and_never_guessed(
     assert "node_gpu_reserved_capacity" in message and ids["dark"][0] in message
     [note] = ctx.notes  # and a scan note, which `mlcost waste scan` prints
     assert note.startswith(
-        f"EKS node group ml/gpu-dark in us-east-1: not judged, node(s) {ids['dark'][0]}"
+        f"EKS node group ml/gpu-dark in us-east-1: not judged, node {ids['dark'][0]}"
     )
 
 

@@ -91,13 +91,13 @@ def test_the_cli_prints_notes_after_the_findings_and_exits_0(
             code, out, err = run(capsys, *db, "waste", "scan", "--regions", REGION)
         assert code == 0, err
         said = (
-            f"EKS node group ml/gpu-dark in {REGION}: not judged, node(s) {dark} have no "
+            f"EKS node group ml/gpu-dark in {REGION}: not judged, node {dark} has no "
             "Container Insights GPU metrics (node_gpu_reserved_capacity and "
             "node_gpu_usage_total) over the last 7 days; enable Container Insights with "
             "enhanced observability"
         )
         lines = out.splitlines()
-        assert lines[-2].startswith("1 finding(s): $8.00 a month")  # the volume, then the note
+        assert lines[-2].startswith("1 finding: $8.00 a month")  # the volume, then the note
         assert lines[-1] == f"note: {said}"
         assert "note" not in err and "*" not in lines[-1] and "`" not in lines[-1]
         # the log line stays for operators who read logs, not the CLI

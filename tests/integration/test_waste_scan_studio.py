@@ -163,7 +163,7 @@ def test_idle_gpu_apps_are_found_and_priced_busy_cpu_new_and_protected_are_not(
     assert dict(kernel.resource.target)["user_profile_name"] == "carol"
     # the apps whose activity the health checks hid, reported or not (new-code is too young)
     assert ctx.notes == [
-        f"SageMaker Studio in {REGION}: user activity unknown for 2 app(s) "
+        f"SageMaker Studio in {REGION}: user activity unknown for 2 apps "
         f"({DOMAIN}/carol/old-kg, {DOMAIN}/dan-space/new-code): LastUserActivityTimestamp moves "
         "with SageMaker's health checks, so they were judged by time in service"
     ]

@@ -16,12 +16,13 @@ from bot.cli import main
 from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import ResourceFindingRecord
-from bot.notify.plan import plan_alerts
+from bot.poll.plan import plan_alerts
 from bot.slack.blocks.home import build_home_view
 from bot.slack.blocks.waste import overview_blocks, render_waste_text
 from bot.spend.home import home_dashboard
 from bot.waste.findings import ResourceEntry, WasteOverview, overview_for, waste_overview
 from bot.waste.lifecycle import approve_stop, record_silence
+from tests.support.outbox import rendered
 from tests.support.waste_surfaces import (
     AS_OF,
     HOSTILE,
@@ -72,7 +73,7 @@ def test_ledger_and_resource_findings_rank_together_and_each_resource_is_listed_
         ("resource", HOSTILE, Decimal("95.50")),
     ]
     orphaned = next(f for f in view.findings if f.kind == "orphaned")
-    assert "(1 of its 2 resources are listed as resource findings)" in orphaned.evidence
+    assert "(1 of its 2 resources is listed as a resource finding)" in orphaned.evidence
     # alpha's idle endpoint is all alpha-prod: listed once, as the resource finding
     assert [(f.kind, f.model) for f in view.merged] == [("idle_endpoint", "alpha")]
     assert view.monthly_total == Decimal("1515.50")
@@ -175,21 +176,23 @@ def test_the_weekly_digest_lists_open_resource_findings_in_their_posts_channels(
     # alpha's endpoint in alpha's channel; gamma (no channel) in team platform's; unowned FinOps;
     # vol-beta is kept (Keep for 7 days), so team ranking's channel gets nothing this week
     assert set(posts) == {"C0ALPHA", "C0PLATFORM", "C0FINOPS"}
-    alpha = json.dumps(posts["C0ALPHA"].blocks, ensure_ascii=False)
+    alpha = json.dumps(rendered(posts["C0ALPHA"])[1], ensure_ascii=False)
     assert "SageMaker endpoint `alpha-prod` — $420/month · us-east-1 · finding #" in alpha
     assert "Idle endpoint" not in alpha and "<@U0AAA111>" in alpha
-    assert posts["C0ALPHA"].text == (
-        ":wastebasket: Waste in the week of Nov 23–Nov 29: 1 finding(s), about $420/month"
+    assert rendered(posts["C0ALPHA"])[0] == (
+        ":wastebasket: Waste in the week of Nov 23–29: 1 finding, about $420/month"
     )
-    finops = json.dumps(posts["C0FINOPS"].blocks, ensure_ascii=False)
+    finops = json.dumps(rendered(posts["C0FINOPS"])[1], ensure_ascii=False)
     assert "GPU instance `i-legacybox` — $700/month" in finops
     assert "legacy-ranker" in finops and "$300/month" in finops
-    platform = json.dumps(posts["C0PLATFORM"].blocks, ensure_ascii=False)
+    platform = json.dumps(rendered(posts["C0PLATFORM"])[1], ensure_ascii=False)
     assert "&lt;!channel&gt;" in platform and "<!channel>" not in platform
     assert "<https://evil" not in platform
     # the digest's moment is the end of as_of (Dec 1 00:00): 6.75 days since vol-gone was seen
     assert "Closed findings saved $13.50 so far (1 closed)" in platform
-    assert "vol-beta" not in json.dumps([p.blocks for p in report.planned], ensure_ascii=False)
+    assert "vol-beta" not in json.dumps(
+        [rendered(p)[1] for p in report.planned], ensure_ascii=False
+    )
 
     # Not waste on the box: gone from the digest, and its ledger share is not counted again
     box = next(e for e in overview(session).resources if e.resource_id == "i-legacybox")
@@ -202,7 +205,7 @@ def test_the_weekly_digest_lists_open_resource_findings_in_their_posts_channels(
     )
     again = plan_alerts(session=session, settings=SETTINGS, as_of=AS_OF, now=NOW, checks=("waste",))
     finops = json.dumps(
-        {p.channel: p.blocks for p in again.planned}["C0FINOPS"], ensure_ascii=False
+        {p.channel: rendered(p)[1] for p in again.planned}["C0FINOPS"], ensure_ascii=False
     )
     assert "i-legacybox" not in finops and "$300/month" in finops
 
@@ -214,11 +217,11 @@ def test_app_home_lists_the_users_models_open_resource_findings(session: Session
         ("alpha-prod", Decimal("420.00"))
     ]
     view = json.dumps(build_home_view(board, "USD")["blocks"], ensure_ascii=False)
-    assert "*Waste on your models:* 1 open resource finding(s), *$420*/month" in view
+    assert "*Waste on your models:* 1 open resource finding, *$420*/month" in view
     assert "SageMaker endpoint `alpha-prod` (alpha) — *$420*/month" in view
     beta = home_dashboard(session=session, user_id="U0BBB111", today=AS_OF, now=NOW)
     view = json.dumps(build_home_view(beta, "USD")["blocks"], ensure_ascii=False)
-    assert "0 open resource finding(s), *$0.00*/month" in view
+    assert "0 open resource findings, *$0.00*/month" in view
     assert "EBS volume `vol-beta` (beta) — *$80.00*/month · kept or marked not waste" in view
     nobody = home_dashboard(session=session, user_id="U0NOBODY", today=AS_OF, now=NOW)
     assert nobody.waste == [] and "Waste on your models" not in json.dumps(

@@ -30,7 +30,7 @@ def section_texts(reply: dict[str, object]) -> str:
 def test_model_owner_sees_the_models_changes_newest_first(slack: SlackHarness) -> None:
     seed(slack, seed_audit)
     reply = reply_to(slack, "audit recsys", "U0AAA111")
-    assert reply["text"] == "Audit trail for model recsys: 7 change(s)"
+    assert reply["text"] == "Audit trail for model recsys: 7 changes"
     body = section_texts(reply)
     assert body.index("review.decide") < body.index("waste_resource_keep")
     assert body.index("model.owners.set") < body.index("`budget.set`")
@@ -48,7 +48,7 @@ def test_since_narrows_and_admin_may_read_a_team(slack: SlackHarness) -> None:
     body = section_texts(reply_to(slack, "audit recsys --since 2026-11-10", "U0AAA111"))
     assert "budget.acknowledge" in body and "model.owners.set" not in body
     reply = reply_to(slack, "audit platform", "U0ADMIN01")
-    assert reply["text"] == "Audit trail for team platform: 5 change(s)"
+    assert reply["text"] == "Audit trail for team platform: 5 changes"
     assert "— → period=monthly, monthly=$5,000.50, thresholds=[50, 80, 100]" in section_texts(reply)
 
 
@@ -104,7 +104,7 @@ def test_a_registry_import_shows_each_change_as_money(slack: SlackHarness) -> No
 
     seed(slack, two_imports)
     reply = reply_to(slack, "audit embed", "U0SSS111")
-    assert reply["text"] == "Audit trail for model embed: 3 change(s)"
+    assert reply["text"] == "Audit trail for model embed: 3 changes"
     body = section_texts(reply)
     assert "`registry.budget.update` `model:embed`\nmonthly=$95,765 → monthly=$75,135" in body
     assert "`registry.model.create`" in body and "`registry.budget.create`" in body

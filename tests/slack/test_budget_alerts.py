@@ -14,6 +14,7 @@ from bot.db.schema import AlertSilence, AuditLog, Budget, OutboxMessage
 from bot.notify.delivery import deliver_pending
 from bot.notify.outbox import HistoryLookup
 from bot.slack.notifier import SlackNotifier
+from bot.slack.render import SlackRenderer
 from tests.support.alert_walk import days
 from tests.support.budget_alerts import T0, click, cycle, seed_month
 from tests.support.outbox import let_time_pass, post_as_the_worker
@@ -87,6 +88,7 @@ def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: Slack
     client = slack.services.client
     report = deliver_pending(
         session_factory=slack.session_factory,
+        renderer=SlackRenderer(),
         notifier=SlackNotifier(client),
         now=T0 + dt.timedelta(minutes=3),
         find_posted=HistoryLookup(client),

@@ -66,14 +66,14 @@ def test_an_owner_makes_a_budget_weekly_and_the_channel_sees_it(slack: SlackHarn
     slack.command("budget list", user="U0STRANGER")
     board = slack.responses(1)[0]
     text = str(board["blocks"])
-    assert "$500 of $2,000 / week (week of 2026-11-16)" in text
+    assert "$500 of $2,000 / week (week of Nov 16, 2026)" in text
     assert "*25 %*" in text
     slack.fake.calls.clear()
     slack.command("budget show recsys", user="U0STRANGER")
     shown = slack.responses(1)[0]
     fields = [f["text"] for b in shown["blocks"] for f in b.get("fields") or []]
     assert "*Weekly budget*\n*$2,000* / week" in fields
-    assert any(f.startswith("*Spent (week of 2026-11-16, data through Nov 20)*") for f in fields)
+    assert any(f.startswith("*Spent (week of Nov 16, 2026, data through Nov 20)*") for f in fields)
     assert any(f.startswith("*Forecast to the week's end*") for f in fields)
 
     # an amount alone keeps the period
@@ -129,6 +129,6 @@ def test_app_home_shows_a_weekly_budget_with_its_week(slack: SlackHarness) -> No
     # the month figures carry no monthly budget; the week's line says its week and its unit
     assert "Month to date *$2,000* · budget no budget" in text
     assert (
-        "Weekly budget (week of 2026-11-16): *$500* of $400 / week · *125 %* · forecast $700"
+        "Weekly budget (week of Nov 16, 2026): *$500* of $400 / week · *125 %* · forecast $700"
         " :red_circle:"
     ) in text

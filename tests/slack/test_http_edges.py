@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import socket
@@ -90,11 +91,31 @@ def test_the_body_cap_is_a_setting(small_cap_slack: SlackHarness) -> None:
     assert signed_post(small_cap_slack, challenge + b" " * (2000 - len(challenge)))[0] == 200
 
 
-def test_a_body_without_a_length_is_refused(http_slack: SlackHarness) -> None:
-    chunked = b"5\r\nhello\r\n0\r\n\r\n"
-    status, _ = raw_post(http_slack, chunked, headers={"Transfer-Encoding": "chunked"})
-    assert status in (411, 413)
-    assert raw_post(http_slack, b"", headers={})[0] in (401, 411)
+def chunked(body: bytes, size: int = 1000) -> bytes:
+    """Return a body in HTTP/1.1 chunked transfer encoding."""
+    pieces = [body[i : i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+
+
+def test_a_chunked_body_is_decoded_and_judged_like_any_other(http_slack: SlackHarness) -> None:
+    # waitress decodes chunked bodies (wsgiref could not, so they were refused with 411)
+    status, _ = raw_post(http_slack, chunked(b"hello"), headers={"Transfer-Encoding": "chunked"})
+    assert status == 401  # unsigned
+    challenge = json.dumps({"type": "url_verification", "challenge": "c5"}).encode()
+    ts = str(int(time.time()))
+    signed = {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sign(challenge, ts)}
+    status, answer = raw_post(
+        http_slack, chunked(challenge, 7), headers={"Transfer-Encoding": "chunked", **signed}
+    )
+    assert status == 200 and b"c5" in answer
+    assert raw_post(http_slack, b"", headers={})[0] == 401  # no body at all, no signature
+
+
+def test_a_chunked_body_over_the_cap_gets_413(small_cap_slack: SlackHarness) -> None:
+    status, _ = raw_post(
+        small_cap_slack, chunked(b"x" * 3000), headers={"Transfer-Encoding": "chunked"}
+    )
+    assert status == 413
 
 
 def test_an_unsigned_or_stale_request_is_refused_before_its_body_is_parsed(
@@ -175,3 +196,34 @@ def test_remembered_signatures_expire_with_their_window_and_stay_bounded() -> No
     for sig in ("v0=b", "v0=c", "v0=d"):
         assert seen.first_sighting(int(now[0]), sig)
     assert len(seen._expiry) == 3  # the oldest was dropped to stay within the limit
+
+
+def test_http_1_1_keeps_the_connection_open_between_requests(http_slack: SlackHarness) -> None:
+    assert http_slack.url
+    parts = urlsplit(http_slack.url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
+    try:
+        connection.request("GET", "/healthz")
+        first = connection.getresponse()
+        assert json.loads(first.read())["status"] == "ok"
+        assert first.version == 11 and not first.will_close
+        sock = connection.sock
+        challenge = json.dumps({"type": "url_verification", "challenge": "c6"}).encode()
+        ts = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/json",
+            "X-Slack-Request-Timestamp": ts,
+            "X-Slack-Signature": sign(challenge, ts),
+        }
+        connection.request("POST", "/slack/events", body=challenge, headers=headers)
+        second = connection.getresponse()
+        assert second.status == 200 and b"c6" in second.read()
+        # the same socket carried both: http.client reconnects only after a close
+        assert connection.sock is sock and not second.will_close
+        connection.request("POST", "/slack/events", body=b"{}", headers={})
+        refused = connection.getresponse()
+        assert refused.status == 401
+        refused.read()
+        assert connection.sock is sock  # a refusal does not cost the connection either
+    finally:
+        connection.close()

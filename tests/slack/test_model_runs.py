@@ -49,7 +49,7 @@ def test_model_shows_the_months_runs_as_the_raw_billing_has_them(demo: SlackHarn
     assert [line.split("`")[1] for line in lines] == [name for _, name in expected]
     for (cost, _name), line in zip(expected, lines, strict=True):
         assert f"*{format_money(cost, 'USD')}*" in line
-    assert lines[0] == "• `recsys-v42-retry` (training, 18 Nov–20 Nov): *$5,368* · 1,310 GPU-h"
+    assert lines[0] == "• `recsys-v42-retry` (training, Nov 18–20): *$5,368* · 1,310 GPU-h"
 
 
 def _seed_runs(session: Session) -> None:
@@ -81,7 +81,7 @@ def test_model_runs_are_the_top_five_with_names_escaped(slack: SlackHarness) -> 
     assert len(lines) == 5
     assert lines[0] == (
         "• `sweep &lt;!channel&gt; &lt;https://evil.example|click&gt; &amp; ˋxˋ` "
-        "(training, 10 Nov–11 Nov): *$900* · 16 GPU-h"
+        "(training, Nov 10–11): *$900* · 16 GPU-h"
     )
     assert "<!channel>" not in section and "<https://" not in section
     assert [line.split("`")[1] for line in lines[1:]] == ["run-6", "run-5", "run-4", "run-3"]

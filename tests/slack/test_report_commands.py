@@ -40,10 +40,10 @@ def test_model_posts_a_real_png_chart_after_the_ack_and_the_numbers(demo: SlackH
 
     reply = demo.responses(1)[0]
     assert reply["response_type"] == "in_channel"
-    assert reply["text"].startswith("recsys: $17,139 month to date (1–20 Nov); 78 % of its $22,000")
+    assert reply["text"].startswith("recsys: $17,139 month to date (Nov 1–20); 78 % of its $22,000")
     text = all_text(reply["blocks"])
     for expected in (
-        "*Month to date (1–20 Nov)*\n*$17,139*",
+        "*Month to date (Nov 1–20)*\n*$17,139*",
         "$22,000 · *78 %* used",
         "Month-end forecast",
         "weekday run-rate over 28 days",
@@ -56,7 +56,7 @@ def test_model_posts_a_real_png_chart_after_the_ack_and_the_numbers(demo: SlackH
         "billed cost (as invoiced)",
         "• training: *$12,310* (72 %) · 82 % of its $15,000 budget",
         "`i-recsystrain01`",
-        "data through 20 Nov 2026",
+        "data through Nov 20, 2026",
     ):
         assert expected in text, expected
     assert len(reply["blocks"]) <= 50
@@ -68,7 +68,7 @@ def test_model_for_a_past_month_and_effective_cost(demo: SlackHarness) -> None:
     assert png_size(upload.body) == (1200, 500)
     reply = demo.responses(1)[0]
     text = all_text(reply["blocks"])
-    assert "Month total (1–31 Oct)" in text
+    assert "Month total (Oct 1–31)" in text
     assert "actual (month complete)" in text
     assert "effective cost (amortised" in text
 
@@ -95,7 +95,7 @@ def test_team_ranks_its_models_with_a_chart(demo: SlackHarness) -> None:
     reply = demo.responses(1)[0]
     text = all_text(reply["blocks"])
     assert reply["response_type"] == "in_channel"
-    assert text.index("1. *recsys* $17,139") < text.index("2. *search-ranker* $2,889")
+    assert text.index("1. *recsys* $17,139") < text.index("2. *search-ranker* $2,890")
     assert "$36,000 · *67 %* used" in text
 
 

@@ -16,17 +16,12 @@ from sqlalchemy.orm import Session
 from bot.db.engine import session_scope
 from bot.db.schema import AuditLog, OutboxMessage, Review, ReviewItem, SignOff
 from bot.review.decisions import record_decision
-from bot.review.jobs import (
-    run_monthly_review_job,
-    run_review_refresh_job,
-    run_review_reminders_job,
-    run_weekly_signoff_job,
-)
 from bot.review.signoff import enqueue_digests
 from bot.slack.blocks.decision import build_decision_view
 from bot.web.health import health_snapshot
 from tests.support.economics_seed import REGISTRY, seed_review_month
 from tests.support.fake_slack import Call, dm_channel
+from tests.support.jobs import run_job
 from tests.support.outbox import let_time_pass, post_as_the_worker
 from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
@@ -179,11 +174,11 @@ def test_a_whole_review(slack: SlackHarness, clock: Clock, second_app: SlackHarn
 
     # reminder: once, in the thread, after N days, naming the undecided model's owner
     clock.now += dt.timedelta(days=2)
-    run_review_reminders_job(slack.services)
+    run_job(slack.services, "review-reminders")
     assert len(posts(slack)) == 5
     clock.now += dt.timedelta(days=2)
-    run_review_reminders_job(slack.services)
-    run_review_reminders_job(slack.services)
+    run_job(slack.services, "review-reminders")
+    run_job(slack.services, "review-reminders")
     reminder = find_post(slack, "undecided after 3 days: search")
     assert reminder.params["thread_ts"] == parent_ts
     assert "search" in reminder.params["text"] and "<@U0AAA113>" in dumps(reminder.params["blocks"])
@@ -199,8 +194,8 @@ def test_a_whole_review(slack: SlackHarness, clock: Clock, second_app: SlackHarn
 
     # never double-posted: the job, the command and the reminders find everything posted
     clock.now = dt.datetime(2026, 12, 2, 9, tzinfo=dt.UTC)
-    run_monthly_review_job(second_app.services)
-    run_review_reminders_job(second_app.services)
+    run_job(second_app.services, "monthly-review")
+    run_job(second_app.services, "review-reminders")
     assert second_app.command("review 2026-11", user="U0ADMIN01").status == 200
     wait_until(
         slack,
@@ -233,13 +228,69 @@ def test_the_monthly_job_posts_only_from_the_first_working_day(
 ) -> None:
     seed(slack, seed_org)
     clock.now = dt.datetime(2026, 11, 30, 9, tzinfo=dt.UTC)
-    assert run_monthly_review_job(slack.services) is None
+    assert run_job(slack.services, "monthly-review") is None
     clock.now = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
-    report = run_monthly_review_job(slack.services)
+    report = run_job(slack.services, "monthly-review")
     assert report is not None and len(report.opened) == 2 and len(report.delivered) == 5
-    again = run_monthly_review_job(slack.services)
+    again = run_job(slack.services, "monthly-review")
     assert again is not None and not again.opened and not again.delivered
     assert len(posts(slack)) == 5
+
+
+def test_a_first_start_does_not_join_a_review_round_already_under_way(
+    slack: SlackHarness,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seed(slack, seed_org)  # a database that never had a review
+    clock.now = dt.datetime(2026, 12, 2, 9, tzinfo=dt.UTC)  # the round began Tuesday, Dec 1
+    caplog.set_level("INFO", logger="bot.review.jobs")
+    assert run_job(slack.services, "monthly-review") is None
+    assert posts(slack) == []
+    assert "monthly review of 2026-11 held: its round began 2026-12-01" in caplog.text
+    assert "--catch-up or MLCOST_REVIEW_CATCH_UP=true posts it" in caplog.text
+    with session_scope(slack.session_factory) as session:
+        assert session.scalars(select(Review)).all() == []
+
+    # the explicit choice: `mlcost serve --catch-up`
+    monkeypatch.setattr(slack.services.settings, "review_catch_up", True)
+    report = run_job(slack.services, "monthly-review")
+    assert report is not None and len(report.opened) == 2 and len(posts(slack)) == 5
+
+
+def test_a_restart_mid_round_catches_up_when_the_database_had_reviews(
+    slack: SlackHarness, clock: Clock
+) -> None:
+    seed(slack, seed_org)
+    with session_scope(slack.session_factory) as session:  # October's round ran here
+        session.add(Review(month="2026-10", team_name="ranking", channel="C0RANKING"))
+    clock.now = dt.datetime(2026, 12, 3, 9, tzinfo=dt.UTC)  # down on Dec 1 and 2
+    report = run_job(slack.services, "monthly-review")
+    assert report is not None and len(report.opened) == 2 and len(posts(slack)) == 5
+
+
+def test_the_startup_line_says_what_a_leader_runs_first(
+    slack: SlackHarness, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.bootstrap import scheduled_jobs
+    from bot.notify.scheduler import describe_first_runs
+
+    seed(slack, seed_org)
+    clock.now = dt.datetime(2026, 12, 2, 9, tzinfo=dt.UTC)
+    first = describe_first_runs(scheduled_jobs(slack.services))
+    assert first == (
+        "poll (no MLCOST_POLL_SOURCES, so nothing re-read; budget alerts and the weekly "
+        "unallocated and waste posts; then every 6 h), anomaly check of 2026-12-01, "
+        "monthly review of 2026-11 held: its round began 2026-12-01, before this database had "
+        "any review (--catch-up or MLCOST_REVIEW_CATCH_UP=true posts it), "
+        "weekly sign-off DMs for the week of 2026-11-23 (once per owner)"
+    )
+    clock.now = dt.datetime(2026, 12, 9, 9, tzinfo=dt.UTC)
+    monkeypatch.setattr(slack.services.settings, "poll_sources", "cost-explorer,cur:s3://b/p/")
+    first = describe_first_runs(scheduled_jobs(slack.services))
+    assert first.startswith("poll (re-reads cost-explorer, cur; ")
+    assert "no monthly review today" in first
 
 
 def test_a_failed_post_is_retried_by_the_next_run_not_doubled(
@@ -247,11 +298,11 @@ def test_a_failed_post_is_retried_by_the_next_run_not_doubled(
 ) -> None:
     seed(slack, seed_org)
     slack.fake.fail("chat.postMessage", 500, times=1)
-    first = run_monthly_review_job(slack.services)
+    first = run_job(slack.services, "monthly-review")
     assert first is not None and first.failed
     clock.now += dt.timedelta(hours=2)
     let_time_pass(slack.session_factory, dt.timedelta(hours=2))  # the retry is due
-    run_review_reminders_job(slack.services)  # retries pending review posts
+    run_job(slack.services, "review-reminders")  # retries pending review posts
     texts = [c.params["text"] for c in posts(slack)]
     assert len(set(texts)) == 5
     with session_scope(slack.session_factory) as session:
@@ -283,12 +334,12 @@ def test_a_decision_whose_thread_update_failed_is_shown_by_the_refresh_job(
             return item.refresh_pending
 
     assert pending()
-    assert run_review_refresh_job(slack.services) == 1
+    assert run_job(slack.services, "review-refresh") == 1
     shown = dumps(message(slack, "C0RANKING", recsys_ts)["blocks"])
     assert "*Kill* — decided by <@U0AAA111>" in shown and "no lift" in shown
     assert not pending()
     updates = len(slack.fake.calls_to("chat.update"))
-    assert run_review_refresh_job(slack.services) == 0
+    assert run_job(slack.services, "review-refresh") == 0
     assert len(slack.fake.calls_to("chat.update")) == updates  # nothing left to refresh
 
 
@@ -314,7 +365,9 @@ def test_a_digest_that_reached_slack_before_a_crash_is_not_sent_again(
         row.status, row.attempts = "sending", 1
         row.next_attempt_at = clock.now + dt.timedelta(minutes=2)
     clock.now += dt.timedelta(minutes=5)
-    assert run_weekly_signoff_job(slack.services) == 0  # nothing new to queue, the rest delivered
+    assert (
+        run_job(slack.services, "weekly-signoff") == 0
+    )  # nothing new to queue, the rest delivered
     to_owner = [c for c in posts(slack) if c.params["channel"] == "U0AAA111"]
     assert len(to_owner) == 1  # found in the DM's history, not posted again
     assert slack.fake.calls_to("conversations.open")[0].params["users"] == "U0AAA111"
@@ -329,10 +382,10 @@ def test_a_digest_that_reached_slack_before_a_crash_is_not_sent_again(
 def test_weekly_signoff_digest_and_button(slack: SlackHarness, clock: Clock) -> None:
     seed(slack, seed_org)
     clock.now = dt.datetime(2026, 11, 30, 9, tzinfo=dt.UTC)  # a Monday
-    assert run_weekly_signoff_job(slack.services) == 4  # recsys x2 owners, search, churn
-    assert run_weekly_signoff_job(slack.services) == 0
+    assert run_job(slack.services, "weekly-signoff") == 4  # recsys x2 owners, search, churn
+    assert run_job(slack.services, "weekly-signoff") == 0
     digest = next(c for c in posts(slack) if c.params["channel"] == "U0AAA111")
-    assert "23 Nov – 29 Nov 2026" in digest.params["text"]
+    assert "Nov 23–29, 2026" in digest.params["text"]
     blocks = dumps(digest.params["blocks"])
     assert "*recsys*" in blocks and "Sign off" in blocks and "*search*" not in blocks
 
@@ -353,7 +406,7 @@ def test_weekly_signoff_digest_and_button(slack: SlackHarness, clock: Clock) -> 
 
     # the monthly review shows models not signed off every week
     clock.now = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
-    run_monthly_review_job(slack.services)
+    run_job(slack.services, "monthly-review")
     parent = find_post(slack, "Monthly cost review · ranking")
     assert "Not signed off every week: recsys, search" in dumps(parent.params["blocks"])
     recsys = find_post(slack, '"recsys: ')
@@ -387,7 +440,7 @@ def test_a_thread_slack_refuses_fails_alone_in_the_refresh_job(
     slack: SlackHarness, clock: Clock
 ) -> None:
     seed(slack, seed_org)
-    assert run_monthly_review_job(slack.services) is not None
+    assert run_job(slack.services, "monthly-review") is not None
     # three decisions recorded while Slack could not be updated, oldest first
     with session_scope(slack.session_factory) as session:
         for minutes, (model, user) in enumerate(
@@ -426,14 +479,14 @@ def test_a_thread_slack_refuses_fails_alone_in_the_refresh_job(
         with session_scope(slack.session_factory) as session:
             return health_snapshot(session, clock.now)
 
-    assert run_review_refresh_job(slack.services) == 1
+    assert run_job(slack.services, "review-refresh") == 1
     assert "decided by <@U0ADMIN01>" in shown("churn")  # refreshed despite the two before it
     assert "decided by" not in shown("search") and "decided by" not in shown("recsys")
     assert health()["review_threads_to_update"] == 1  # search waits; recsys is given up
     assert health()["review_threads_failed"] == 1
-    assert run_review_refresh_job(slack.services) == 1
+    assert run_job(slack.services, "review-refresh") == 1
     assert "decided by <@U0AAA113>" in shown("search")
-    assert run_review_refresh_job(slack.services) == 0
+    assert run_job(slack.services, "review-refresh") == 0
     assert update_calls.count(ts["recsys"]) == 1  # not retried run after run
     assert health()["review_threads_to_update"] == 0
     with session_scope(slack.session_factory) as session:
@@ -465,7 +518,7 @@ def test_two_owners_submitting_at_the_same_moment_close_the_review(
     slack: SlackHarness, clock: Clock
 ) -> None:
     seed(slack, seed_org)
-    assert run_monthly_review_job(slack.services) is not None
+    assert run_job(slack.services, "monthly-review") is not None
     parent_ts = next(
         ts
         for (ch, ts), m in slack.fake.messages.items()

@@ -11,11 +11,12 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.schema import IngestionRun, OutboxMessage
-from bot.notify.plan import plan_waste_posts
 from bot.notify.routing import Router
+from bot.poll.plan import plan_waste_posts
 from bot.review.signoff import enqueue_digests
 from tests.slack.test_report_commands import all_text
 from tests.support.economics_seed import REGISTRY, add_spend, seed_review_month
+from tests.support.outbox import rendered
 from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
 from tests.support.waste_surfaces import seed_all
@@ -89,14 +90,14 @@ def test_the_weekly_waste_digest_says_the_week_was_not_covered(session: Session)
     fresh, _ = plan_waste_posts(
         session=session, settings=settings, as_of=dt.date(2026, 12, 1), router=router
     )
-    assert fresh and all(STALE not in all_text(post.blocks) for post in fresh)
+    assert fresh and all(STALE not in all_text(rendered(post)[1]) for post in fresh)
     # two weeks on, nothing was ingested: the week of Dec 7-13 has no ledger data at all
     stale, _ = plan_waste_posts(
         session=session, settings=settings, as_of=dt.date(2026, 12, 15), router=router
     )
     assert stale
     for post in stale:
-        shown = all_text(post.blocks)
+        shown = all_text(rendered(post)[1])
         assert STALE in shown and "2026-11-30, 13 days before 2026-12-13" in shown
 
 
@@ -109,7 +110,7 @@ def test_the_weekly_signoff_digest_says_the_week_was_not_covered(session: Sessio
             session=session, week_start=week_start, currency="USD", now=now, max_data_age_days=3
         )
     digests = {
-        m.dedupe_key.split(":")[1]: json.dumps(m.payload)
+        m.dedupe_key.split(":")[1]: json.dumps(rendered(m))
         for m in session.scalars(select(OutboxMessage).where(OutboxMessage.channel == "U0AAA111"))
     }
     assert STALE not in digests["2026-11-23"]  # the ledger reaches that Sunday

@@ -14,6 +14,7 @@ import pytest
 from moto import mock_aws
 from sqlalchemy import select
 
+from bot.bootstrap import outbox_deps
 from bot.db.engine import session_scope
 from bot.db.schema import AuditLog, ResourceFindingRecord
 from bot.waste.jobs import post_scan
@@ -21,6 +22,7 @@ from bot.waste.scan.model import Action, Reason, Recommendation, Resource, Resou
 from bot.waste.scan.model import ResourceKind as Kind
 from bot.waste.scan.run import ScanReport
 from tests.support.aws_calls import CountingAws
+from tests.support.jobs import run_job
 from tests.support.sample_registry import load_registry
 from tests.support.slack_app import SlackHarness, seed
 from tests.support.slack_requests import button_click, posted_button_click
@@ -53,7 +55,8 @@ class World:
 
     def post(self, *found: ResourceFinding) -> None:
         report = ScanReport(self.account, (REGION,), tuple(found), (), "USD")
-        posted = post_scan(self.slack.services, report)
+        services = self.slack.services
+        posted = post_scan(report, settings=services.settings.scan, **outbox_deps(services))
         assert posted.delivery is not None and len(posted.delivery.delivered) == len(found)
 
     def row(self, rid: str) -> ResourceFindingRecord:
@@ -344,7 +347,6 @@ class DeadProcess:
 def test_a_stop_claimed_by_a_process_that_died_is_retried_once_after_the_lease(
     world: World,
 ) -> None:
-    from bot.waste.stopping import resume_stale_stops
 
     iid = world.instance({"ml:model": "recsys"})
     world.enable_actions()
@@ -358,11 +360,11 @@ def test_a_stop_claimed_by_a_process_that_died_is_retried_once_after_the_lease(
     # the lease runs by the database's clock: a host whose clock runs ahead does not take it
     services.clock = lambda: pressed + dt.timedelta(minutes=61)
     world.age_claim(iid, dt.timedelta(minutes=59))  # still leased: maybe acting
-    assert resume_stale_stops(services) == []
+    assert run_job(services, "resource-stop-retry") == []
     assert world.aws.calls["ec2:StopInstances"] == 0
 
     world.age_claim(iid, dt.timedelta(minutes=2))  # claimed 61 minutes ago
-    (retried,) = resume_stale_stops(services)
+    (retried,) = run_job(services, "resource-stop-retry")
     assert retried == world.row(iid).id
     assert world.aws.calls["ec2:StopInstances"] == 1 and world.state(iid) in ("stopping", "stopped")
     row = world.row(iid)
@@ -378,5 +380,5 @@ def test_a_stop_claimed_by_a_process_that_died_is_retried_once_after_the_lease(
     assert actions == ["waste_resource_stop", "waste_resource_stop_retry", "waste_resource_action"]
 
     services.clock = lambda: pressed + dt.timedelta(hours=3)  # done: never again
-    assert resume_stale_stops(services) == []
+    assert run_job(services, "resource-stop-retry") == []
     assert world.aws.calls["ec2:StopInstances"] == 1

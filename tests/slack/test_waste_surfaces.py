@@ -43,7 +43,7 @@ def test_waste_for_everyone_ranks_ledger_and_resource_findings_together(
     reply = org.responses(1)[0]
     # as of Dec 1 the ledger week holds six days of spend (through Nov 30): the orphaned tag's
     # third is $257.14 ($300 on Nov 30)
-    assert reply["text"] == "Waste: 4 finding(s), about $1,473/month"
+    assert reply["text"] == "Waste: 4 findings, about $1,473/month"
     sections = [b["text"]["text"] for b in reply["blocks"] if b["type"] == "section"]
     assert [s.split("*")[1] for s in sections] == [
         "GPU instance `i-legacybox`",
@@ -57,7 +57,7 @@ def test_waste_for_everyone_ranks_ledger_and_resource_findings_together(
     assert "Idle endpoint" not in texts(reply["blocks"])  # listed once, as alpha-prod
     note = reply["blocks"][-1]["elements"][0]["text"]
     assert "Not counted (Keep or Not waste): EBS volume `vol-beta` $80.00/month" in note
-    assert "EBS volume vol-gone closed on 2026-11-30 (no longer found): saved $14.00" in note
+    assert "EBS volume vol-gone closed on Nov 30, 2026 (no longer found): saved $14.00" in note
     assert "*Closed findings saved $14.00 so far (1 closed)*" in note
     assert_no_outside_markup(texts(reply["blocks"]) + reply["text"])
 
@@ -66,7 +66,7 @@ def test_waste_for_a_team_or_model_shows_its_own_and_no_unowned_ones(org: SlackH
     org.command("waste ranking")
     ranking = org.responses(1)[-1]
     shown = texts(ranking["blocks"])
-    assert ranking["text"] == "Waste: 1 finding(s), about $420/month"
+    assert ranking["text"] == "Waste: 1 finding, about $420/month"
     assert "SageMaker endpoint `alpha-prod`" in shown and "`vol-beta`" in shown
     assert "i-legacybox" not in shown and "legacy-ranker" not in shown
     assert "Closed findings" not in shown  # ranking closed nothing
@@ -78,13 +78,13 @@ def test_waste_for_a_team_or_model_shows_its_own_and_no_unowned_ones(org: SlackH
     assert "alpha-prod" not in shown and "i-legacybox" not in shown
     assert_no_outside_markup(shown)
     org.command("waste alpha")
-    assert org.responses(3)[-1]["text"] == "Waste: 1 finding(s), about $420/month"
+    assert org.responses(3)[-1]["text"] == "Waste: 1 finding, about $420/month"
 
 
 def test_app_home_shows_the_users_models_open_resource_findings(org: SlackHarness) -> None:
     assert org.event({"type": "app_home_opened", "user": "U0AAA111", "tab": "home"}).status == 200
     view = org.fake.wait_for("views.publish")[0].params["view"]
     shown = texts(view["blocks"])
-    assert "*Waste on your models:* 1 open resource finding(s), *$420*/month" in shown
+    assert "*Waste on your models:* 1 open resource finding, *$420*/month" in shown
     assert "• SageMaker endpoint `alpha-prod` (alpha) — *$420*/month" in shown
     assert "i-legacybox" not in shown

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from bot.db.engine import session_scope
-from bot.notify.cycle import run_cycle
+from bot.poll.cycle import run_cycle
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.slack_app import SlackHarness
 from tests.support.slack_requests import posted_button_click
@@ -26,6 +26,7 @@ def seed_month(slack: SlackHarness) -> None:
 def cycle(slack: SlackHarness, now: dt.datetime, **kw: Any) -> Any:
     """Run one notification cycle as the scheduler would, posting to the fake Slack."""
     kw.setdefault("notifier", slack.services.notifier)
+    kw.setdefault("renderer", slack.services.renderer)
     return run_cycle(
         session_factory=slack.session_factory,
         settings=slack.services.settings,

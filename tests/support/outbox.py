@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from slack_sdk import WebClient
 from sqlalchemy import select
@@ -11,10 +12,26 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.bootstrap import system_clock
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.outbox import METADATA_EVENT, PlannedPost, enqueue_many
+from bot.notify.outbox import (
+    METADATA_EVENT,
+    PlannedPost,
+    PreRendered,
+    enqueue_many,
+    render_payload,
+    stored_payload,
+)
 from bot.slack.notifier import Posted, SlackNotifier
+from bot.slack.render import SlackRenderer
 
 BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
+
+RENDERER = SlackRenderer()
+
+
+def rendered(post: OutboxMessage | PlannedPost) -> tuple[str, list[dict[str, Any]]]:
+    """Return the text and blocks an outbox row or a planned post shows (rendered as delivered)."""
+    payload = stored_payload(post.message) if isinstance(post, PlannedPost) else post.payload
+    return render_payload(payload, RENDERER)
 
 
 def put(
@@ -27,7 +44,11 @@ def put(
     thread_key: str | None = None,
 ) -> bool:
     """Enqueue one message with the test blocks."""
-    return bool(enqueue_many(session, [PlannedPost(key, kind, channel, text, BLOCKS, thread_key)]))
+    return bool(
+        enqueue_many(
+            session, [PlannedPost(key, kind, channel, PreRendered(text, BLOCKS), thread_key)]
+        )
+    )
 
 
 def put_one(factory: sessionmaker[Session], key: str, *, text: str, **fields: str) -> None:
@@ -55,8 +76,7 @@ def post_as_the_worker(
     """Post an outbox row with its key in the metadata, as the delivery worker does."""
     return SlackNotifier(client).post_with_metadata(
         row.channel,
-        row.payload["text"],
-        row.payload["blocks"],
+        *rendered(row),
         thread_ts,
         {"event_type": METADATA_EVENT, "event_payload": {"key": row.dedupe_key}},
     )

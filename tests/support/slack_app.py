@@ -27,7 +27,7 @@ from bot.config import Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.slack.app import build_app
 from bot.slack.client import make_web_client
-from bot.web.server import make_http_server, serve_in_thread
+from bot.web.server import make_http_server
 from tests.support.fake_slack import FakeSlack
 from tests.support.slack_requests import (
     FORM,
@@ -184,15 +184,14 @@ def start_app(
     server = None
     if http:
         server = make_http_server(app, services, "127.0.0.1", 0)
-        serve_in_thread(server)
+        server.start()
         harness = dataclasses.replace(
-            harness, url=f"http://127.0.0.1:{server.server_address[1]}/", over_http=True
+            harness, url=f"http://127.0.0.1:{server.port}/", over_http=True
         )
 
     def stop() -> None:
         if server is not None:
-            server.shutdown()
-            server.server_close()
+            server.close()
         engine.dispose()
 
     return harness, stop

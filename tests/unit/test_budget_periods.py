@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 
 from bot.budgets.evaluate import BudgetStatus
+from bot.budgets.messages import AlertContext
 from bot.budgets.plan import (
     BudgetAlert,
     budget_alert_key,
@@ -18,7 +19,6 @@ from bot.budgets.plan import (
     sent_by_scope,
 )
 from bot.errors import RegistryError, UsageError
-from bot.notify.messages import AlertContext
 from bot.periods import (
     budget_period,
     check_budget_period,
@@ -37,12 +37,12 @@ NOW = dt.datetime(2026, 11, 30, 8, tzinfo=dt.UTC)
 @pytest.mark.parametrize(
     ("kind", "day", "start", "end", "label", "words"),
     [
-        ("daily", "2026-11-18", "2026-11-18", "2026-11-19", "d2026-11-18", "2026-11-18"),
+        ("daily", "2026-11-18", "2026-11-18", "2026-11-19", "d2026-11-18", "Nov 18, 2026"),
         # ISO weeks: Monday to Sunday, across a month and a year
-        ("weekly", "2026-11-18", "2026-11-16", "2026-11-23", "w2026-11-16", "week of 2026-11-16"),
-        ("weekly", "2026-11-22", "2026-11-16", "2026-11-23", "w2026-11-16", "week of 2026-11-16"),
-        ("weekly", "2026-11-23", "2026-11-23", "2026-11-30", "w2026-11-23", "week of 2026-11-23"),
-        ("weekly", "2027-01-01", "2026-12-28", "2027-01-04", "w2026-12-28", "week of 2026-12-28"),
+        ("weekly", "2026-11-18", "2026-11-16", "2026-11-23", "w2026-11-16", "week of Nov 16, 2026"),
+        ("weekly", "2026-11-22", "2026-11-16", "2026-11-23", "w2026-11-16", "week of Nov 16, 2026"),
+        ("weekly", "2026-11-23", "2026-11-23", "2026-11-30", "w2026-11-23", "week of Nov 23, 2026"),
+        ("weekly", "2027-01-01", "2026-12-28", "2027-01-04", "w2026-12-28", "week of Dec 28, 2026"),
         ("monthly", "2026-11-18", "2026-11-01", "2026-12-01", "2026-11", "2026-11"),
         ("quarterly", "2026-11-18", "2026-10-01", "2027-01-01", "q2026-10-01", "2026-Q4"),
         ("quarterly", "2027-03-31", "2027-01-01", "2027-04-01", "q2027-01-01", "2027-Q1"),
@@ -241,12 +241,13 @@ def test_alerts_say_the_period_its_unit_and_what_was_spent_in_it() -> None:
     weekly = status("weekly", wed, "850")
     text, blocks = build_budget_alert(BudgetAlert(weekly, "actual", 80), AlertContext("C0X"))
     assert text == (
-        ":warning: model:alpha passed 80 % of its weekly budget (week of 2026-11-16): "
+        ":warning: model:alpha passed 80 % of its weekly budget (week of Nov 16, 2026): "
         "$850 of $1,000 / week (85 %)."
     )
     body = blocks[1]["text"]["text"]
-    assert "*$850* spent in the week of 2026-11-16 through Nov 18 of a *$1,000 / week* budget" in (
-        body
+    assert (
+        "*$850* spent in the week of Nov 16, 2026 through Nov 18 of a *$1,000 / week* budget"
+        in body
     )
     assert "No forecast yet: only 3 days of this week are known." in body
     # the buttons carry the alert's outbox key only; the handlers read its period from the outbox
@@ -255,7 +256,7 @@ def test_alerts_say_the_period_its_unit_and_what_was_spent_in_it() -> None:
     }
     daily = status("daily", wed, "1200")
     text, blocks = build_budget_alert(BudgetAlert(daily, "actual", 100), AlertContext("C0X"))
-    assert text.startswith(":red_circle: model:alpha is over its daily budget (2026-11-18)")
+    assert text.startswith(":red_circle: model:alpha is over its daily budget (Nov 18, 2026)")
     assert "*$1,200* spent on Wed Nov 18 of a *$1,000 / day* budget" in blocks[1]["text"]["text"]
     assert "No forecast for a daily budget" in blocks[1]["text"]["text"]
     monthly = status("monthly", wed, "850")
@@ -280,6 +281,6 @@ def test_an_import_that_changes_the_period_says_so_in_one_line() -> None:
     )
     was = parse_registry(base % "monthly: 12000")
     diff = diff_registry(was, parse_registry(base % "amount: 500, period: weekly"))
-    assert diff.lines() == ["update budget model:alpha: amount 12000 / month -> 500 / week"]
+    assert diff.lines() == ["update budget model:alpha: amount $12,000 / month -> $500 / week"]
     diff = diff_registry(was, parse_registry(base % "monthly: 15000"))
-    assert diff.lines() == ["update budget model:alpha: monthly 12000 -> 15000"]
+    assert diff.lines() == ["update budget model:alpha: monthly $12,000 -> $15,000"]

@@ -85,9 +85,9 @@ def assert_one_format(labels: list[str]) -> None:
 
 def test_the_budget_is_drawn_on_the_cumulative_axis_and_labelled_with_its_amount() -> None:
     figure = spend_figure(recsys_like())
-    [daily, cumulative] = sorted(money_axes(figure), key=lambda a: a.get_ylabel())[::-1]
+    [daily, cumulative] = money_axes(figure)
     assert daily.get_ylabel().startswith("Daily spend")
-    assert cumulative.get_ylabel().startswith("Cumulative")
+    assert cumulative.get_ylabel() == "Nov to date (USD)"
     budget_lines = {
         axes.get_ylabel(): [
             line for line in axes.get_lines() if line.get_label().startswith("budget")
@@ -184,7 +184,7 @@ def test_the_review_chart_names_the_currency_and_writes_one_format_per_axis() ->
     )
     figure.canvas.draw()
     labels = sorted(axes.get_xlabel() for axes in figure.axes)
-    assert labels == ["cost (EUR)", "cost (USD)"]
+    assert labels == ["Cost this month (EUR)", "Cost this month (USD)"]
     for axes in figure.axes:
         ticks = tick_texts(axes.xaxis)
         assert_one_format(ticks)
@@ -211,14 +211,23 @@ def test_the_waste_chart_ranks_findings_by_monthly_cost_with_amounts_and_currenc
     figure.canvas.draw()
     [axes] = figure.axes
     assert top_down(axes) == [
-        "recsys training on p4d.24xlarge\nSpot candidate",
-        "legacy-ranker\nOrphaned",
-        "churn-predictor\nIdle endpoint",
+        "recsys training on p4d.24xlarge",
+        "legacy-ranker",
+        "churn-predictor",
+    ]
+    # each bar's kind is its colour, named once in the legend
+    [legend] = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "Spot candidate",
+        "Orphaned",
+        "Idle endpoint",
     ]
     assert [t.get_text() for t in axes.texts] == ["$4,708/month", "$3,628/month", "$349/month"]
     assert axes.get_xlabel().endswith("(USD)")
     assert_one_format(tick_texts(axes.xaxis))
-    assert "about $8,685/month in 3 finding(s)" in figure.texts[0].get_text()
+    assert "about $8,685/month in 3 findings" in figure.texts[0].get_text()
+    one = waste_figure(waste_bars()[:1], currency="USD", as_of=dt.date(2026, 11, 30))
+    assert one.texts[0].get_text().endswith("in 1 finding")
 
 
 def test_the_waste_chart_sums_findings_past_ten_and_draws_none_as_a_note() -> None:
@@ -226,11 +235,58 @@ def test_the_waste_chart_sums_findings_past_ten_and_draws_none_as_a_note() -> No
     figure = waste_figure(many, currency="USD", as_of=dt.date(2026, 11, 30))
     figure.canvas.draw()
     ticks = top_down(figure.axes[0])
-    assert (
-        len(ticks) == 11 and ticks[0] == "m12\nIdle endpoint" and ticks[-1] == "3 more finding(s)"
-    )
+    assert len(ticks) == 11 and ticks[0] == "m12" and ticks[-1] == "3 more findings"
     assert figure.axes[0].texts[-1].get_text() == "$303/month"  # 100 + 101 + 102
     empty = render_waste_chart([], currency="USD", as_of=dt.date(2026, 11, 30))
     assert png_size(empty) == (WASTE_WIDTH_PX, WASTE_HEIGHT_PX)
     figure = waste_figure([], currency="USD", as_of=dt.date(2026, 11, 30))
     assert "No waste found" in [t.get_text() for t in figure.axes[0].texts]
+
+
+def test_the_cumulative_panel_spans_the_month_and_names_what_is_spent_to_date() -> None:
+    """No empty quarter under the days before the month: the running total starts on the 1st."""
+    from matplotlib.dates import date2num
+
+    figure = spend_figure(recsys_like())
+    [daily, cumulative] = money_axes(figure)
+    low, high = cumulative.get_xlim()
+    assert date2num(NOV) - 1 <= low < date2num(NOV)
+    assert high <= date2num(dt.date(2026, 11, 30)) + 1
+    assert daily.get_xlim()[0] < date2num(NOV) - 9  # the daily panel keeps its history (Oct 22)
+    # 18 days at $700 and two of $2,100 through Nov 20
+    labels = cumulative.get_legend_handles_labels()[1]
+    assert "month to date $16,800 (through Nov 20)" in labels
+    assert all(re.fullmatch(r"Nov [0-9]{1,2}", t) for t in tick_texts(cumulative.xaxis))
+
+
+def test_the_review_chart_is_titled_and_styled_like_the_other_charts() -> None:
+    figure = review_figure("2026-11", "ranking", [snapshot("recsys", "USD", "1", "2", "3")])
+    figure.canvas.draw()
+    title = figure.get_suptitle()
+    assert title == "team ranking — cost by model and stage"
+    assert figure._suptitle.get_fontweight() == "bold" and figure._suptitle.get_ha() == "left"
+    [axes] = figure.axes
+    assert axes.get_title(loc="left").startswith("Nov 2026 · ")
+    assert axes.get_xlabel() == "Cost this month (USD)"
+    assert not axes.spines["top"].get_visible() and not axes.spines["right"].get_visible()
+
+
+def test_the_waste_chart_is_readable_at_slack_preview_size() -> None:
+    """Slack shows the PNG at most 360 px high: every text stays at least 10 px there."""
+    from bot.slack.charts.waste import PREVIEW_HEIGHT_PX, WASTE_DPI
+
+    many = [WasteBar(f"kind {i % 3}", f"resource-{i:02}", Decimal(100 + i)) for i in range(13)]
+    figure = waste_figure(many, currency="USD", as_of=dt.date(2026, 11, 30))
+    figure.canvas.draw()
+    [axes] = figure.axes
+    texts = [
+        *axes.get_xticklabels(),
+        *axes.get_yticklabels(),
+        *axes.texts,
+        axes.xaxis.label,
+        *figure.legends[0].get_texts(),
+    ]
+    scale = PREVIEW_HEIGHT_PX / WASTE_HEIGHT_PX
+    sizes = {round(t.get_fontsize() * WASTE_DPI / 72 * scale, 1) for t in texts if t.get_text()}
+    assert min(sizes) >= 10, sizes
+    assert all("\n" not in t.get_text() for t in axes.get_yticklabels())  # one line a bar

@@ -128,3 +128,63 @@ def test_control_characters_never_reach_the_database() -> None:
     from bot.slack.command_router import split_command_text
 
     assert split_command_text("model \x00rec\x07sys\x1b") == ["model", "rec", "sys"]
+
+
+def _chart_workers() -> set[int]:
+    """Return the pids of this process's children that are chart workers (spawned, not the
+    resource tracker)."""
+    import os
+    from pathlib import Path
+
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        state = stat.rsplit(")", 1)[1].split()[0]
+        if ppid == os.getpid() and state != "Z" and b"resource_tracker" not in cmdline:
+            found.add(int(proc.name))
+    return found
+
+
+def test_chart_workers_are_replaced_after_their_charts_even_with_charts_queued() -> None:
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bot.slack.charts.spend_chart import start_render_processes, stop_render_processes
+
+    day = NOV.start
+    charts = [
+        SpendChart(
+            title=f"t{i}",
+            subtitle="",
+            currency="USD",
+            stacks={"training": {day: Decimal(i + 1)}},
+            month_start=NOV.start,
+            month_end=NOV.end,
+            first_day=day,
+        )
+        for i in range(7)
+    ]
+    start_render_processes(1, max_charts_per_worker=2)
+    try:
+        first = _chart_workers()
+        assert len(first) == 1
+        # four threads at once: charts queue while workers are replaced (CPython gh-115634
+        # hangs exactly there with max_tasks_per_child on 3.11)
+        with ThreadPoolExecutor(4) as threads:
+            pngs = list(threads.map(render_spend_chart, charts, timeout=120))
+        assert all(png[:8] == b"\x89PNG\r\n\x1a\n" for png in pngs)
+        deadline = time.monotonic() + 30
+        while len(_chart_workers()) != 1 and time.monotonic() < deadline:
+            time.sleep(0.1)  # replaced pools finish their last chart, then exit
+        now = _chart_workers()
+        assert len(now) == 1 and now.isdisjoint(first)
+    finally:
+        stop_render_processes()
+    assert _chart_workers() == set()

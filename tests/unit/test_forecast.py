@@ -15,6 +15,8 @@ from bot.spend.forecast import (
     METHOD_RUN_RATE,
     METHOD_WEEKDAY,
     forecast_month,
+    forecast_month_end,
+    summarize_daily,
 )
 
 NOV = month_period("2026-11")
@@ -128,3 +130,33 @@ def test_forecast_is_at_least_the_actual_and_covers_every_remaining_day(
         return
     assert result.amount >= result.actual
     assert sorted(result.projected) == days(as_of + dt.timedelta(days=1), 29 - as_of_day)
+
+
+def test_an_unusual_day_is_left_out_of_the_weekday_pattern() -> None:
+    # Four weeks of weekdays at 100 and weekends at 20, and one Tuesday spike of 2,000 (a day
+    # the anomaly rule flags, answered Expected or not): next Tuesday is a usual Tuesday.
+    history = days(dt.date(2026, 10, 24), 28)  # to 2026-11-20, a Friday
+    daily = {d: Decimal(20) if d.weekday() >= 5 else Decimal(100) for d in history}
+    daily[dt.date(2026, 11, 3)] = Decimal(2000)  # a Tuesday, before the run-rate's week
+    result = forecast_month(daily, NOV, dt.date(2026, 11, 20), covered=history)
+    assert result.method == METHOD_WEEKDAY
+    assert result.projected[dt.date(2026, 11, 24)] == Decimal(100)  # Tuesday
+    assert result.projected[dt.date(2026, 11, 23)] == Decimal(100)  # Monday
+    assert result.projected[dt.date(2026, 11, 21)] == Decimal(20)  # Saturday
+    assert result.describe() == "weekday run-rate over 28 days, 1 unusual day left out"
+    summary = summarize_daily(daily, as_of=dt.date(2026, 11, 20), covered=history)
+    forecast = forecast_month_end(summary)
+    assert forecast is not None
+    assert forecast.method == (
+        "last-7-day run-rate shaped by the weekday pattern of the last 28 days, "
+        "1 unusual day left out"
+    )
+
+
+def test_a_scope_spending_on_few_days_keeps_them_as_its_pattern() -> None:
+    # A weekly batch job: Mondays only. Its median day is $0, so its Mondays are its shape.
+    history = days(dt.date(2026, 10, 24), 28)
+    daily = {d: Decimal(700) for d in history if d.weekday() == 0}
+    result = forecast_month(daily, NOV, dt.date(2026, 11, 20), covered=history)
+    assert result.projected[dt.date(2026, 11, 23)] == Decimal(700)  # Monday
+    assert result.projected[dt.date(2026, 11, 24)] == Decimal(0)

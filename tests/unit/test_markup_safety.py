@@ -56,6 +56,7 @@ from bot.spend.model_report import ModelReport, ResourceCost
 from bot.spend.reports import SpendLine, SpendReport, SpendTotals
 from bot.spend.team_report import ModelLine, TeamReport, TopModels
 from bot.spend.unallocated import UnallocatedReport
+from bot.waste import catalog
 from bot.waste.checks import WasteFinding
 from bot.waste.findings import ResourceEntry
 
@@ -209,7 +210,7 @@ def decision_state(draw: Any) -> review_blocks.DecisionState:
 
 def waste_finding(draw: Any) -> WasteFinding:
     return WasteFinding(
-        draw(st.sampled_from([*waste_blocks.KIND_LABELS, "odd"])),
+        draw(st.sampled_from([*(c.kind for c in catalog.ledger_checks()), "odd"])),
         draw(hostile(1024)),
         draw(money),
         draw(hostile(3000)),
@@ -224,7 +225,7 @@ def resource_entry(draw: Any) -> ResourceEntry:
     closed = draw(st.booleans())
     return ResourceEntry(
         finding_id=draw(st.integers(1, 10**9)),
-        kind=draw(st.sampled_from([*waste_resource_blocks.KIND_WORDS, "odd"])),
+        kind=draw(st.sampled_from([*catalog.resource_kinds(), "odd"])),
         resource_id=draw(hostile(1024)),
         account=draw(hostile(40)),
         region=draw(hostile(40)),
@@ -286,9 +287,7 @@ def case_anomaly_alert(draw: Any) -> Built:
 def case_unallocated_alert(draw: Any) -> Built:
     line = st.tuples(hostile(200), st.one_of(st.none(), hostile(256)), money)
     lines = many(draw, draw(count), line)
-    return alert_blocks.build_unallocated_alert(
-        lines, draw(money), "the week of Nov 9–Nov 15", "USD"
-    )
+    return alert_blocks.build_unallocated_alert(lines, draw(money), "the week of Nov 9–15", "USD")
 
 
 def case_raise_modal(draw: Any) -> Built:
@@ -421,7 +420,7 @@ def case_waste_digest(draw: Any) -> Built:
     findings = [waste_finding(draw) for _ in range(2)] * (draw(st.sampled_from([0, 1, 250])))
     return waste_blocks.build_waste_digest(
         findings,
-        "the week of Nov 9–Nov 15",
+        "the week of Nov 9–15",
         draw(users),
         "USD",
         resource_entries(draw),
@@ -432,7 +431,7 @@ def case_waste_digest(draw: Any) -> Built:
 
 def resource_details(draw: Any) -> dict[str, Any]:
     return {
-        "kind": draw(st.sampled_from([*waste_resource_blocks.KIND_WORDS, "odd"])),
+        "kind": draw(st.sampled_from([*catalog.resource_kinds(), "odd"])),
         "resource_id": draw(hostile(1024)),
         "account": draw(hostile(40)),
         "region": draw(hostile(40)),
@@ -445,7 +444,7 @@ def resource_details(draw: Any) -> dict[str, Any]:
         "price_source": draw(hostile(1000)),
         "monthly_cost": str(draw(money)),
         "recommendation": {
-            "action": draw(st.sampled_from([*waste_resource_blocks.STOP_WORDS, "odd"])),
+            "action": draw(st.sampled_from([*catalog.stop_actions(), "odd"])),
             "text": draw(hostile(3000)),
             "monthly_saving": str(draw(money)),
         },
@@ -483,11 +482,11 @@ def case_waste_resource_reply(draw: Any) -> Built:
 
 
 def case_waste_resource_summary(draw: Any) -> Built:
-    from bot.notify.messages import WasteResourceSummaryLine
+    from bot.waste.messages import WasteResourceSummaryLine
 
     line = st.builds(
         WasteResourceSummaryLine,
-        st.sampled_from([*waste_resource_blocks.KIND_WORDS, "odd"]),
+        st.sampled_from([*catalog.resource_kinds(), "odd"]),
         hostile(1024),
         money,
         hostile(40),

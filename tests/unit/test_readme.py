@@ -77,3 +77,24 @@ def test_the_registry_examples_in_the_readme_and_docs_load(tmp_path: Path) -> No
         path = tmp_path / f"registry-{n}.yaml"
         path.write_text(block, encoding="utf-8")
         assert load_registry_file(path).models  # raises with FILE:LINE on any error
+
+
+def test_the_test_section_says_how_long_and_what_postgresql_needs() -> None:
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    tests = quick_start.split("Run the tests", 1)[1]
+    assert re.search(r"`\.ci/run` .* took \d+ s in all", tests, re.S), "how long the suite takes"
+    conftest = (ROOT / "tests" / "conftest.py").read_text(encoding="utf-8")
+    # what the harness does to the server, as the README tells it
+    assert 'CREATE DATABASE "{name}"' in conftest and "CREATEDB" in tests
+    assert "mlcost_test_" in conftest and "`mlcost_test_*`" in tests
+    assert "WITH (FORCE)" in conftest and "PostgreSQL (13 or later)" in tests  # FORCE is 13+
+
+
+def test_the_readme_says_once_how_a_bare_mlcost_runs() -> None:
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    steps = README.split("## From the demo to your own data", 1)[1].split("\n## ", 1)[0]
+    assert ".venv/bin/mlcost demo" in quick_start
+    assert "`.venv/bin/pip install .`" in quick_start  # runtime only, beside the dev install
+    assert re.search(r"^mlcost ", steps, re.M)  # the steps run a bare mlcost...
+    assert steps.count("source .venv/bin/activate") == 1  # ...after saying once how
+    assert steps.index("source .venv/bin/activate") < steps.index("**1. ")

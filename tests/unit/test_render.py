@@ -9,21 +9,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.anomalies.detect import Anomaly, Baseline
+from bot.anomalies.messages import AnomalyAlertMessage
+from bot.budgets.messages import BudgetAlertMessage
 from bot.budgets.plan import ACTUAL, FORECAST, BudgetAlert
-from bot.notify.messages import (
-    AnomalyAlertMessage,
-    BudgetAlertMessage,
-    Message,
+from bot.notify.outbox import planned_post
+from bot.review.messages import (
     ReviewItemMessage,
     ReviewParentMessage,
     ReviewReminderMessage,
     SignoffDigestMessage,
-    UnallocatedAlertMessage,
-    WasteDigestMessage,
 )
-from bot.notify.outbox import planned_post
 from bot.slack.blocks import alerts, review, signoff, waste
-from bot.slack.render import render
+from bot.slack.render import Message, render
+from bot.spend.messages import UnallocatedAlertMessage
+from bot.waste.messages import WasteDigestMessage
 from tests.unit.test_markup_safety import (
     AS_OF,
     VALID_USERS,
@@ -36,7 +35,7 @@ from tests.unit.test_markup_safety import (
     waste_finding,
 )
 
-WEEK = "the week of Nov 9–Nov 15"
+WEEK = "the week of Nov 9–15"
 
 
 def cases(draw: Any) -> list[tuple[Message, tuple[str, list[dict[str, Any]]]]]:
@@ -90,7 +89,7 @@ def test_each_message_renders_as_its_builder_would(data: st.DataObject) -> None:
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_a_planned_post_carries_the_rendered_text_and_blocks(data: st.DataObject) -> None:
+def test_a_planned_post_carries_the_message_rendered_at_delivery(data: st.DataObject) -> None:
     message, (text, blocks) = cases(data.draw)[0]
     post = planned_post("budget:1:2026-11:80", "budget_actual", "C0FINOPS", message, "parent")
     assert (post.dedupe_key, post.kind, post.channel, post.thread_key) == (
@@ -99,4 +98,5 @@ def test_a_planned_post_carries_the_rendered_text_and_blocks(data: st.DataObject
         "C0FINOPS",
         "parent",
     )
-    assert (post.text, post.blocks) == (text, blocks)
+    assert post.message is message
+    assert render(post.message) == (text, blocks)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from bot.slack.blocks.waste_resource import KIND_WORDS, STOP_WORDS
+from bot.waste import catalog
 from bot.waste.scan.model import Action, ResourceKind
 
 
 def test_every_resource_kind_is_named() -> None:
-    assert sorted(set(ResourceKind) - set(KIND_WORDS)) == []
+    assert sorted(set(ResourceKind) - set(catalog.resource_kinds())) == []
 
 
 def test_every_fix_says_what_stop_it_does() -> None:
-    assert sorted(set(Action) - set(STOP_WORDS)) == []
+    assert sorted(set(Action) - set(catalog.stop_actions())) == []

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bot.counts import counted
 from bot.errors import IngestError
 from bot.ingest.attribution import normalize_tag_key, normalize_tags
 
@@ -311,9 +312,9 @@ class GroupedCharges:
         """Say how many charges took the default currency, if any did."""
         if not self.defaulted:
             return []
-        what = "grouped charge(s)" if self._grouped_input else "row(s)"
+        what = "grouped charge" if self._grouped_input else "row"
         return [
-            f"{self.defaulted:,} {what} had no {self.currency_field}; counted in "
+            f"{counted(self.defaulted, what)} had no {self.currency_field}; counted in "
             f"{self.default_currency} ({self.default_reason})"
         ]
 
@@ -681,6 +682,38 @@ def month_start(day: dt.date) -> dt.date:
 def next_month(day: dt.date) -> dt.date:
     """Return the first day of the following month."""
     return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+
+
+def charges_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Build canonical charges from plain rows, for a source that reads charges one by one.
+
+    A row gives `day` and `billed` (a Decimal or its text) and any other KEY_COLUMNS it knows;
+    the rest are blank, `billing_period` is the day's month, `effective` the billed cost,
+    `quantity` zero, and `tags` ({key: value}) become tag columns (keys normalised).
+    """
+    rows = list(rows)
+    tags = [{normalize_tag_key(k): str(v) for k, v in row.get("tags", {}).items()} for row in rows]
+    columns: dict[str, pa.Array] = {
+        "day": pa.array([row["day"] for row in rows], pa.date32()),
+        "billing_period": pa.array(
+            [row.get("billing_period") or month_start(row["day"]) for row in rows], pa.date32()
+        ),
+    }
+    for name in KEY_COLUMNS[2:]:
+        if name == "estimated":
+            columns[name] = pa.array([bool(row.get(name)) for row in rows], pa.bool_())
+        else:
+            columns[name] = pa.array([str(row.get(name) or "") for row in rows], pa.string())
+    for key in sorted({key for row_tags in tags for key in row_tags}):
+        columns[TAG_PREFIX + key] = pa.array([t.get(key, "") for t in tags], pa.string())
+    amounts = {
+        "billed": [row["billed"] for row in rows],
+        "effective": [row.get("effective", row["billed"]) for row in rows],
+        "quantity": [row.get("quantity", 0) for row in rows],
+    }
+    for name, values in amounts.items():
+        columns[name] = pa.array([Decimal(str(v)) for v in values], COST_TYPE)
+    return pa.table(columns)
 
 
 def source_data(

@@ -124,9 +124,9 @@ def latest_versions(files: list[tuple[str, float]]) -> list[str]:
 
 def _expand_s3(uri: str, s3_client: Any | None) -> list[tuple[str, float]]:
     bucket, key = _split_s3(uri)
-    client = s3_client or _s3()
     if key and not key.endswith("/"):
         return [(uri, 0.0)]
+    client = _s3(s3_client, uri)
     try:
         objects = []
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
@@ -150,10 +150,11 @@ def _split_s3(uri: str) -> tuple[str, str]:
     return parsed.netloc, parsed.path.lstrip("/")
 
 
-def _s3() -> Any:
-    from bot.bootstrap import aws_client  # the composition root makes every AWS client
-
-    return aws_client("s3")
+def _s3(client: Any | None, location: str) -> Any:
+    """Return the S3 client the caller handed in: whoever builds a source makes its clients."""
+    if client is None:
+        raise IngestError(f"{location}: no S3 client was given to read it with")
+    return client
 
 
 @contextmanager
@@ -163,7 +164,7 @@ def local_copy(location: str, s3_client: Any | None = None) -> Iterator[Path]:
         yield Path(location)
         return
     bucket, key = _split_s3(location)
-    client = s3_client or _s3()
+    client = _s3(s3_client, location)
     suffix = "".join(Path(key).suffixes[-2:])
     with tempfile.TemporaryDirectory(prefix="mlcost-") as tmp:
         target = Path(tmp) / f"object{suffix}"

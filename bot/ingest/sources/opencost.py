@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urljoin, urlsplit, urlun
 
 import pyarrow as pa
 
+from bot.counts import counted
 from bot.errors import IngestError
 from bot.ingest.attribution import NAMESPACE_TAG, normalize_tags
 from bot.ingest.nodes import ec2_instance
@@ -604,13 +605,15 @@ class OpenCostSource:
                     gaps.append(gap)
         if longer:
             self._notes.append(
-                f"{longer} allocation(s) cover more than a day: each is booked on the day its "
+                f"{counted(longer, 'allocation')} {'covers' if longer == 1 else 'cover'} more "
+                "than a day: each is booked on the day its "
                 "window starts (ask OpenCost for step=1d and accumulate=false for daily spend)"
             )
         if gaps:
             worst = max(gaps, key=lambda g: abs(g[1]))
             self._notes.append(
-                f"{len(gaps)} allocation(s) whose cost components and adjustments differ from "
+                f"{counted(len(gaps), 'allocation')} whose cost components and adjustments "
+                "differ from "
                 f"totalCost by more than {COMPONENT_TOLERANCE} (largest: {worst[0]}, "
                 f"{worst[1]:+}); totalCost is what is booked"
             )

@@ -13,10 +13,18 @@ from bot.anomalies.drivers import Driver as SpendDriver
 from bot.anomalies.drivers import dimension_label
 from bot.budgets.drivers import Driver
 from bot.budgets.evaluate import BudgetStatus
+from bot.budgets.messages import AlertContext
 from bot.budgets.plan import ACTUAL, EXCEEDED, BudgetAlert
-from bot.money import format_money, format_percent
-from bot.notify.messages import AlertContext
-from bot.periods import DAILY, MONTHLY, per_period, per_suffix, period_kind_of_label, period_words
+from bot.money import format_money, format_money_places, format_percent, shown_breakdown
+from bot.periods import (
+    DAILY,
+    MONTHLY,
+    day_words,
+    per_period,
+    per_suffix,
+    period_kind_of_label,
+    period_words,
+)
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
     MAX_FALLBACK_TEXT,
@@ -73,12 +81,13 @@ def command_hint(scope: str) -> str:
 def _driver_field(
     title: str, drivers: list[Driver], currency: str, total: Decimal
 ) -> dict[str, Any]:
+    # drivers that make up the whole (every stage, every day) add up to the total as shown
+    places, shown = shown_breakdown([driver.cost for driver in drivers], total)
     lines = []
-    for driver in drivers:
+    for driver, cost in zip(drivers, shown, strict=True):
         share = f" ({format_percent(driver.cost * 100 / total)})" if total > 0 else ""
-        lines.append(
-            f"{escape(clip(driver.label, 60))}: {format_money(driver.cost, currency)}{share}"
-        )
+        amount = format_money_places(cost, currency, places)
+        lines.append(f"{escape(clip(driver.label, 60))}: {amount}{share}")
     body = fit_lines(lines, MAX_FIELD_TEXT - len(title) - 3) if drivers else "–"
     return {"type": "mrkdwn", "text": f"*{title}*\n{body}"}
 
@@ -104,7 +113,7 @@ def build_budget_alert(alert: BudgetAlert, ctx: AlertContext) -> tuple[str, Bloc
         },
         _context(
             f"Details: {code(command_hint(status.scope))} · {escape(ctx.basis)} cost · as of "
-            f"{status.as_of.isoformat()}"
+            f"{day_words(status.as_of, year=True)}"
         ),
         _budget_buttons(alert),
     ]
@@ -145,7 +154,7 @@ def _budget_lines(
 ) -> list[str]:
     """Return the alert's body: spend against the budget, the forecast, the owners."""
     status = alert.status
-    through = status.as_of.strftime("%b %-d")
+    through = day_words(status.as_of)
     kind, unit = status.period_kind, per_period(status.period_kind)
     spent_in = "" if kind == MONTHLY else f" in the {period_words(status.month.label)}"
     if kind == DAILY:
@@ -213,7 +222,7 @@ def _budget_buttons(alert: BudgetAlert) -> dict[str, Any]:
 def build_anomaly_alert(anomaly: Anomaly, ctx: AlertContext) -> tuple[str, Blocks]:
     """Render an anomaly: the day against its baseline, the excess, its drivers, the answers."""
     money = lambda value: format_money(value, ctx.currency)  # noqa: E731
-    day = anomaly.day.strftime("%b %-d")
+    day = day_words(anomaly.day)
     baseline = anomaly.baseline
     if anomaly.kind == "gpu":
         phrase = f"GPU-hours of {{}} jumped on {day}"

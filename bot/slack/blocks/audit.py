@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.audit.trail import AuditEntry, change_line
+from bot.counts import counted
 from bot.slack.blocks.common import context, header, section
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import code, escape, fit_lines, user
@@ -47,5 +48,5 @@ def build_audit_blocks(
     if more:
         command = f"mlcost audit --subject {name}" + (f" --since {since}" if since else "")
         blocks.append(context(f"…and {more} more: {code(command)} lists them all."))
-    text = f"Audit trail for {kind} {escape(name)}{window}: {total} change(s)"
+    text = f"Audit trail for {kind} {escape(name)}{window}: {counted(total, 'change')}"
     return clip(text, MAX_FALLBACK_TEXT), blocks

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from bot.budgets.board import BudgetBoard, BudgetBoardRow
+from bot.counts import counted
 from bot.db.schema import Budget
 from bot.money import format_money, format_percent
-from bot.periods import MONTHLY, per_period, per_suffix, period_words
+from bot.periods import MONTHLY, day_words, per_period, per_suffix, period_words
 from bot.slack.blocks.common import (
     basis_words,
     context,
@@ -52,7 +53,7 @@ def _not_counted(status: BudgetBoardRow, prefix: str) -> str:
     """Say what the scope spent in other currencies, which its budget does not count."""
     if not status.not_counted:
         return ""
-    amounts = ", ".join(f"{v:,.2f} {iso}" for iso, v in status.not_counted.items())
+    amounts = ", ".join(format_money(v, iso) for iso, v in status.not_counted.items())
     return f"{prefix}not counted: {amounts} (billed in another currency)"
 
 
@@ -64,7 +65,7 @@ def build_budget_list_blocks(board: BudgetBoard, currency: str) -> tuple[str, li
         lines.append(f"…and {len(board.statuses) - MAX_LINES} more")
     over = sum(1 for s in board.statuses if s.used is not None and s.used >= 100)
     text = (
-        f"{len(board.statuses)} budgets for {span.month.start:%B %Y} "
+        f"{counted(len(board.statuses), 'budget')} for {span.month.start:%B %Y} "
         f"({month_words(span)}); {over} already over."
     )
     body = (
@@ -93,11 +94,12 @@ def build_budget_show_blocks(
     currency = status.currency
     span = board.span
     who = user(status.updated_by) if status.updated_by else "the registry"
-    when = f"{status.updated_at:%d %b %Y %H:%M} UTC" if status.updated_at else "unknown"
+    # a moment, as every timestamp in Slack: `2026-11-19 09:30 UTC`
+    when = f"{status.updated_at:%Y-%m-%d %H:%M} UTC" if status.updated_at else "unknown"
     kind = status.period_kind
     spent_when = month_words(span)
     if kind != MONTHLY and status.period is not None:
-        spent_when = f"{period_words(status.period.label)}, data through {span.as_of:%b %-d}"
+        spent_when = f"{period_words(status.period.label)}, data through {day_words(span.as_of)}"
     pairs = [
         (
             f"{kind.capitalize()} budget",

@@ -7,6 +7,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from bot.money import CostBasis, format_money
+from bot.periods import days_words
 from bot.slack import mrkdwn
 from bot.slack.guard import (
     MAX_CONTEXT_TEXT,
@@ -74,10 +75,10 @@ def basis_words(basis: CostBasis) -> str:
 
 
 def month_words(span: ReportingWindow) -> str:
-    """Return `1–19 Nov` for the counted days of the report's month."""
+    """Return `Nov 1–19` for the counted days of the report's month."""
     if span.as_of < span.month.start:
         return f"no data yet for {span.month.start:%b}"
-    return f"{span.month.start.day}–{span.as_of.day} {span.month.start:%b}"
+    return days_words(span.month.start, span.as_of)
 
 
 def forecast_phrase(amount: Decimal | None, currency: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.notify.messages import DECISIONS
+from bot.review.messages import DECISIONS
 from bot.slack.guard import MAX_MODAL_TITLE, clip
 from bot.slack.mrkdwn import bold, escape
 

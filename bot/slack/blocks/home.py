@@ -6,8 +6,9 @@ from decimal import Decimal
 from typing import Any
 
 from bot.budgets.evaluate import BudgetStatus
-from bot.money import CostBasis, format_money, format_percent
-from bot.periods import per_suffix, period_words
+from bot.counts import counted
+from bot.money import CostBasis, format_money, format_money_places, format_percent, shown_breakdown
+from bot.periods import day_words, per_suffix, period_words
 from bot.slack.blocks.common import (
     basis_words,
     context,
@@ -17,10 +18,10 @@ from bot.slack.blocks.common import (
     month_words,
     section,
 )
-from bot.slack.blocks.waste_resource import KIND_WORDS
 from bot.slack.guard import clip
 from bot.slack.mrkdwn import code, escape, fit_lines
 from bot.spend.home import HomeDashboard
+from bot.waste.catalog import kind_label
 
 MAX_MODELS = 40  # a Home view holds 100 blocks; two per model plus the frame
 MAX_WASTE_LINES = 15
@@ -32,7 +33,7 @@ def build_home_view(board: HomeDashboard, currency: str) -> dict[str, Any]:
     basis = basis_words(CostBasis.BILLED)
     blocks: list[dict[str, Any]] = [
         header(f"Your models · {span.month.start:%B %Y}"),
-        context(f"{basis} · {month_words(span)} · data through {span.as_of:%d %b %Y}"),
+        context(f"{basis} · {month_words(span)} · data through {day_words(span.as_of, year=True)}"),
     ]
     for line in board.models[:MAX_MODELS]:
         budget = "no budget"
@@ -99,14 +100,21 @@ def period_budget_line(status: BudgetStatus, currency: str) -> str:
 
 def waste_blocks(board: HomeDashboard, currency: str) -> list[dict[str, Any]]:
     """The open resource findings on the user's models: one line each, with the monthly cost."""
-    counted = [e for e in board.waste if not e.silenced]
+    open_ones = [e for e in board.waste if not e.silenced]
     if not board.waste:
         return []
-    total = sum((e.monthly_cost for e in counted), Decimal(0))
+    total = sum((e.monthly_cost for e in open_ones), Decimal(0))
+    # the counted findings as shown add up to the total as shown; silenced ones are apart
+    places, shown = shown_breakdown([e.monthly_cost for e in open_ones], total)
+    amounts = iter(shown)
     lines = [
-        f"• {escape(KIND_WORDS.get(e.kind, e.kind))} {code(clip(e.resource_id, 120))} "
-        f"({escape(clip(e.model or '', 80))}) — *{format_money(e.monthly_cost, currency)}*/month"
-        + (" · kept or marked not waste" if e.silenced else "")
+        f"• {escape(kind_label(e.kind))} {code(clip(e.resource_id, 120))} "
+        f"({escape(clip(e.model or '', 80))}) — "
+        + (
+            f"*{format_money(e.monthly_cost, currency)}*/month · kept or marked not waste"
+            if e.silenced
+            else f"*{format_money_places(next(amounts), currency, places)}*/month"
+        )
         for e in board.waste[:MAX_WASTE_LINES]
     ]
     more = len(board.waste) - MAX_WASTE_LINES
@@ -114,8 +122,8 @@ def waste_blocks(board: HomeDashboard, currency: str) -> list[dict[str, Any]]:
     return [
         divider(),
         section(
-            f"*Waste on your models:* {len(counted)} open resource finding(s), "
-            f"*{format_money(total, currency)}*/month"
+            f"*Waste on your models:* {counted(len(open_ones), 'open resource finding')}, "
+            f"*{format_money_places(total, currency, places)}*/month"
         ),
         section(body),
         context(

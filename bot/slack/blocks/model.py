@@ -6,7 +6,14 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from bot.money import format_money, format_percent, percent_of
+from bot.money import (
+    format_money,
+    format_money_places,
+    format_percent,
+    percent_of,
+    shown_breakdown,
+)
+from bot.periods import day_words, days_words
 from bot.slack.blocks.common import (
     basis_words,
     context,
@@ -54,7 +61,7 @@ def build_model_report_blocks(
         ),
         *_runs_section(report, currency, to_date),
         context(
-            f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
+            f"{basis_words(report.basis)} · data through {day_words(span.as_of, year=True)} · "
             f"chart window {span.window.label} · "
             f"{code(f'/mlcost model {clip(report.model, 100)} 90d')} for a longer view"
         ),
@@ -102,10 +109,13 @@ def _summary(report: ModelReport, currency: str, to_date: str) -> list[tuple[str
 def _stage_lines(report: ModelReport, currency: str) -> list[str]:
     """Return one line per stage: its cost, share, and use of its own budget if it has one."""
     money = lambda v: format_money(v, currency)  # noqa: E731
+    # the stages' amounts as shown add up to the month's as shown
+    places, shown = shown_breakdown([cost for _, cost in report.by_stage], report.month_to_date)
     lines = []
-    for stage, cost in report.by_stage:
+    for (stage, cost), cost_shown in zip(report.by_stage, shown, strict=True):
         share = percent_of(cost, report.month_to_date)
-        line = f"• {escape(clip(stage, 40))}: *{money(cost)}* ({format_percent(share)})"
+        amount = format_money_places(cost_shown, currency, places)
+        line = f"• {escape(clip(stage, 40))}: *{amount}* ({format_percent(share)})"
         if stage in report.stage_budgets:
             used = percent_of(cost, report.stage_budgets[stage])
             line += f" · {format_percent(used)} of its {money(report.stage_budgets[stage])} budget"
@@ -128,7 +138,7 @@ def _runs_section(report: ModelReport, currency: str, to_date: str) -> list[dict
         return []
     lines = [
         f"• {code(clip(r.run, 80))} ({escape(clip(r.stage, 40))}, "
-        f"{r.first_day:%d %b}–{r.last_day:%d %b}): *{format_money(r.cost, currency)}* · "
+        f"{days_words(r.first_day, r.last_day)}): *{format_money(r.cost, currency)}* · "
         f"{r.gpu_hours.quantize(Decimal(1)):,} GPU-h"
         for r in report.top_runs
     ]

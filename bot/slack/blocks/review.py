@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from bot.counts import counted
 from bot.money import format_money, percent_of
-from bot.notify.messages import DECISIONS, DecisionState
+from bot.review.messages import DECISIONS, DecisionState
 from bot.slack.blocks.economics import (
     VERDICT_ICONS,
     dec,
@@ -150,7 +151,7 @@ def build_review_parent_message(
                 ],
             }
         )
-        text = f"{title_md}: {len(items)} models, {format_totals(totals)}"
+        text = f"{title_md}: {counted(len(items), 'model')}, {format_totals(totals)}"
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks
 
 
@@ -170,7 +171,8 @@ def _review_head(
         ((code, total),) = totals.items()
         change, before = changes[code]
         return (
-            f"*{len(items)} models* cost *{format_money(total, code)}* in {month_title(month)} "
+            f"*{counted(len(items), 'model')}* cost *{format_money(total, code)}* in "
+            f"{month_title(month)} "
             f"({change} vs {format_money(before, code)} the month before)."
         )
     costs = " + ".join(
@@ -179,7 +181,7 @@ def _review_head(
         for code, total in totals.items()
     )
     return (
-        f"*{len(items)} models* cost {costs} in {month_title(month)}, each against the "
+        f"*{counted(len(items), 'model')}* cost {costs} in {month_title(month)}, each against the "
         "month before (amounts in different currencies are not added)."
     )
 
@@ -245,7 +247,8 @@ def build_reminder_message(
         for model, owners in undecided
     ]
     head = (
-        f":bell: {len(undecided)} model(s) in the {month_title(month)} review are still "
+        f":bell: {counted(len(undecided), 'model')} in the {month_title(month)} review "
+        f"{'is' if len(undecided) == 1 else 'are'} still "
         f"undecided after {days} days:"
     )
     text = head + " " + fit_lines([model_name(m) for m, _ in undecided], 3000, sep=", ")

@@ -7,6 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from bot.counts import counted
+from bot.periods import days_words
 from bot.slack.blocks.common import stale_data_block
 from bot.slack.blocks.economics import (
     economics_lines,
@@ -43,7 +45,7 @@ def build_signoff_digest(
     `stale` says the ledger did not reach the week's end (freshness_line).
     """
     week_end = week_start + dt.timedelta(days=6)
-    title = f"Your models' week · {week_start:%d %b} – {week_end:%d %b %Y}"
+    title = f"Your models' week · {days_words(week_start, week_end, year=True)}"
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": clip(title, 150)}},
         {
@@ -84,7 +86,7 @@ def build_signoff_digest(
         blocks.append(
             {"type": "context", "elements": [{"type": "mrkdwn", "text": f"…and {more} more"}]}
         )
-    text = f"{title}: {len(snaps)} model(s) to sign off"
+    text = f"{title}: {counted(len(snaps), 'model')} to sign off"
     return text, blocks
 
 

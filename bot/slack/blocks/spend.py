@@ -6,7 +6,14 @@ from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
-from bot.money import format_money, format_percent, percent_of
+from bot.money import (
+    format_money,
+    format_money_places,
+    format_percent,
+    percent_of,
+    shown_breakdown,
+    shown_within,
+)
 from bot.slack.blocks.common import basis_words, context, header, section
 from bot.slack.guard import clip
 from bot.slack.mrkdwn import code, escape
@@ -35,8 +42,13 @@ def build_unallocated_blocks(
     blocks: list[dict[str, Any]] = [
         header(f"Unallocated spend · {report.period.label}: {total} ({share})"),
     ]
-    for tag, services in ranked[:MAX_GROUPS]:
-        amount = money(sum((c for _, c in services), Decimal(0)))
+    # the tag values as shown add up to the total as shown, and each one's services to it
+    places, group_amounts = shown_breakdown(
+        [sum((c for _, c in services), Decimal(0)) for _, services in ranked], report.total
+    )
+    for (tag, services), group_amount in zip(ranked[:MAX_GROUPS], group_amounts, strict=False):
+        amount = format_money_places(group_amount, currency, places)
+        service_amounts = shown_within([c for _, c in services], group_amount, places)
         if tag:
             fix = (
                 f"*Model tag {code(clip(tag, 80))}* — {amount}\nNo registered model has this "
@@ -50,8 +62,8 @@ def build_unallocated_blocks(
                 "registry."
             )
         detail = "\n".join(
-            f"  • {escape(clip(service, 80))}: {money(cost)}"
-            for service, cost in services[:MAX_SERVICES]
+            f"  • {escape(clip(service, 80))}: {format_money_places(cost, currency, places)}"
+            for (service, _), cost in zip(services[:MAX_SERVICES], service_amounts, strict=False)
         )
         more = (
             f"\n  • …and {len(services) - MAX_SERVICES} more services"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.money import format_money, format_percent
+from bot.counts import counted
+from bot.money import format_money, format_money_places, format_percent, shown_breakdown
+from bot.periods import day_words
 from bot.slack.blocks.common import (
     basis_words,
     context,
@@ -28,8 +30,10 @@ from bot.spend.team_report import GROWTH_FLOOR, ModelLine, TeamReport, TopModels
 MAX_LINES = 25
 
 
-def _model_line(rank: int, line: ModelLine, currency: str) -> str:
-    money = format_money(line.month_to_date, currency)
+def _model_line(rank: int, line: ModelLine, currency: str, shown: str | None = None) -> str:
+    """Return a ranked model's line; `shown` is its amount as the list shows it, if rounded
+    to add up to a total shown with it."""
+    money = shown if shown is not None else format_money(line.month_to_date, currency)
     parts = [f"{rank}. *{escape(clip(line.name, 60))}* {money}"]
     if line.change is not None:
         parts.append(f"{signed_percent(line.change)} vs last month")
@@ -64,13 +68,18 @@ def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, li
         ("Owners", mention_users(report.owners) or "none"),
         ("Channel", mention_channel(report.channel) if report.channel else "none"),
     ]
-    ranked = [_model_line(i, line, currency) for i, line in enumerate(report.models[:MAX_LINES], 1)]
+    # the models' amounts as shown add up to the month's as shown
+    places, shown = shown_breakdown([m.month_to_date for m in report.models], total.month_to_date)
+    ranked = [
+        _model_line(i, line, currency, format_money_places(amount, currency, places))
+        for i, (line, amount) in enumerate(zip(report.models[:MAX_LINES], shown, strict=False), 1)
+    ]
     if len(report.models) > MAX_LINES:
         ranked.append(f"…and {len(report.models) - MAX_LINES} more")
     text = (
         f"Team {escape(clip(report.team, 100))}: {money(total.month_to_date)} month to date "
-        f"across "
-        f"{len(report.models)} models; {forecast_phrase(total.forecast.amount, currency)}; "
+        f"across {counted(len(report.models), 'model')}; "
+        f"{forecast_phrase(total.forecast.amount, currency)}; "
         f"{basis_words(report.basis)}."
     )
     blocks = [
@@ -81,7 +90,7 @@ def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, li
             + (fit_lines(ranked, MAX_SECTION_TEXT - 60) or "No models.")
         ),
         context(
-            f"{basis_words(report.basis)} · data through {span.as_of:%d %b %Y} · "
+            f"{basis_words(report.basis)} · data through {day_words(span.as_of, year=True)} · "
             "`/mlcost model &lt;name&gt;` for one model's detail"
         ),
     ]
@@ -97,7 +106,8 @@ def build_top_blocks(top: TopModels, currency: str) -> tuple[str, list[dict[str,
     biggest = [_model_line(i, line, currency) for i, line in enumerate(top.biggest, 1)]
     growing = [_model_line(i, line, currency) for i, line in enumerate(top.growing, 1)]
     text = (
-        f"Top {len(top.biggest)} models {month_words(span)}: "
+        f"Top {len(top.biggest)} {'model' if len(top.biggest) == 1 else 'models'} "
+        f"{month_words(span)}: "
         + ", ".join(
             f"{escape(clip(line.name, 60))} {format_money(line.month_to_date, currency)}"
             for line in top.biggest[:5]
@@ -116,6 +126,6 @@ def build_top_blocks(top: TopModels, currency: str) -> tuple[str, list[dict[str,
             f"{format_money(GROWTH_FLOOR, currency)} this month)\n"
             + (fit_lines(growing, MAX_SECTION_TEXT - 200) or "No model is growing.")
         ),
-        context(f"{basis_words(top.basis)} · data through {span.as_of:%d %b %Y}"),
+        context(f"{basis_words(top.basis)} · data through {day_words(span.as_of, year=True)}"),
     ]
     return clip_mrkdwn(text, MAX_FALLBACK_TEXT), blocks

@@ -10,37 +10,36 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from bot.money import column_places, format_money, format_money_places
+from bot.counts import counted
+from bot.money import (
+    column_places,
+    format_money,
+    format_money_places,
+    shown_breakdown,
+    shown_parts,
+)
+from bot.periods import day_words
 from bot.slack.blocks.common import stale_data_block
-from bot.slack.blocks.waste_resource import KIND_WORDS, owner_words, stop_result_words
+from bot.slack.blocks.waste_resource import owner_words, stop_result_words
 from bot.slack.guard import MAX_CONTEXT_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
 from bot.slack.mrkdwn import code, escape, fit_lines, plain, quoted, user
+from bot.waste.catalog import kind_label, ledger_label
 from bot.waste.checks import WasteFinding
 from bot.waste.findings import Entry, ResourceEntry, WasteOverview
 
-KIND_LABELS = {
-    "orphaned": "Orphaned (tagged for an unregistered model)",
-    "stale_checkpoints": "Stale checkpoints",
-    "idle_endpoint": "Idle endpoint",
-    "killed_still_spending": "Killed, still spending",
-    "idle_gpu": "Idle GPU instance",
-    "spot_candidate": "Spot candidate",
-    "fixed_serving": "Serving does not scale with traffic",
-    "idle_cluster": "Idle Kubernetes capacity",
-}
 MAX_CLOSED_LINES = 5
 
 
 def label_of(entry: Entry) -> str:
     """Return the finding's kind in words."""
     if isinstance(entry, ResourceEntry):
-        return KIND_WORDS.get(entry.kind, entry.kind)
-    return KIND_LABELS.get(entry.kind, entry.kind)
+        return kind_label(entry.kind)
+    return ledger_label(entry.kind)
 
 
 def unmarked(text: str) -> str:
@@ -52,12 +51,35 @@ def total_of(entries: Sequence[Entry]) -> Decimal:
     return sum((f.monthly_cost for f in entries), Decimal(0))
 
 
+def shown_monthly(entries: Sequence[Entry], currency: str) -> tuple[list[str], str]:
+    """Return each entry's monthly cost and their total as shown: the shown amounts add up to
+    the shown total (largest remainder, with the places `format_money` shows the total with)."""
+    total = total_of(entries)
+    places, shown = shown_breakdown([e.monthly_cost for e in entries], total)
+    return (
+        [format_money_places(amount, currency, places) for amount in shown],
+        format_money_places(total, currency, places),
+    )
+
+
 def _saved_words(saved_total: Decimal, count: int, currency: str) -> str:
     return f"Closed findings saved {format_money(saved_total, currency)} so far ({count} closed)"
 
 
-def _closed_words(entry: ResourceEntry, currency: str) -> str:
-    when = f"{entry.closed_at:%Y-%m-%d}" if entry.closed_at else "?"
+def _iso_day(day: dt.date) -> str:
+    return day.isoformat()
+
+
+def _slack_day(day: dt.date) -> str:
+    return day_words(day, year=True)
+
+
+def _closed_words(
+    entry: ResourceEntry, currency: str, day: Callable[[dt.date], str] = _iso_day
+) -> str:
+    """Say when a finding closed and what it saved; `day` says a day as the surface does
+    (ISO on the terminal, `Nov 30, 2026` in Slack)."""
+    when = day(entry.closed_at.date()) if entry.closed_at else "?"
     saved = format_money(entry.saved_so_far or Decimal(0), currency)
     return (
         f"{label_of(entry)} {entry.resource_id} closed on {when} (no longer found): "
@@ -65,9 +87,9 @@ def _closed_words(entry: ResourceEntry, currency: str) -> str:
     )
 
 
-def _silenced_words(entry: ResourceEntry) -> str:
+def _silenced_words(entry: ResourceEntry, day: Callable[[dt.date], str] = _iso_day) -> str:
     if entry.decision == "keep":
-        until = f"{entry.keep_until:%Y-%m-%d}" if entry.keep_until else "?"
+        until = day(entry.keep_until.date()) if entry.keep_until else "?"
         return f"kept until {until}"
     return "marked not waste"
 
@@ -79,13 +101,13 @@ def _stop_words(entry: ResourceEntry) -> str:
     return f"Stop it approved: {stop_result_words(entry.action_result)}"
 
 
-def _resource_section(entry: ResourceEntry, currency: str) -> str:
+def _resource_section(entry: ResourceEntry, currency: str, cost: str) -> str:
     where = f"{entry.account} / {entry.region} · {owner_words(_owner(entry))}"
     if stop := _stop_words(entry):
         where += f" · {stop}"
     return (
         f"*{escape(label_of(entry))} {code(clip(entry.resource_id, 300))}* — "
-        f"{format_money(entry.monthly_cost, currency)}/month · resource scan\n"
+        f"{cost}/month · resource scan\n"
         f"{escape(clip(entry.evidence, 1200))}\n"
         f"_Fix:_ {escape(clip(entry.fix, 600))} (saves "
         f"{format_money(entry.monthly_saving, currency)}/month) · _Price:_ "
@@ -97,11 +119,11 @@ def _owner(entry: ResourceEntry) -> dict[str, Any]:
     return {"model": entry.model, "team": entry.team}
 
 
-def _ledger_section(finding: WasteFinding, currency: str) -> str:
-    label = escape(KIND_LABELS.get(finding.kind, finding.kind))
+def _ledger_section(finding: WasteFinding, cost: str) -> str:
+    label = escape(ledger_label(finding.kind))
     return (
         f"*{label}: {clip_mrkdwn(quoted(finding.subject), 400)}* — "
-        f"{format_money(finding.monthly_cost, currency)}/month\n"
+        f"{cost}/month\n"
         f"{clip_mrkdwn(quoted(finding.evidence), 1500)}\n"
         f"_Fix:_ {clip_mrkdwn(quoted(finding.fix), 900)}"
     )
@@ -124,17 +146,21 @@ def build_waste_blocks(
     saved_total: Decimal | None = None,
     closed_count: int = 0,
     stale: str | None = None,
+    shown: Sequence[str] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """Waste findings (ledger and resource), largest first, each with its evidence and fix.
 
     `silenced` are resource findings marked Keep or Not waste (counted apart), `closed` the
     recently closed ones; `saved_total` what all `closed_count` closed findings saved so far;
-    `stale` the line saying the ledger is stale (then finding nothing is no all-clear).
+    `stale` the line saying the ledger is stale (then finding nothing is no all-clear);
+    `shown` the ranked findings' amounts as a caller that adds them to more shows them.
     """
     ranked = sorted(findings, key=lambda f: f.monthly_cost, reverse=True)
-    total = total_of(ranked)
+    amounts, total = shown_monthly(ranked, currency)
+    if shown is not None:
+        amounts = list(shown)
     if ranked:
-        text = f"Waste: {len(ranked)} finding(s), about {format_money(total, currency)}/month"
+        text = f"Waste: {counted(len(ranked), 'finding')}, about {total}/month"
     elif stale is not None:
         text = "Waste: no verdict, the billing data is stale."
     else:
@@ -144,11 +170,11 @@ def build_waste_blocks(
     ]
     if stale is not None:
         blocks.append(stale_data_block(stale))
-    for finding in ranked[:limit]:
+    for finding, amount in zip(ranked[:limit], amounts, strict=False):
         if isinstance(finding, ResourceEntry):
-            body = _resource_section(finding, currency)
+            body = _resource_section(finding, currency, amount)
         else:
-            body = _ledger_section(finding, currency)
+            body = _ledger_section(finding, amount)
         body = clip_mrkdwn(body, MAX_SECTION_TEXT)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body}})
     if len(ranked) > limit:
@@ -162,12 +188,12 @@ def build_waste_blocks(
     if silenced:
         lines = [
             f"{escape(label_of(e))} {code(clip(e.resource_id, 200))} "
-            f"{format_money(e.monthly_cost, currency)}/month, {_silenced_words(e)}"
+            f"{format_money(e.monthly_cost, currency)}/month, {_silenced_words(e, _slack_day)}"
             for e in silenced
         ]
         notes.append("Not counted (Keep or Not waste): " + fit_lines(lines, 1200, sep="; "))
     if closed:
-        lines = [escape(_closed_words(e, currency)) for e in closed[:MAX_CLOSED_LINES]]
+        lines = [escape(_closed_words(e, currency, _slack_day)) for e in closed[:MAX_CLOSED_LINES]]
         more = len(closed) - MAX_CLOSED_LINES
         notes.append(fit_lines(lines, 1200) + (f"\n…and {more} more closed" if more > 0 else ""))
     if saved_total is not None and closed_count:
@@ -266,16 +292,14 @@ def render_waste_text(overview: WasteOverview) -> str:
     if not ranked:
         # on a stale ledger, finding nothing is no all-clear
         lines.append("No waste found." if stale is None else "No verdict on waste until then.")
-        places, width = 2, 10
-    else:
-        total = total_of(ranked)
-        places = column_places([*(f.monthly_cost for f in ranked), total])
-        width = max(
-            10, *(len(format_money_places(f.monthly_cost, currency, places)) for f in ranked)
-        )
+    places = column_places([*(f.monthly_cost for f in ranked), total_of(ranked)])
+    # the listed amounts as shown add up to the total as shown
+    parts, total = shown_parts([f.monthly_cost for f in ranked], places)
+    amounts = [format_money_places(part, currency, places) for part in parts]
+    width = max(10, *(len(amount) for amount in amounts)) if amounts else 10
     indent = " " * (width + len("/mo  "))
-    for f in ranked:
-        money = f"{format_money_places(f.monthly_cost, currency, places):>{width}}/mo  "
+    for f, amount in zip(ranked, amounts, strict=True):
+        money = f"{amount:>{width}}/mo  "
         if isinstance(f, ResourceEntry):
             lines.append(
                 f"{money}{label_of(f)} {f.resource_id} (resource scan: {f.account} {f.region}, "
@@ -308,8 +332,7 @@ def render_waste_text(overview: WasteOverview) -> str:
     if overview.closed:
         lines.append(_saved_words(overview.saved_total, len(overview.closed), currency))
     if ranked:
-        shown = format_money_places(total_of(ranked), currency, places)
-        lines.append(f"total: about {shown}/month")
+        lines.append(f"total: about {format_money_places(total, currency, places)}/month")
     return "\n".join(lines) + "\n"
 
 
@@ -329,12 +352,13 @@ def build_waste_digest(
     lists them one line each, by kind, id and finding number, with no link. `stale` says the
     ledger did not cover the week (its findings are then incomplete).
     """
-    total = total_of([*findings, *resources])
+    ranked = sorted(findings, key=lambda f: f.monthly_cost, reverse=True)
+    by_cost = sorted(resources, key=lambda e: e.monthly_cost, reverse=True)
+    # the findings and resource lines as shown add up to the headline's total as shown
+    amounts, total = shown_monthly([*ranked, *by_cost], currency)
     count = len(findings) + len(resources)
-    headline = (
-        f"Waste in {week_label}: {count} finding(s), about {format_money(total, currency)}/month"
-    )
-    _, blocks = build_waste_blocks(findings, currency, stale=stale)
+    headline = f"Waste in {week_label}: {counted(count, 'finding')}, about {total}/month"
+    _, blocks = build_waste_blocks(ranked, currency, stale=stale, shown=amounts[: len(ranked)])
     blocks[0] = {
         "type": "header",
         "text": {"type": "plain_text", "text": clip(headline, MAX_HEADER)},
@@ -342,9 +366,9 @@ def build_waste_digest(
     if resources:
         lines = [
             f"• {escape(label_of(e))} {code(clip(e.resource_id, 200))} — "
-            f"{format_money(e.monthly_cost, currency)}/month · {escape(clip(e.region, 40))} · "
+            f"{amount}/month · {escape(clip(e.region, 40))} · "
             f"finding #{e.finding_id}"
-            for e in sorted(resources, key=lambda e: e.monthly_cost, reverse=True)
+            for e, amount in zip(by_cost, amounts[len(ranked) :], strict=True)
         ]
         body = "*Open resource findings (each posted here with its buttons):*\n" + fit_lines(
             lines, MAX_SECTION_TEXT - 100

@@ -7,45 +7,16 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money_places
-from bot.notify.messages import ResourceDecisionState, WasteResourceSummaryLine
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_FIELD_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
 from bot.slack.mrkdwn import escape, user, users
+from bot.waste.catalog import kind_label, stop_words
+from bot.waste.messages import ResourceDecisionState, WasteResourceSummaryLine
 
 STOP_ACTION = "waste_resource_stop"
 KEEP_ACTION = "waste_resource_keep"
 NOT_WASTE_ACTION = "waste_resource_not_waste"
 ACTIONS_BLOCK_PREFIX = "waste_resource_"
-
-KIND_WORDS = {
-    "gpu_instance": "GPU instance",
-    "gpu_fleet": "Untagged GPU fleet",
-    "sagemaker_endpoint": "SageMaker endpoint",
-    "sagemaker_notebook": "SageMaker notebook",
-    "sagemaker_training_job": "SageMaker training job",
-    "ebs_volume": "EBS volume",
-    "ebs_snapshot": "EBS snapshot",
-    "s3_prefix": "S3 prefix",
-    "eks_node_group": "EKS GPU node group",
-    "sagemaker_studio_app": "SageMaker Studio app",
-}
-
-# what "Stop it" does for each recommended action (said on the post, before anyone presses it)
-STOP_WORDS = {
-    "stop_instances": "stops the instance(s)",
-    "rightsize": "stops the instance (resize it before starting it again)",
-    "delete_endpoint": "deletes the endpoint (its endpoint config is kept)",
-    "stop_notebook": "stops the notebook instance",
-    "stop_training_job": "stops the training job",
-    "snapshot_and_delete_volume": "snapshots the volume, waits for the snapshot, then deletes it",
-    "delete_snapshot": "deletes the snapshot",
-    "lifecycle_to_colder_class": "records the approval only: mlcost never writes S3 lifecycle "
-    "rules (a recommendation)",
-    "scale_node_group_to_zero": "records the approval only: mlcost never scales a cluster's "
-    "node group (a recommendation)",
-    "delete_studio_app": "records the approval only: mlcost never deletes Studio apps "
-    "(a recommendation)",
-}
 
 Blocks = list[dict[str, Any]]
 
@@ -78,7 +49,7 @@ def build_waste_resource_message(
     why_again: str | None = None,
 ) -> tuple[str, Blocks]:
     """A resource finding: cost, why, the fix, owners, and the buttons (or the decision)."""
-    kind = KIND_WORDS.get(str(details.get("kind")), str(details.get("kind")))
+    kind = kind_label(str(details.get("kind")))
     rid = str(details.get("resource_id"))
     cost = _money(details["monthly_cost"], currency)
     saving = _money(details["recommendation"]["monthly_saving"], currency)
@@ -103,7 +74,7 @@ def build_waste_resource_message(
         ("Signal", escape(clip(str(details.get("signal", "")), 400))),
         ("Price", escape(clip(str(details.get("price_source", "")), 400))),
     ]
-    stop_words = STOP_WORDS.get(str(details["recommendation"]["action"]), "records the approval")
+    stop = stop_words(str(details["recommendation"]["action"]))
     blocks: Blocks = [
         {"type": "header", "text": {"type": "plain_text", "text": clip(title, MAX_HEADER)}},
         {
@@ -123,7 +94,7 @@ def build_waste_resource_message(
                 {
                     "type": "mrkdwn",
                     "text": clip_mrkdwn(
-                        f"*Stop it* {stop_words}, only when the operator enabled actions "
+                        f"*Stop it* {stop}, only when the operator enabled actions "
                         "(MLCOST_ACTIONS_ENABLED) and the resource carries no mlcost:protect tag. "
                         "*Keep for 7 days* and *Not waste* silence it until its monthly cost "
                         "grows by more than half. Only its owners or an admin can press them.",
@@ -239,7 +210,7 @@ def build_waste_resource_summary(
     noun = "finding" if count == 1 else "findings"
     title = f"Waste: {count} more resource {noun} worth {total} a month"
     lines = [
-        f"• {escape(KIND_WORDS.get(line.kind, line.kind))} {escape(clip(line.resource_id, 200))}"
+        f"• {escape(kind_label(line.kind))} {escape(clip(line.resource_id, 200))}"
         f" — {format_money_places(line.monthly_cost, currency, 2)}/month"
         f" ({escape(line.reason.replace('_', ' '))})"
         for line in top

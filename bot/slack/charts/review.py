@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 from collections.abc import Sequence
 from decimal import Decimal
@@ -50,15 +51,33 @@ def review_figure(
         groups.setdefault(str(snap.get("currency") or currency), []).append(snap)
     panels = sorted(groups.items()) or [(currency, [])]
     heights = [max(1.1, 0.55 * len(snaps) + 0.9) for _, snaps in panels]
-    figure = Figure(figsize=(9, max(2.5, sum(heights) + 0.5)), dpi=100)
+    height = max(2.5, sum(heights) + 0.8)
+    figure = Figure(figsize=(9, height), dpi=100)
     FigureCanvasAgg(figure)
     for index, (code, snaps) in enumerate(panels):
         axes = figure.add_subplot(len(panels), 1, index + 1)
         _draw_panel(axes, snaps, code)
         if index == 0:
-            axes.set_title(f"{team}: cost by model and stage, {month}", loc="left")
+            # the title and grey subtitle of the spend and waste charts, in their places
+            axes.set_title(
+                f"{period_words(month)} · bars: this month by stage · ticks: last month's total",
+                loc="left",
+                fontsize=9,
+                color="#555555",
+            )
+    figure.suptitle(
+        f"team {team} — cost by model and stage", x=0.01, ha="left", fontsize=13, fontweight="bold"
+    )
     figure.tight_layout()
     return figure
+
+
+def period_words(month: str) -> str:
+    """Return `Nov 2026` for `2026-11` (the month as the other charts write it)."""
+    try:
+        return dt.datetime.strptime(month, "%Y-%m").strftime("%b %Y")
+    except ValueError:
+        return month
 
 
 def _draw_panel(axes: Any, snapshots: Sequence[dict[str, Any]], currency: str) -> None:
@@ -94,7 +113,9 @@ def _draw_panel(axes: Any, snapshots: Sequence[dict[str, Any]], currency: str) -
         label="last month",
         zorder=3,
     )
-    money_axis(axes.xaxis, currency, "cost")
-    axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small", frameon=False)
-    axes.grid(axis="x", alpha=0.3)
+    money_axis(axes.xaxis, currency, "Cost this month")
+    axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    axes.grid(axis="x", alpha=0.25)
     axes.spines[["top", "right"]].set_visible(False)
+    axes.tick_params(labelsize=8)
+    axes.xaxis.label.set_fontsize(9)

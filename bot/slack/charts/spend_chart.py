@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money
+from bot.periods import day_words
 from bot.slack.charts.colours import STAGE_COLOURS
 
 WIDTH_IN, HEIGHT_IN, DPI = 12, 5, 100
@@ -50,10 +51,14 @@ class SpendChart:
 
 
 _pool: ProcessPoolExecutor | None = None
-_tracker_started = False  # whether starting the pool started multiprocessing's resource tracker
+_recycle = threading.Lock()  # guards the pool's replacement and the count below
+_rendered = 0  # charts handed to the current pool
+_workers = 0  # processes per pool
+_charts_per_pool = 0  # after this many the pool is replaced by a fresh one; 0: never
+_retiring: list[threading.Thread] = []  # pools finishing their last charts after a replacement
 
 
-def start_render_processes(processes: int = 1) -> None:
+def start_render_processes(processes: int = 1, *, max_charts_per_worker: int = 0) -> None:
     """Render charts in worker processes from now on, off the server's GIL (idempotent).
 
     Rendering is pure CPU in Python; in the server's own process it would compete for the GIL
@@ -61,60 +66,102 @@ def start_render_processes(processes: int = 1) -> None:
     threaded server) now rather than on the first chart, and warm matplotlib as they start.
     They ignore SIGINT and SIGTERM (the server stops them, see stop_render_processes) and exit
     on their own if the server dies without stopping them.
-    """
-    import os
-    import signal
-    from multiprocessing import resource_tracker
 
-    global _pool, _tracker_started
+    With `max_charts_per_worker`, once the pool has rendered that many charts per worker a
+    fresh pool takes the next chart and the old one exits after its last: whatever a worker
+    grew into is given back. (Not `ProcessPoolExecutor(max_tasks_per_child=...)`: on Python
+    3.11 to 3.13 it deadlocks once charts queue up while a worker is replaced, CPython
+    gh-115634.) For a moment both pools' workers are alive.
+    """
+    global _pool, _rendered, _charts_per_pool, _workers
     if _pool is not None:
         return
-    # the pool starts multiprocessing's resource tracker unless something else did
-    _tracker_started = getattr(resource_tracker._resource_tracker, "_fd", 0) is None
+    _pool = _new_pool(processes)
+    _rendered, _workers = 0, processes
+    _charts_per_pool = processes * max_charts_per_worker
+
+
+def _new_pool(processes: int) -> ProcessPoolExecutor:
+    """Spawn a pool of `processes` chart workers, each warming up as it starts."""
+    import os
+    import signal
+
     # Workers are born ignoring SIGINT and SIGTERM (an ignored signal stays ignored through
     # exec; a signal mask does not: spawn resets it), so a Ctrl-C while one imports cannot kill
     # it with a traceback. Meanwhile this thread blocks them, and the handlers are back before
     # they are unblocked: a signal in between waits rather than being lost (serve starts the
-    # workers before any other thread exists, which could otherwise receive and drop it).
+    # workers before any other thread exists, which could otherwise receive and drop it). A
+    # replacement pool is started from a chart thread, which may not set handlers: its workers
+    # ignore the signals from their first line instead.
     stopping = {signal.SIGINT, signal.SIGTERM}
     in_main_thread = threading.current_thread() is threading.main_thread()  # signal.signal's rule
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
     handlers = {s: signal.signal(s, signal.SIG_IGN) for s in stopping if in_main_thread}
     try:
-        _pool = ProcessPoolExecutor(
+        pool = ProcessPoolExecutor(
             max_workers=processes,
             initializer=_start_worker,
             initargs=(os.getpid(),),
             mp_context=multiprocessing.get_context("spawn"),
         )
         for _ in range(processes):  # the pool spawns a worker per task it cannot hand out
-            _pool.submit(os.getpid)
+            pool.submit(os.getpid)
+        return pool
     finally:
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
+def _pool_for_next_chart() -> ProcessPoolExecutor | None:
+    """Return the pool to render the next chart: a fresh one when the current one is spent."""
+    global _pool, _rendered
+    with _recycle:
+        pool = _pool
+        if pool is None:
+            return None
+        if _charts_per_pool and _rendered >= _charts_per_pool:
+            _pool, _rendered = _new_pool(_workers), 0
+            retiring = threading.Thread(
+                target=_retire, args=(pool,), name="retire-chart-workers", daemon=True
+            )
+            _retiring.append(retiring)
+            retiring.start()
+            pool = _pool
+        _rendered += 1
+        return pool
+
+
+def _retire(pool: ProcessPoolExecutor) -> None:
+    """Let a replaced pool finish the charts it holds, then stop its workers."""
+    import gc
+
+    pool.shutdown(wait=True)
+    del pool
+    gc.collect()  # the pool's queues hold its semaphores, some of them in reference cycles
+
+
 def stop_render_processes() -> None:
-    """Go back to rendering in this process; stop the workers and multiprocessing's tracker.
+    """Go back to rendering in this process; stop the workers.
 
     The workers finish the chart in hand and exit; their queues' semaphores are released here,
-    so the resource tracker has nothing left to warn about when it is stopped and reaped.
+    so multiprocessing's resource tracker (which the pool started) has nothing left to warn
+    about: it exits by itself when this process does, as its pipe closes.
     """
     import gc
-    from multiprocessing import resource_tracker
 
     global _pool
-    pool, _pool = _pool, None
+    with _recycle:
+        pool, _pool = _pool, None
+        retiring = list(_retiring)
+        _retiring.clear()
+    for thread in retiring:
+        thread.join()
     if pool is None:
         return
     pool.shutdown(wait=True, cancel_futures=True)
     del pool
     gc.collect()  # the pool's queues hold its semaphores, some of them in reference cycles
-    # private, in 3.11 to 3.13; there is no public way to stop the tracker
-    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
-    if _tracker_started and stop is not None:
-        stop()
 
 
 def _start_worker(server_pid: int) -> None:
@@ -141,7 +188,7 @@ def _exit_when_orphaned(server_pid: int, every: float = 1.0) -> None:
 
 def render_spend_chart(chart: SpendChart) -> bytes:
     """Render the chart to a PNG of WIDTH_PX x HEIGHT_PX (in a worker process if started)."""
-    pool = _pool
+    pool = _pool_for_next_chart()
     if pool is not None:
         return pool.submit(render_in_this_process, chart).result(timeout=RENDER_TIMEOUT_S)
     return render_in_this_process(chart)
@@ -165,9 +212,10 @@ def _render(chart: SpendChart) -> bytes:
 def spend_figure(chart: SpendChart) -> Any:
     """Draw the chart as a matplotlib Figure: daily spend above, the month's burn below.
 
-    The two panels share the date axis but not a money axis: daily amounts and the month's
-    running total (with the budget it is held against) each get their own labelled scale, so
-    no line can be read against the other's axis.
+    The panels share no axis: daily amounts over the whole window, and the month's running
+    total (with the budget it is held against, and its amount to date in its legend) over the
+    month alone, each on its own labelled scale and dates, so no line can be read against the
+    other's axis and neither panel has an empty stretch.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -176,11 +224,14 @@ def spend_figure(chart: SpendChart) -> Any:
 
     fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     FigureCanvasAgg(fig)
-    daily, burn = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    # The burn panel spans the month alone (its running total starts on the 1st): sharing the
+    # daily panel's window would leave the days before the month an empty stretch under it.
+    daily, burn = fig.subplots(2, 1, height_ratios=[3, 2])
     handles = _draw_daily(daily, chart)
     money_axis(daily.yaxis, chart.currency, "Daily spend")
+    date_axis(daily.xaxis)
     _draw_burn(burn, chart)
-    money_axis(burn.yaxis, chart.currency, "Cumulative")
+    money_axis(burn.yaxis, chart.currency, f"{chart.month_start:%b} to date")
     date_axis(burn.xaxis)
     for axes in (daily, burn):
         axes.spines[["top", "right"]].set_visible(False)
@@ -200,7 +251,7 @@ def spend_figure(chart: SpendChart) -> Any:
         )
     if burn.get_legend_handles_labels()[0]:
         burn.legend(loc="upper left", fontsize=8, ncols=4, frameon=False)
-    fig.subplots_adjust(left=0.075, right=0.985, top=0.875, bottom=0.07, hspace=0.12)
+    fig.subplots_adjust(left=0.075, right=0.985, top=0.875, bottom=0.07, hspace=0.3)
     fig.align_ylabels([daily, burn])
     return fig
 
@@ -266,8 +317,20 @@ def _draw_burn(burn: Any, chart: SpendChart) -> None:
         actual_days.append(date2num(day))
         actual_cum.append(running)
     top = running
+    last_day = chart.month_end - dt.timedelta(days=1)
+    burn.xaxis_date()
+    burn.set_xlim(date2num(chart.month_start) - 0.6, date2num(last_day) + 0.6)
     if actual_days:
-        burn.plot(actual_days, actual_cum, color="#111111", linewidth=2, label="month to date")
+        # the month-to-date amount is in its legend label: written on the line it would
+        # collide with the budget's whenever the month is near it
+        to_date = format_money(sum(chart.month_actual.values(), Decimal(0)), chart.currency)
+        burn.plot(
+            actual_days,
+            actual_cum,
+            color="#111111",
+            linewidth=2,
+            label=f"month to date {to_date} (through {day_words(max(chart.month_actual))})",
+        )
     if chart.projected:
         proj_days = sorted(chart.projected)
         start_day = actual_days[-1] if actual_days else date2num(proj_days[0]) - 1
@@ -289,7 +352,6 @@ def _draw_burn(burn: Any, chart: SpendChart) -> None:
         budget = float(chart.budget)
         label = f"budget {format_money(chart.budget, chart.currency)}"
         burn.axhline(budget, color="#c1121f", linestyle=":", linewidth=1.5, label=label)
-        last_day = chart.month_end - dt.timedelta(days=1)
         burn.plot(
             [date2num(chart.month_start) - 0.5, date2num(last_day)],
             [0, budget],

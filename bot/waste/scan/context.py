@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from bot.config import Settings
+from bot.config import ScanSettings
 from bot.waste.pricing import PriceTable
 from bot.waste.scan.model import Resource
 
 
 @dataclass(frozen=True)
 class ScanPolicy:
-    """Thresholds and windows (from Settings: MLCOST_SCAN_*)."""
+    """Thresholds and windows (from ScanSettings: MLCOST_SCAN_*)."""
 
     window_days: int = 7
     gpu_idle_pct: Decimal = Decimal(5)
@@ -100,7 +100,7 @@ class ScanContext:
         return replace(resource, model=model, team=team)
 
 
-def policy_from_settings(settings: Settings) -> ScanPolicy:
+def policy_from_settings(settings: ScanSettings) -> ScanPolicy:
     """Return the scan policy the operator configured (MLCOST_SCAN_*)."""
     return ScanPolicy(
         window_days=settings.scan_idle_days,

@@ -16,15 +16,18 @@ from bot.waste.pricing import GIB, monthly_from_gb
 from bot.waste.scan.context import ScanContext
 from bot.waste.scan.model import (
     Action,
+    FindingKind,
     Reason,
     Recommendation,
     Resource,
     ResourceFinding,
     ResourceKind,
+    StopAction,
     is_protected,
     tag_tuple,
 )
 from bot.waste.scan.pricing_rules import storage_price
+from bot.waste.scan.scanner import ResourceScanner
 
 
 def scan_volumes(aws: Callable[..., Any], region: str, ctx: ScanContext) -> list[ResourceFinding]:
@@ -159,3 +162,22 @@ def _existing_volumes(ec2: Any, volume_ids: set[str]) -> set[str]:
         )
         found |= {v["VolumeId"] for page in pages for v in page.get("Volumes", [])}
     return found
+
+
+VOLUMES = ResourceScanner(
+    name="EBS volumes",
+    scan=scan_volumes,
+    kinds=(FindingKind(ResourceKind.EBS_VOLUME, "EBS volume"),),
+    stops=(
+        StopAction(
+            Action.SNAPSHOT_AND_DELETE_VOLUME,
+            "snapshots the volume, waits for the snapshot, then deletes it",
+        ),
+    ),
+)
+SNAPSHOTS = ResourceScanner(
+    name="EBS snapshots",
+    scan=scan_snapshots,
+    kinds=(FindingKind(ResourceKind.EBS_SNAPSHOT, "EBS snapshot"),),
+    stops=(StopAction(Action.DELETE_SNAPSHOT, "deletes the snapshot"),),
+)

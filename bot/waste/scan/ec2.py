@@ -20,26 +20,30 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from bot.counts import counted
 from bot.waste.pricing import gpus_needed
 from bot.waste.scan.context import ScanContext
 from bot.waste.scan.metrics import MetricQuery, fetch_window_values, list_series
 from bot.waste.scan.model import (
     Action,
+    FindingKind,
     Price,
     Reason,
     Recommendation,
     Resource,
     ResourceFinding,
     ResourceKind,
+    StopAction,
     is_protected,
     tag_tuple,
 )
 from bot.waste.scan.pricing_rules import hourly_price, row_monthly
+from bot.waste.scan.scanner import ResourceScanner
 
 GPU_TYPE = re.compile(r"^(p\d|g\d|trn\d|inf\d|dl\d)", re.IGNORECASE)
 CW_AGENT_GPU = ("CWAgent", "nvidia_smi_utilization_gpu")
@@ -286,7 +290,7 @@ def _smaller(
     return Recommendation(
         Action.RIGHTSIZE,
         f"move to {smaller.name} ({smaller.gpus} × {smaller.gpu_model}): the load needs "
-        f"{needed} GPU(s) at 60 % utilisation",
+        f"{counted(needed, 'GPU')} at 60 % utilisation",
         saving,
     )
 
@@ -331,3 +335,25 @@ def _fleet_finding(
         ),
         currency=ctx.ledger.currency,
     )
+
+
+def fleet_ledger_ids(
+    resource_id: str, target: Mapping[str, str], members: tuple[str, ...]
+) -> set[str]:
+    """Return a fleet's instance ids (lower-cased): its target's and its members'."""
+    ids = target.get("instance_ids", "")
+    return {i.strip().lower() for i in ids.split(",") if i.strip()} | {m.lower() for m in members}
+
+
+GPU_INSTANCES = ResourceScanner(
+    name="EC2 GPU instances",
+    scan=scan_gpu_instances,
+    kinds=(
+        FindingKind(ResourceKind.GPU_INSTANCE, "GPU instance"),
+        FindingKind(ResourceKind.GPU_FLEET, "Untagged GPU fleet", fleet_ledger_ids),
+    ),
+    stops=(
+        StopAction(Action.STOP_INSTANCES, "stops the instance(s)"),
+        StopAction(Action.RIGHTSIZE, "stops the instance (resize it before starting it again)"),
+    ),
+)

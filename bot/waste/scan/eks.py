@@ -18,24 +18,28 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from bot.counts import counted
 from bot.waste.scan.context import ScanContext
 from bot.waste.scan.ec2 import EKS_NODEGROUP_TAG, GPU_TYPE
 from bot.waste.scan.metrics import MetricQuery, fetch_window_values, list_series
 from bot.waste.scan.model import (
     Action,
+    FindingKind,
     Reason,
     Recommendation,
     Resource,
     ResourceFinding,
     ResourceKind,
+    StopAction,
     is_protected,
 )
 from bot.waste.scan.pricing_rules import hourly_price
+from bot.waste.scan.scanner import ResourceScanner
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +145,9 @@ def _judge(
     )
     if unread:
         ctx.note(
-            f"{label}: not judged, node(s) "
-            f"{', '.join(unread)} have no Container Insights GPU metrics "
+            f"{label}: not judged, {'node' if len(unread) == 1 else 'nodes'} "
+            f"{', '.join(unread)} {'has' if len(unread) == 1 else 'have'} no Container Insights "
+            "GPU metrics "
             f"({' and '.join(GPU_POD_METRICS)}) over the last {days} days; enable Container "
             "Insights with enhanced observability"
         )
@@ -183,7 +188,8 @@ def _judge(
         resource=resource,
         reason=Reason.NO_GPU_PODS,
         evidence=f"node group {group.cluster}/{group.name} runs {size} (desired size "
-        f"{group.desired}) and no pod requested or used a GPU on any of its {len(ids)} node(s) "
+        f"{group.desired}) and no pod requested or used a GPU on any of its "
+        f"{counted(len(ids), 'node')} "
         f"over the last {days} days",
         signal=f"Container Insights {' and '.join(GPU_POD_METRICS)} (maximum per node)",
         monthly_cost=monthly,
@@ -196,3 +202,29 @@ def _judge(
         ),
         currency=ctx.ledger.currency,
     )
+
+
+def scale_to_zero_advice(target: Mapping[str, Any]) -> str:
+    """Say how to scale the node group to zero by hand: mlcost never scales a cluster."""
+    group, cluster = target.get("nodegroup_name", "?"), target.get("cluster_name", "?")
+    return (
+        f"mlcost never scales a cluster; scale node group {group} of cluster {cluster} to "
+        "zero (minimum and desired size 0) and let the cluster autoscaler or Karpenter add "
+        "GPU nodes when a pod asks for one."
+    )
+
+
+GPU_NODE_GROUPS = ResourceScanner(
+    name="EKS GPU node groups",
+    scan=scan_gpu_node_groups,
+    kinds=(FindingKind(ResourceKind.EKS_NODE_GROUP, "EKS GPU node group"),),
+    stops=(
+        StopAction(
+            Action.SCALE_NODE_GROUP_TO_ZERO,
+            "records the approval only: mlcost never scales a cluster's node group "
+            "(a recommendation)",
+            scale_to_zero_advice,
+        ),
+    ),
+    closes_missing=False,  # as before the catalog: its findings are not closed when gone
+)

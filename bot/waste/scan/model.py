@@ -6,6 +6,7 @@ on `ResourceKey` and act on `Resource.target`, so both stay the same from one sc
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
@@ -62,13 +63,44 @@ class Action(StrEnum):
     DELETE_STUDIO_APP = "delete_studio_app"
 
 
+def own_id(resource_id: str, target: Mapping[str, str], members: tuple[str, ...]) -> set[str]:
+    """Return the resource's own id, lower-cased: the ledger bills the resource by that id."""
+    return {resource_id.lower()}
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    """A kind of resource finding: its name, its label in words, the ledger ids it stands for.
+
+    `ledger_ids(resource_id, target, members)` returns the ledger resource ids (lower-cased)
+    whose spend the finding stands for (bot/waste/findings.py lists a resource once).
+    """
+
+    kind: str
+    label: str
+    ledger_ids: Callable[[str, Mapping[str, str], tuple[str, ...]], set[str]] = own_id
+
+
+@dataclass(frozen=True)
+class StopAction:
+    """A fix a finding recommends, and what Stop it does for it (said on the post beforehand).
+
+    `advice(target)`, when set, makes the fix one mlcost only recommends: Stop it records the
+    approval and replies with the advice, changing nothing in AWS.
+    """
+
+    action: str
+    words: str
+    advice: Callable[[Mapping[str, Any]], str] | None = None
+
+
 @dataclass(frozen=True, order=True)
 class ResourceKey:
     """The identity of a finding across scans: account, region, kind and resource id."""
 
     account: str
     region: str
-    kind: ResourceKind
+    kind: str  # a ResourceKind, or a kind a registered scanner declares
     resource_id: str
 
     def __str__(self) -> str:
@@ -85,7 +117,7 @@ class Resource:
     instances.
     """
 
-    kind: ResourceKind
+    kind: str  # a ResourceKind, or a kind a registered scanner declares
     resource_id: str
     account: str
     region: str
@@ -119,7 +151,7 @@ class Price:
 class Recommendation:
     """The fix, in words and as an action, with what it saves a month."""
 
-    action: Action
+    action: str  # an Action, or one a registered scanner declares
     text: str
     monthly_saving: Decimal
 
@@ -129,7 +161,7 @@ class ResourceFinding:
     """A resource that burns money: why, how much a month, the evidence and the fix."""
 
     resource: Resource
-    reason: Reason
+    reason: str  # a Reason, or one a registered scanner gives
     evidence: str
     signal: str
     monthly_cost: Decimal
@@ -143,7 +175,7 @@ class ResourceFinding:
         return self.resource.key
 
     @property
-    def kind(self) -> ResourceKind:
+    def kind(self) -> str:
         return self.resource.kind
 
     @property

@@ -10,34 +10,12 @@ from decimal import Decimal
 from typing import Any
 
 from bot.errors import AwsUnavailable, aws_error_reason
+from bot.waste.catalog import scanners as registered_scanners
 from bot.waste.scan.context import ScanContext
-from bot.waste.scan.ebs import scan_snapshots, scan_volumes
-from bot.waste.scan.ec2 import scan_gpu_instances
-from bot.waste.scan.eks import scan_gpu_node_groups
 from bot.waste.scan.model import ResourceFinding
-from bot.waste.scan.s3 import scan_s3_prefixes
-from bot.waste.scan.sagemaker import (
-    scan_endpoints,
-    scan_notebooks,
-    scan_studio_apps,
-    scan_training_jobs,
-)
+from bot.waste.scan.scanner import Scanner
 
 log = logging.getLogger(__name__)
-
-Scanner = Callable[[Callable[..., Any], str, ScanContext], list[ResourceFinding]]
-
-REGIONAL_SCANNERS: dict[str, Scanner] = {
-    "EC2 GPU instances": scan_gpu_instances,
-    "SageMaker endpoints": scan_endpoints,
-    "SageMaker notebook instances": scan_notebooks,
-    "SageMaker training jobs": scan_training_jobs,
-    "SageMaker Studio apps": scan_studio_apps,
-    "EBS volumes": scan_volumes,
-    "EBS snapshots": scan_snapshots,
-    "EKS GPU node groups": scan_gpu_node_groups,
-}
-S3_SCANNER = "S3 checkpoint and dataset prefixes"
 
 
 @dataclass(frozen=True)
@@ -104,23 +82,32 @@ def scan_account(
     ctx: ScanContext,
     scanners: dict[str, Scanner] | None = None,
 ) -> ScanReport:
-    """Run every scanner in every region (S3 once: patterns name their buckets).
+    """Run every registered scanner in every region (bot/waste/catalog.py); one that is not
+    per region (S3: patterns name their buckets) runs once, in the first, when it wants to.
 
-    Each scanner run gets its own copy of `ctx` whose notes become the report's, filed under
-    the scanner's kind and region (a scanner that then failed keeps the notes it left).
+    `scanners` (name: scan) replaces the registered ones, each run in every region. Each scanner
+    run gets its own copy of `ctx` whose notes become the report's, filed under the scanner's
+    kind and region (a scanner that then failed keeps the notes it left).
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
     findings: list[ResourceFinding] = []
     failures: list[ScanFailure] = []
     notes: list[ScanNote] = []
-    jobs: list[tuple[str, str, Scanner]] = [
-        (region, kind, scanner)
-        for region in regions
-        for kind, scanner in (scanners or REGIONAL_SCANNERS).items()
-    ]
-    if ctx.policy.s3_patterns and regions and scanners is None:
-        jobs.append((regions[0], S3_SCANNER, scan_s3_prefixes))
+    if scanners is not None:
+        jobs = [(region, name, scan) for region in regions for name, scan in scanners.items()]
+    else:
+        known = registered_scanners()
+        jobs = [
+            (region, s.name, s.scan)
+            for region in regions
+            for s in known
+            if s.per_region and s.runs(ctx)
+        ] + [
+            (regions[0], s.name, s.scan)
+            for s in known
+            if not s.per_region and regions and s.runs(ctx)
+        ]
     for region, kind, scanner in jobs:
         said: list[str] = []
         try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import fnmatch
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -27,15 +27,18 @@ from bot.waste.pricing import monthly_from_gb
 from bot.waste.scan.context import ScanContext
 from bot.waste.scan.model import (
     Action,
+    FindingKind,
     Reason,
     Recommendation,
     Resource,
     ResourceFinding,
     ResourceKind,
+    StopAction,
     is_protected,
     tag_tuple,
 )
 from bot.waste.scan.s3_inventory import InventoryUnusable, inventory_objects, latest_manifest
+from bot.waste.scan.scanner import ResourceScanner
 
 log = logging.getLogger(__name__)
 
@@ -241,3 +244,40 @@ def _finding(
         ),
         currency=ctx.ledger.currency,
     )
+
+
+def no_ledger_ids(
+    resource_id: str, target: Mapping[str, str], members: tuple[str, ...]
+) -> set[str]:
+    """Return no ledger ids: the ledger bills the bucket, which holds more than the prefix."""
+    return set()
+
+
+def lifecycle_advice(target: Mapping[str, Any]) -> str:
+    """Say which lifecycle rule to add by hand: mlcost never writes one."""
+    where = f"s3://{target.get('bucket', '?')}/{target.get('prefix', '')}"
+    return (
+        f"mlcost never writes S3 lifecycle rules; add one for {where} moving it to a colder "
+        "class (or expiring it)."
+    )
+
+
+def has_patterns(ctx: ScanContext) -> bool:
+    """Scan S3 only when prefix patterns are configured (they name the buckets)."""
+    return bool(ctx.policy.s3_patterns)
+
+
+PREFIXES = ResourceScanner(
+    name="S3 checkpoint and dataset prefixes",
+    scan=scan_s3_prefixes,
+    kinds=(FindingKind(ResourceKind.S3_PREFIX, "S3 prefix", no_ledger_ids),),
+    stops=(
+        StopAction(
+            Action.LIFECYCLE_TO_COLDER_CLASS,
+            "records the approval only: mlcost never writes S3 lifecycle rules (a recommendation)",
+            lifecycle_advice,
+        ),
+    ),
+    per_region=False,
+    runs=has_patterns,
+)

@@ -23,24 +23,28 @@ import datetime as dt
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from bot.counts import counted
 from bot.waste.scan.context import ScanContext
 from bot.waste.scan.ec2 import GPU_TYPE
 from bot.waste.scan.metrics import MetricQuery, fetch_window_values, list_series
 from bot.waste.scan.model import (
     Action,
+    FindingKind,
     Reason,
     Recommendation,
     Resource,
     ResourceFinding,
     ResourceKind,
+    StopAction,
     is_protected,
     tag_tuple,
 )
 from bot.waste.scan.pricing_rules import hourly_price
+from bot.waste.scan.scanner import ResourceScanner
 
 STUDIO_APP_TYPES = ("JupyterLab", "CodeEditor", "KernelGateway")
 JOB_SUFFIX = re.compile(r"[-_.]*[0-9][0-9a-z]*([-_.][0-9][0-9a-z]*)*$", re.IGNORECASE)
@@ -128,7 +132,7 @@ def _idle_endpoint(
         resource=resource,
         reason=Reason.NO_INVOCATIONS,
         evidence=f"endpoint {name} ({size}) served no invocations on any of its "
-        f"{len(variants)} variant(s) over the last {days} days",
+        f"{counted(len(variants), 'variant')} over the last {days} days",
         signal="Invocations (AWS/SageMaker, every variant)",
         monthly_cost=monthly,
         price_source=source,
@@ -176,7 +180,7 @@ def scan_notebooks(aws: Callable[..., Any], region: str, ctx: ScanContext) -> li
                     resource=resource,
                     reason=Reason.NO_ACTIVITY,
                     evidence=f"notebook {name} ({itype}) has been in service, unchanged, for "
-                    f"{running} days (since {since:%Y-%m-%d})",
+                    f"{counted(running, 'day')} (since {since:%Y-%m-%d})",
                     signal="time in service since LastModifiedTime (SageMaker publishes no "
                     "notebook activity metric)",
                     monthly_cost=price.monthly,
@@ -218,7 +222,8 @@ def scan_studio_apps(
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         shown = ", ".join(unknown[:5]) + more
         ctx.note(
-            f"SageMaker Studio in {region}: user activity unknown for {len(unknown)} app(s) "
+            f"SageMaker Studio in {region}: user activity unknown for "
+            f"{counted(len(unknown), 'app')} "
             f"({shown}): "
             "LastUserActivityTimestamp moves with SageMaker's health checks, so they were "
             "judged by time in service"
@@ -395,3 +400,74 @@ def scan_training_jobs(
 
 def _hours(delta: dt.timedelta) -> str:
     return f"{delta.total_seconds() / 3600:.1f}"
+
+
+def arn_ledger_ids(prefix: str) -> Callable[[str, Mapping[str, str], tuple[str, ...]], set[str]]:
+    """Return the ledger ids of a SageMaker resource: `PREFIX/NAME`, lower-cased."""
+
+    def ledger_ids(
+        resource_id: str, target: Mapping[str, str], members: tuple[str, ...]
+    ) -> set[str]:
+        return {prefix + resource_id.lower()}
+
+    return ledger_ids
+
+
+def studio_app_advice(target: Mapping[str, Any]) -> str:
+    """Say which Studio app to delete by hand: mlcost never deletes one."""
+    return (
+        f"mlcost never deletes Studio apps; delete Studio app {target.get('app_name', '?')} "
+        f"({target.get('app_type', '?')}) in domain {target.get('domain_id', '?')} (its "
+        "space's storage stays) and turn on Studio's idle shutdown."
+    )
+
+
+ENDPOINTS = ResourceScanner(
+    name="SageMaker endpoints",
+    scan=scan_endpoints,
+    kinds=(
+        FindingKind(
+            ResourceKind.SAGEMAKER_ENDPOINT, "SageMaker endpoint", arn_ledger_ids("endpoint/")
+        ),
+    ),
+    stops=(
+        StopAction(Action.DELETE_ENDPOINT, "deletes the endpoint (its endpoint config is kept)"),
+    ),
+)
+NOTEBOOKS = ResourceScanner(
+    name="SageMaker notebook instances",
+    scan=scan_notebooks,
+    kinds=(
+        FindingKind(
+            ResourceKind.SAGEMAKER_NOTEBOOK,
+            "SageMaker notebook",
+            arn_ledger_ids("notebook-instance/"),
+        ),
+    ),
+    stops=(StopAction(Action.STOP_NOTEBOOK, "stops the notebook instance"),),
+)
+TRAINING_JOBS = ResourceScanner(
+    name="SageMaker training jobs",
+    scan=scan_training_jobs,
+    kinds=(
+        FindingKind(
+            ResourceKind.SAGEMAKER_TRAINING_JOB,
+            "SageMaker training job",
+            arn_ledger_ids("training-job/"),
+        ),
+    ),
+    stops=(StopAction(Action.STOP_TRAINING_JOB, "stops the training job"),),
+)
+STUDIO_APPS = ResourceScanner(
+    name="SageMaker Studio apps",
+    scan=scan_studio_apps,
+    kinds=(FindingKind(ResourceKind.SAGEMAKER_STUDIO_APP, "SageMaker Studio app"),),
+    stops=(
+        StopAction(
+            Action.DELETE_STUDIO_APP,
+            "records the approval only: mlcost never deletes Studio apps (a recommendation)",
+            studio_app_advice,
+        ),
+    ),
+    closes_missing=False,  # as before the catalog: its findings are not closed when gone
+)

@@ -16,17 +16,17 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.config import Settings
+from bot.config import DeliverySettings, PollSettings
 from bot.db.engine import session_scope
 from bot.errors import MlcostError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress, SpendSource
 from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_lease
-from bot.notify.outbox import FindPosted, PlannedPost, enqueue_many
-from bot.notify.plan import ALL_CHECKS, CycleReport, plan_alerts
+from bot.notify.outbox import FindPosted, PlannedPost, Renderer, enqueue_many
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
 from bot.notify.sources import ReadSource, read_side_by_side, source_name
 from bot.periods import local_today
+from bot.poll.plan import ALL_CHECKS, CycleReport, plan_alerts
 from bot.registry.sync import load_attribution_rules
 from bot.slack.notifier import Notifier
 
@@ -124,12 +124,13 @@ def _record_failure(
 def run_cycle(
     *,
     session_factory: sessionmaker[Session],
-    settings: Settings,
+    settings: PollSettings,
     now: dt.datetime,
     as_of: dt.date | None = None,
     sources: Sequence[SpendSource] = (),
     notifier: Notifier | None = None,
     find_posted: FindPosted | None = None,
+    renderer: Renderer | None = None,
     checks: Sequence[str] = ALL_CHECKS,
     dry_run: bool = False,
     progress: StartTask | None = None,
@@ -166,6 +167,7 @@ def run_cycle(
                 settings=settings,
                 notifier=notifier,
                 find_posted=find_posted,
+                renderer=renderer,
             )
     return report
 
@@ -173,10 +175,11 @@ def run_cycle(
 def deliver_outbox(
     *,
     session_factory: sessionmaker[Session],
-    settings: Settings,
+    settings: DeliverySettings,
     notifier: Notifier,
     now: dt.datetime | None = None,
     find_posted: FindPosted | None = None,
+    renderer: Renderer | None = None,
 ) -> DeliveryReport:
     """Deliver every pending outbox message that is due (by the database's clock, or at `now`)."""
     return deliver_pending(
@@ -185,4 +188,5 @@ def deliver_outbox(
         now=now,
         find_posted=find_posted,
         lease=outbox_lease(settings),
+        renderer=renderer,
     )

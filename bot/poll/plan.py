@@ -1,7 +1,8 @@
 """Plan the alerts due as of a day: budgets, anomalies, unallocated spend and waste.
 
-Each planner returns plain messages rendered by bot/slack/render.py into outbox posts, and the
-keys it could not route; nothing is written here.
+Each planner returns outbox posts carrying its domain's messages (rendered only when delivered,
+by the renderer the composition root hands delivery), and the keys it could not route; nothing
+is written here.
 """
 
 from __future__ import annotations
@@ -16,26 +17,24 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from bot.anomalies.detect import scan_anomalies
+from bot.anomalies.messages import AnomalyAlertMessage
 from bot.budgets.drivers import Drivers, top_drivers
 from bot.budgets.evaluate import evaluate_budgets
+from bot.budgets.messages import AlertContext, BudgetAlertMessage
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
-from bot.config import Settings
+from bot.config import AlertSettings
 from bot.db.schema import AlertSilence, DailySpend, OutboxMessage
 from bot.ingest.ledger import IngestReport
 from bot.notify.delivery import DeliveryReport
-from bot.notify.messages import (
-    AlertContext,
-    AnomalyAlertMessage,
-    BudgetAlertMessage,
-    UnallocatedAlertMessage,
-    WasteDigestMessage,
-)
 from bot.notify.outbox import PlannedPost, planned_post
 from bot.notify.routing import Router
+from bot.periods import days_words
 from bot.spend.coverage import covered_days, ledger_first_day
+from bot.spend.messages import UnallocatedAlertMessage
 from bot.spend.reports import check_currency_setting, cost_column, taggable
 from bot.waste.checks import WasteFinding
 from bot.waste.findings import ResourceEntry, waste_overview
+from bot.waste.messages import WasteDigestMessage
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +105,7 @@ def recorded_keys(session: Session, *likes: str) -> set[str]:
 def plan_budget_posts(
     *,
     session: Session,
-    settings: Settings,
+    settings: AlertSettings,
     as_of: dt.date,
     now: dt.datetime,
     router: Router,
@@ -161,7 +160,7 @@ def plan_budget_posts(
 
 
 def plan_anomaly_posts(
-    *, session: Session, settings: Settings, as_of: dt.date, router: Router
+    *, session: Session, settings: AlertSettings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str], dict[str, int]]:
     """Find the anomalies of the trailing re-check window; return (posts, unroutable keys,
     the scopes not judged for lack of history with their covered days of history).
@@ -218,12 +217,12 @@ def covered_week(
 
 
 def week_label(monday: dt.date, sunday: dt.date) -> str:
-    """Return `the week of Nov 23–Nov 29`."""
-    return f"the week of {monday:%b %-d}–{sunday:%b %-d}"
+    """Return `the week of Nov 23–29` (`Oct 26–Nov 1` across months)."""
+    return f"the week of {days_words(monday, sunday)}"
 
 
 def plan_unallocated_post(
-    *, session: Session, settings: Settings, as_of: dt.date, router: Router
+    *, session: Session, settings: AlertSettings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
     """Return the weekly unallocated alerts for the last complete week that are worth posting.
 
@@ -268,7 +267,7 @@ def plan_unallocated_post(
 
 
 def plan_waste_posts(
-    *, session: Session, settings: Settings, as_of: dt.date, router: Router
+    *, session: Session, settings: AlertSettings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
     """Return the weekly waste digests for the last complete week: one per channel.
 
@@ -350,7 +349,7 @@ ONCE_PLANNERS = {
 def plan_alerts(
     *,
     session: Session,
-    settings: Settings,
+    settings: AlertSettings,
     as_of: dt.date,
     now: dt.datetime,
     checks: Sequence[str] = ALL_CHECKS,

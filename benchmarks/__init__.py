@@ -1,0 +1,1 @@
+"""Benchmark scripts: each prints its figures (python benchmarks/NAME.py --help)."""

@@ -1,0 +1,27 @@
+"""What a closed resource finding has saved: its last monthly cost times the days since, in cents.
+
+Kept apart from bot/waste/lifecycle.py so the waste lists (bot/waste/findings.py) read it without
+importing the lifecycle, which posts through the outbox.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from bot.db.schema import ResourceFindingRecord
+
+OPEN, CLOSED = "open", "closed"
+
+
+def cents(amount: Decimal) -> Decimal:
+    """Round an amount to cents, half to even."""
+    return amount.quantize(Decimal("0.01"), ROUND_HALF_EVEN)
+
+
+def saved_so_far(row: ResourceFindingRecord, as_of: dt.datetime) -> Decimal | None:
+    """Return what a closed finding has saved by `as_of` (None while it is open)."""
+    if row.status != CLOSED:
+        return None
+    seconds = max(Decimal(0), Decimal(str((as_of - row.last_seen).total_seconds())))
+    return cents(row.monthly_cost * seconds / Decimal(86400 * 30))

@@ -1,0 +1,96 @@
+"""Each command imports only what it runs (issue 24, item 1).
+
+A report, the gate or the audit trail on a database at head loads no Slack SDK, no charts, no
+AWS SDK, no scheduler, no pandas or pyarrow and no Alembic; an ingestion of a local file loads no
+Slack SDK, charts, AWS SDK, scheduler or Alembic. Measured as `python -X importtime` of the real
+command line, like the --help test, on the demo's database.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import DemoRun
+from tests.cli.test_help_imports import imported_by
+from tests.conftest import DATA
+
+# none of these is needed to read the ledger and print an answer
+NOT_FOR_READING = (
+    "matplotlib",
+    "boto3",
+    "botocore",
+    "slack_sdk",
+    "slack_bolt",
+    "apscheduler",
+    "alembic",
+    "waitress",
+    "pandas",
+    "pyarrow",
+    "numpy",
+    "bot.slack",
+    "bot.notify.outbox",
+)
+# an ingestion reads with pyarrow (which loads pandas, and pandas numpy, once a Python value is
+# converted: pyarrow's own doing whenever pandas is installed)
+NOT_FOR_INGESTING = (
+    "matplotlib",
+    "boto3",
+    "botocore",
+    "slack_sdk",
+    "slack_bolt",
+    "apscheduler",
+    "alembic",
+    "waitress",
+    "bot.slack",
+)
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    """Return the modules in `modules` that are, or are inside, one of `names`."""
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+@pytest.fixture
+def demo_database(demo_run: DemoRun, tmp_path: Path) -> str:
+    """A copy of the shared demo's database (at head), as a --database-url."""
+    copy = tmp_path / "demo.db"
+    shutil.copy(demo_run.folder / "mlcost-demo.db", copy)
+    return f"sqlite:///{copy}"
+
+
+READING_COMMANDS = [
+    ["report", "spend", "--month", "2026-11"],
+    ["report", "spend", "--month", "2026-11", "--format", "csv"],
+    ["report", "chargeback", "--month", "2026-11"],
+    ["gate", "recsys", "--as-of", "2026-11-30"],
+    ["audit"],
+]
+
+
+@pytest.mark.parametrize("words", READING_COMMANDS, ids=" ".join)
+def test_reading_commands_load_no_slack_charts_aws_or_migrations(
+    demo_database: str, words: list[str]
+) -> None:
+    done, modules = imported_by("--database-url", demo_database, *words)
+    assert done.returncode in (0, 1), done.stderr  # the gate exits 1 when it says no
+    assert "sqlalchemy" in modules  # it did read the database
+    assert loaded(modules, NOT_FOR_READING) == []
+
+
+def test_ingesting_a_file_loads_no_slack_charts_aws_or_migrations(demo_database: str) -> None:
+    done, modules = imported_by(
+        "--database-url", demo_database, "ingest", "focus", str(DATA / "focus_sample.csv")
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pyarrow" in modules
+    assert loaded(modules, NOT_FOR_INGESTING) == []
+
+
+def test_a_new_database_is_migrated_with_alembic(tmp_path: Path) -> None:
+    # the check above is not blind: the first use of a database does load Alembic
+    done, modules = imported_by("--database-url", f"sqlite:///{tmp_path / 'new.db'}", "audit")
+    assert done.returncode == 0, done.stderr
+    assert "alembic" in modules
