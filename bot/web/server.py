@@ -297,6 +297,10 @@ class HttpServer:
             max_request_body_size=max_body_bytes + 1,
             asyncore_use_poll=True,  # select() cannot watch sockets numbered past 1023
         )
+        # waitress warns "Task queue depth is N" whenever a request waits for a busy thread: the
+        # normal shape of a burst (Slack retries), nothing an operator can act on. Ours says it
+        # at DEBUG; /healthz latency (docs/deploy.md) is the signal for a server that is too small.
+        self._server.task_dispatcher.queue_logger = _QueueLog()
         listening = getattr(self._server, "effective_listen", None) or [
             (self._server.effective_host, self._server.effective_port)
         ]
@@ -350,6 +354,13 @@ class HttpServer:
     def _close_everything(self) -> None:
         for dispatcher in list(self._map.values()):
             dispatcher.close()
+
+
+class _QueueLog:
+    """Stands in for waitress's `queue_logger`: the queue depth at DEBUG, under bot.web."""
+
+    def warning(self, message: str, *args: object) -> None:
+        log.debug("requests queued for a worker thread: %s", message % args if args else message)
 
 
 def _allow_open_files(wanted: int) -> None:
