@@ -260,3 +260,42 @@ def test_the_model_reply_shows_stage_shares_that_add_up_to_100_percent() -> None
     _, blocks = build_model_report_blocks(report, "USD")
     lines = [row for b in blocks for row in str(b).split("\\n") if row.startswith("• ")]
     assert [s for row in lines for s in shares(row)] == [34, 33, 33], lines
+
+
+def test_partial_lists_sum_what_they_leave_out_so_the_lines_add_up() -> None:
+    # issue 23: "…and 1 smaller findings" (or more models, tag values, services) carried no
+    # amount, so the lines shown fell short of the total shown with them
+    from bot.slack.blocks.spend import MAX_GROUPS, MAX_SERVICES, build_unallocated_blocks
+    from bot.slack.blocks.team import MAX_LINES
+    from bot.spend.reports import SpendLine, SpendReport, SpendTotals
+    from bot.spend.unallocated import UnallocatedReport
+
+    text, blocks = build_waste_blocks(thirds_of_waste(), limit=2)
+    shown = [a for b in blocks if b["type"] in ("section", "context") for a in amounts(str(b))]
+    assert amounts(text)[0] == Decimal(301) and sum(shown) == Decimal(301), shown
+
+    models = [line(f"m{i}", "100.40") for i in range(MAX_LINES + 2)]
+    month = line("ranking", str(Decimal("100.40") * len(models)))
+    window = ReportingWindow(trailing_days(30, AS_OF), NOV, AS_OF, AS_OF)
+    report = TeamReport("ranking", [], None, CostBasis.BILLED, window, models, month, {})
+    _, blocks = build_team_report_blocks(report, "USD")
+    ranked = next(b for b in blocks if "Models, ranked" in str(b.get("text", "")))["text"]["text"]
+    rows = ranked.splitlines()[1:]
+    assert rows[-1].startswith("…and 2 more models: $")
+    assert sum(amounts(row)[0] for row in rows) == Decimal(2711)  # 27 × $100.40, as shown
+
+    tags = [f"t{i}" for i in range(MAX_GROUPS + 1)]
+    services = [f"svc{i}" for i in range(MAX_SERVICES + 2)]
+    lines = [
+        SpendLine({"tag": tag, "service": svc}, Decimal("10.05"), Decimal(0))
+        for tag in tags
+        for svc in services
+    ]
+    total = Decimal("10.05") * len(lines)
+    totals = [SpendTotals("USD", total, total, total, Decimal(0), total)]
+    spend = SpendReport(NOV, ["tag", "service"], CostBasis.BILLED, lines, totals)
+    text, blocks = build_unallocated_blocks(UnallocatedReport(spend, Decimal(10000)), "USD")
+    sections = [amounts(b["text"]["text"]) for b in blocks if b["type"] == "section"]
+    assert sum(found[0] for found in sections) == amounts(text)[0] == Decimal(784)
+    assert all(sum(found[1:]) == found[0] for found in sections[:-1]), sections
+    assert "…and 2 more services: $20" in str(blocks[1])
