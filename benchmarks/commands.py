@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 import os  # noqa: E402
 
 from pydantic import SecretStr  # noqa: E402
-from sqlalchemy import insert  # noqa: E402
+from sqlalchemy import insert, select  # noqa: E402
 
 from bot.bootstrap import AppServices  # noqa: E402
 from bot.config import Settings  # noqa: E402
@@ -84,7 +84,7 @@ def seed(factory: object, models: int, days: int) -> int:
         session.flush()
         start = TODAY - dt.timedelta(days=days - 1)
         batch: list[dict[str, object]] = []
-        for name in names:
+        for index, name in enumerate(names):
             base = rng.uniform(50, 2000)
             for d in range(days):
                 day = start + dt.timedelta(days=d)
@@ -102,7 +102,7 @@ def seed(factory: object, models: int, days: int) -> int:
                             "resource_id": f"{name}-{stage}",
                             "model": name,
                             "stage": stage,
-                            "team": f"team-{names.index(name) % 20:02d}",
+                            "team": f"team-{index % 20:02d}",
                             "attribution": "tag",
                             "billed_cost": cost,
                             "effective_cost": cost,
@@ -134,6 +134,12 @@ def main() -> int:
     parser.add_argument("--models", type=int, default=200)
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--database-url")
+    parser.add_argument(
+        "--seeded",
+        action="store_true",
+        help="the database is seeded already (benchmarks/scale.py): use its models, write nothing",
+    )
+    parser.add_argument("--today", type=dt.date.fromisoformat, default=TODAY)
     parser.add_argument("--charts", type=int, default=20, help="sequential chart timings")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients for acks")
     parser.add_argument("--per-client", type=int, default=15, help="commands per client")
@@ -144,12 +150,18 @@ def main() -> int:
     engine = make_engine(url)
     upgrade(engine)
     factory = make_session_factory(engine)
-    started = time.perf_counter()
-    rows = seed(factory, args.models, args.days)
-    print(
-        f"seeded {rows:,} ledger rows ({args.models} models x {args.days} days x 4 stages) "
-        f"in {time.perf_counter() - started:.1f} s on {engine.dialect.name}"
-    )
+    if args.seeded:
+        with session_scope(factory) as session:
+            names = list(session.scalars(select(MLModel.name).order_by(MLModel.name)))
+        print(f"{len(names):,} models in the seeded {engine.dialect.name} database")
+    else:
+        started = time.perf_counter()
+        rows = seed(factory, args.models, args.days)
+        names = [f"model-{i:03d}" for i in range(args.models)]
+        print(
+            f"seeded {rows:,} ledger rows ({args.models} models x {args.days} days x 4 stages) "
+            f"in {time.perf_counter() - started:.1f} s on {engine.dialect.name}"
+        )
 
     fake = FakeSlack().start()
     settings = Settings(
@@ -162,7 +174,7 @@ def main() -> int:
         settings=settings,
         session_factory=factory,
         client=make_web_client(settings),
-        clock=lambda: dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC),
+        clock=lambda: dt.datetime.combine(args.today, dt.time(12), dt.UTC),
     )
     # What `mlcost serve` does at start-up: chart worker processes that warm matplotlib.
     start_render_processes(max(1, (os.cpu_count() or 2) - 1))
@@ -178,7 +190,6 @@ def main() -> int:
         url=f"http://127.0.0.1:{server.port}/",
         over_http=True,
     )
-    names = [f"model-{i:03d}" for i in range(args.models)]
 
     # 1. Time to the uploaded chart, one command at a time.
     chart_times: list[float] = []
