@@ -240,11 +240,13 @@ def budget_sums(
         start=min(*starts.values(), as_of - dt.timedelta(days=HISTORY_DAYS - 1)),
         end=as_of,
     )
-    result: dict[int, dict[str, Decimal]] = {}
-    for row in rows:
-        values = row._mapping
-        result[int(values["budget_id"])] = {name: Decimal(values[name] or 0) for name in conditions}
-    return result
+    names = list(conditions)  # a row is (budget_id, *buckets in this order)
+    return {
+        int(budget_id): {
+            name: ZERO if v is None else v for name, v in zip(names, sums, strict=True)
+        }
+        for budget_id, *sums in rows
+    }
 
 
 def evaluate_budgets(
@@ -331,6 +333,9 @@ def _thresholds(stored: str | None) -> tuple[int, ...]:
     return tuple(sorted(json.loads(stored) or [])) if stored else ()
 
 
+_HISTORY_BUCKETS = tuple(history_bucket(i) for i in range(HISTORY_DAYS))
+
+
 def _period_so_far(
     values: dict[str, Decimal],
     history: tuple[dt.date, ...],
@@ -342,7 +347,8 @@ def _period_so_far(
     """Return one budget's spend to date and its forecast (None for a daily budget)."""
     to_date = values.get(to_date_bucket(kind), ZERO)
     shape_days, weekday_totals = weekday_shape(
-        {day: values.get(history_bucket(i), ZERO) for i, day in enumerate(history)}, history
+        {day: values.get(name, ZERO) for day, name in zip(history, _HISTORY_BUCKETS, strict=False)},
+        history,
     )
     summary = SpendSummary(
         as_of=as_of,
