@@ -232,8 +232,10 @@ def athena_figures(ledger_rows_a_month: int) -> None:
                     referenced_total += size
     per_row_named = referenced_total / rows
     per_row_all = all_total / rows
-    print("\nAthena (bot/ingest/sources/athena.py build_query, 40 tag columns):")
-    print("  " + sql.replace("\n", "\n  "))
+    shown = build_query("cur", "cur_table", "2026-11", dict(list(tags.items())[:2]))
+    print(f"\nAthena (bot/ingest/sources/athena.py build_query; with 2 of the {TAG_KEYS} tags):")
+    print("  " + shown.replace("\n", "\n  "))
+    print(f"  with all {TAG_KEYS} tag columns the query is {len(sql):,} characters")
     print(
         f"  measured on tests/data ({len(files)} CUR months, {rows:,} rows, Parquet/snappy): the "
         f"columns the query names take {per_row_named:.1f} bytes a row compressed, of "
