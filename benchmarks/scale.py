@@ -73,7 +73,7 @@ def seed_registry(engine: Engine, *, models: int, teams: int, budgets: int) -> N
         session.execute(
             insert(Team), [{"name": f"t{t:04d}", "channel": f"C{t:05d}"} for t in range(teams)]
         )
-        team_ids = dict(session.execute(text("SELECT name, id FROM teams")).all())
+        team_ids: dict[str, int] = dict(session.execute(text("SELECT name, id FROM teams")).all())
         session.execute(
             insert(MLModel),
             [
@@ -81,7 +81,7 @@ def seed_registry(engine: Engine, *, models: int, teams: int, budgets: int) -> N
                 for m in range(models)
             ],
         )
-        model_ids = dict(session.execute(text("SELECT name, id FROM models")).all())
+        model_ids: dict[str, int] = dict(session.execute(text("SELECT name, id FROM models")).all())
         session.execute(
             insert(Owner), [{"model_id": i, "user_id": f"U{i:08d}"} for i in model_ids.values()]
         )

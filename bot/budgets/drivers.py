@@ -86,15 +86,17 @@ def _add_stage_and_day_drivers(
     first = periods[0].start
     days = [first + dt.timedelta(days=i) for i in range((as_of - first).days + 1)]
     cost = cost_column(basis, SpendRollup)
-    window = {"start": first, "end": as_of, "budget_ids": [s.budget_id for s in wanted]}
+    ids = [s.budget_id for s in wanted]
     period_of = {s.budget_id: s.month for s in wanted}
     stages: dict[int, dict[str, Decimal]] = {}
     for row in scope_sums(
         session,
         buckets={column[p]: SpendRollup.day >= p.start for p in periods},
         cost=cost,
+        start=first,
+        end=as_of,
+        budget_ids=ids,
         by_stage=True,
-        **window,
     ):
         values = row._mapping
         budget_id = int(values["budget_id"])
@@ -106,7 +108,9 @@ def _add_stage_and_day_drivers(
         session,
         buckets={f"d{i}": SpendRollup.day == day for i, day in enumerate(days)},
         cost=cost,
-        **window,
+        start=first,
+        end=as_of,
+        budget_ids=ids,
     ):
         values = row._mapping
         budget_id = int(values["budget_id"])
