@@ -41,16 +41,14 @@ import pyarrow.parquet as pq  # noqa: E402
 from sqlalchemy import Engine, create_engine, insert, text, update  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from benchmarks.alerts import insert_organisation  # noqa: E402
 from bot.budgets.evaluate import evaluate_budgets  # noqa: E402
 from bot.config import Settings  # noqa: E402
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade  # noqa: E402
 from bot.db.schema import (  # noqa: E402
     Budget,
     IngestionRun,
-    MLModel,
     Owner,
-    RegistrySetting,
-    Team,
 )
 from bot.ingest.rollup import rebuild_rollup  # noqa: E402
 from bot.ingest.sources.athena import build_query  # noqa: E402
@@ -70,22 +68,10 @@ def seed_registry(engine: Engine, *, models: int, teams: int, budgets: int) -> N
     then team and team×stage scopes until there are `budgets`, periods in turn."""
     factory = make_session_factory(engine)
     with session_scope(factory) as session:
-        session.execute(
-            insert(Team), [{"name": f"t{t:04d}", "channel": f"C{t:05d}"} for t in range(teams)]
-        )
-        team_ids: dict[str, int] = dict(session.execute(text("SELECT name, id FROM teams")).all())
-        session.execute(
-            insert(MLModel),
-            [
-                {"name": f"m{m:04d}", "team_id": team_ids[f"t{m % teams:04d}"], "match": {}}
-                for m in range(models)
-            ],
-        )
-        model_ids: dict[str, int] = dict(session.execute(text("SELECT name, id FROM models")).all())
+        model_ids = insert_organisation(session, teams=teams, models=models, width=4)
         session.execute(
             insert(Owner), [{"model_id": i, "user_id": f"U{i:08d}"} for i in model_ids.values()]
         )
-        session.add(RegistrySetting(key="finops_channel", value="C0FINOPS"))
         scopes: list[tuple[str | None, str | None, str | None]] = []
         for m in range(models):
             scopes += [(f"m{m:04d}", None, None)] + [(f"m{m:04d}", None, s) for s in ALL_STAGES]
