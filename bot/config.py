@@ -231,7 +231,7 @@ class DeliverySettings(SettingsSlice):
     )
 
 
-class IngestSettings(LedgerSettings):
+class IngestSettings(AttributionSettings, LedgerSettings):
     """How billing sources are read, by `mlcost ingest` and by the scheduled poll. OpenCost is
     fetched through the forward proxy of `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` (either case;
     the process environment, not `.env`): an `http://[user:password@]host:port` proxy, https in

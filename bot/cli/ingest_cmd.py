@@ -59,7 +59,7 @@ def _run(source: SpendSource, ctx: CliContext) -> int:
     from bot.ingest.ledger import ingest
 
     with progress.task(f"ingest {source.kind}") as bar, ctx.session() as session:
-        report = ingest(source, session=session, progress=bar)
+        report = ingest(source, session=session, progress=bar, attribution=ctx.settings.attribution)
         hint = nothing_attributed_hint(report, session=session)
     print_report(report)
     if hint:

@@ -139,7 +139,9 @@ def show_kubernetes(services: AppServices, folder: Path, section: Callable[[str]
     path = write_allocation_answer(folder)
     print(f"mlcost ingest opencost {path.relative_to(folder)}  (what /allocation answered)")
     with services.unit_of_work() as session:
-        report = ingest(OpenCostSource(str(path)), session=session)
+        report = ingest(
+            OpenCostSource(str(path)), session=session, attribution=services.settings.attribution
+        )
     print_report(report)
     with services.unit_of_work() as session:
         spend = spend_report(

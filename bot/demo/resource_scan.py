@@ -168,9 +168,10 @@ def show_resource_scan(
     from bot.db.schema import ResourceFindingRecord
     from bot.slack.blocks.waste import label_of, render_waste_text, unmarked
     from bot.waste.findings import waste_overview
+    from bot.waste.jobs import scan_policy
     from bot.waste.lifecycle import closed_text, record_report
     from bot.waste.pricing import load_price_table
-    from bot.waste.scan.context import ScanContext, policy_from_settings
+    from bot.waste.scan.context import ScanContext
     from bot.waste.scan.ledger import ledger_view
     from bot.waste.scan.run import account_id, scan_account
 
@@ -185,13 +186,14 @@ def show_resource_scan(
             ledger = ledger_view(
                 session=session, as_of=FIRST_SCAN.date() - dt.timedelta(days=1), currency="USD"
             )
+            policy = scan_policy(session=session, settings=settings)
         prices = load_price_table(settings.price_table_file)
 
         def scan(now: dt.datetime) -> Any:
             ctx = ScanContext(
                 account=account_id(aws, REGION),
                 now=now,
-                policy=policy_from_settings(settings),
+                policy=policy,
                 ledger=ledger,
                 prices=prices,
             )

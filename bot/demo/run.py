@@ -122,13 +122,21 @@ def show_ingest(services: AppServices, folder: Path) -> None:
     """Section 2: ingest the sample FOCUS billing, reconciled; a native export is named."""
     section("2. Ingest three months of FOCUS billing")
     with services.unit_of_work() as session:
-        report = ingest(FocusSource([str(DATA / "billing-focus.csv.gz")]), session=session)
+        report = ingest(
+            FocusSource([str(DATA / "billing-focus.csv.gz")]),
+            session=session,
+            attribution=services.settings.attribution,
+        )
     print_report(report)
     native = folder / "gcp_billing_export_v1.csv"
     native.write_text(GCP_STANDARD_EXPORT)
     try:
         with services.unit_of_work() as session:
-            ingest(FocusSource([str(native)]), session=session)
+            ingest(
+                FocusSource([str(native)]),
+                session=session,
+                attribution=services.settings.attribution,
+            )
     except IngestError as refused:
         print(f"mlcost ingest focus {native.name}: refused, nothing written:")
         print(f"  {plain(str(refused)).replace(str(native), native.name)}")
@@ -294,7 +302,7 @@ def show_export_poll(services: AppServices, folder: Path) -> None:
         before = spend_report(session=session, period=month_period(DEMO_MONTH), by=["model"])
     source = RecentExportSource("focus", str(root), recent_periods(today))
     with services.unit_of_work() as session:
-        report = ingest(source, session=session)
+        report = ingest(source, session=session, attribution=services.settings.attribution)
     with services.unit_of_work() as session:
         after = spend_report(session=session, period=month_period(DEMO_MONTH), by=["model"])
     print(

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from sqlalchemy import and_, delete, func, or_, select, text
 from sqlalchemy.orm import Session
 
+from bot.config import AttributionSettings
 from bot.db.bulk_insert import insert_arrow
 from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend, utcnow
 from bot.errors import IngestError
@@ -183,7 +184,11 @@ def _balance(t: CurrencyTotals) -> str:
 
 
 def ingest(
-    source: SpendSource, *, session: Session, progress: Progress | None = None
+    source: SpendSource,
+    *,
+    session: Session,
+    progress: Progress | None = None,
+    attribution: AttributionSettings | None = None,
 ) -> IngestReport:
     """Read a source, attribute it, replace its scopes in the ledger; the caller commits.
 
@@ -191,9 +196,9 @@ def ingest(
     the source has been read, makes a second one wait for the first to commit, so its deletes
     see the rows the first wrote (under READ COMMITTED they would not: a concurrent re-ingestion
     of the same scope, or of overlapping days in the rollup, would count twice). SQLite allows a
-    single writer anyway.
+    single writer anyway. `attribution`: the settings' tag keys, read where the registry names none.
     """
-    rules = load_attribution_rules(session=session)
+    rules = load_attribution_rules(session=session, defaults=attribution)
     data = source.read(rules.tag_keys_used(), progress)
     lock_ledger(session)
     run = IngestionRun(

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.config import DeliverySettings, PollSettings
+from bot.config import AttributionSettings, DeliverySettings, PollSettings
 from bot.db.engine import session_scope
 from bot.errors import MlcostError
 from bot.ingest.ledger import ingest
@@ -66,6 +66,7 @@ def fetch_sources(
     now: dt.datetime | None = None,
     progress: StartTask | None = None,
     timeout: float | None = None,
+    attribution: AttributionSettings | None = None,
 ) -> None:
     """Read the sources side by side, then write each to the ledger in its own transaction.
 
@@ -80,7 +81,7 @@ def fetch_sources(
         return
     at = now or dt.datetime.now(dt.UTC)
     with session_scope(session_factory) as session:
-        tag_keys = load_attribution_rules(session=session).tag_keys_used()
+        tag_keys = load_attribution_rules(session=session, defaults=attribution).tag_keys_used()
     label = source_name(sources[0]) if len(sources) == 1 else f"{len(sources)} sources"
     with _step(progress, f"poll: read {label}") as bar:
         outcomes = read_side_by_side(sources, tag_keys, seconds=timeout, progress=bar)
@@ -93,7 +94,9 @@ def fetch_sources(
                 _step(progress, f"poll: write {name}"),
                 session_scope(session_factory) as session,
             ):
-                report.fetched.append(ingest(ReadSource(source, outcome), session=session))
+                report.fetched.append(
+                    ingest(ReadSource(source, outcome), session=session, attribution=attribution)
+                )
                 clear_source_failure(session=session, source=name)
         except Exception as exc:
             if isinstance(exc, MlcostError):
@@ -148,6 +151,7 @@ def run_cycle(
             now=now,
             progress=progress,
             timeout=settings.poll_source_timeout_seconds,
+            attribution=settings,
         )
     with (
         _step(progress, f"poll: check {', '.join(checks)} as of {day}"),

@@ -173,7 +173,9 @@ def _sync_settings(spec: RegistrySpec, session: Session) -> None:
     """Store the FinOps channel and the attribution rules."""
     settings: dict[str, Any] = {
         "finops_channel": spec.finops_channel,
-        "attribution": spec.attribution.model_dump(exclude_none=True),
+        # what the file names, no more: tag keys it leaves out come from the settings
+        # (attribution_spec); a stored list of every default would hide them
+        "attribution": spec.attribution.model_dump(exclude_none=True, exclude_unset=True),
         "chargeback": spec.chargeback.model_dump(mode="json"),
     }
     for key, value in settings.items():
@@ -251,16 +253,36 @@ def export_registry(*, session: Session) -> RegistrySpec:
 
 
 def cost_explorer_tag_key(*, session: Session, settings: AttributionSettings) -> str:
-    """Return the model tag key Cost Explorer groups by: the registry's first, else the settings'.
+    """Return the model tag key Cost Explorer groups by: the first model tag key attribution reads.
 
     The key is returned as written (Cost Explorer matches the raw key, not a normalised one).
     """
-    default = settings.model_tag_keys[0]
+    keys = attribution_spec(session=session, defaults=settings).model_tag_keys
+    return keys[0] if keys else settings.model_tag_keys[0]
+
+
+TAG_KEY_FIELDS = ("model_tag_keys", "stage_tag_keys", "team_tag_keys")
+
+
+def attribution_spec(
+    *, session: Session, defaults: AttributionSettings | None = None
+) -> AttributionSpec:
+    """Return the registry's attribution; the tag keys it does not name come from `defaults`.
+
+    MLCOST_MODEL_TAG_KEYS, MLCOST_STAGE_TAG_KEYS and MLCOST_TEAM_TAG_KEYS are those defaults: the
+    registry file's `attribution` wins over each one it names. (A registry imported before this
+    was stored with every key list filled in, so it names them all until it is imported again.)
+    """
     setting = session.get(RegistrySetting, "attribution")
-    if setting is None:
-        return default
-    keys = AttributionSpec.model_validate(setting.value).model_tag_keys
-    return keys[0] if keys else default
+    spec = AttributionSpec.model_validate(setting.value if setting else {})
+    if defaults is None:
+        return spec
+    unnamed = {
+        name: list(getattr(defaults, name))
+        for name in TAG_KEY_FIELDS
+        if name not in spec.model_fields_set
+    }
+    return spec.model_copy(update=unnamed)
 
 
 def load_chargeback_policy(*, session: Session) -> ChargebackSpec:
@@ -269,10 +291,12 @@ def load_chargeback_policy(*, session: Session) -> ChargebackSpec:
     return ChargebackSpec.model_validate(setting.value if setting else {})
 
 
-def load_attribution_rules(*, session: Session) -> AttributionRules:
-    """Build attribution rules from the registry stored in the database."""
-    setting = session.get(RegistrySetting, "attribution")
-    spec = AttributionSpec.model_validate(setting.value if setting else {})
+def load_attribution_rules(
+    *, session: Session, defaults: AttributionSettings | None = None
+) -> AttributionRules:
+    """Build attribution rules from the registry stored in the database (tag keys it does not
+    name: `defaults`, the settings')."""
+    spec = attribution_spec(session=session, defaults=defaults)
     matchers = []
     for model in session.scalars(select(MLModel).options(selectinload(MLModel.team))):
         match = MatchSpec.model_validate(model.match or {})

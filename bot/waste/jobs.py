@@ -19,6 +19,7 @@ from bot.config import ScanSettings, WasteSettings
 from bot.db.engine import session_scope
 from bot.notify.delivery import DeliveryEdge, DeliveryReport, deliver_pending, outbox_lease
 from bot.notify.schedule import DailyAt, Every, JobSpec
+from bot.registry.sync import attribution_spec
 from bot.waste.lifecycle import (
     POST_KIND,
     REPLY_KIND,
@@ -27,6 +28,7 @@ from bot.waste.lifecycle import (
     PostingPolicy,
     record_report,
 )
+from bot.waste.scan.context import ScanPolicy, policy_from_settings
 from bot.waste.scan.run import ScanReport
 from bot.waste.stopping import STOP_RETRY_MINUTES, AwsClientFactory, Clock, resume_stale_stops
 
@@ -81,6 +83,15 @@ def post_scan(
     return PostedScan(lifecycle, delivery)
 
 
+def scan_policy(*, session: Session, settings: ScanSettings) -> ScanPolicy:
+    """Return the scan policy, reading a resource's model and team from the tag keys attribution
+    reads: the registry's, else the settings' (as ingestion does)."""
+    keys = attribution_spec(session=session, defaults=settings)
+    return policy_from_settings(
+        settings, model_tag_keys=keys.model_tag_keys, team_tag_keys=keys.team_tag_keys
+    )
+
+
 def scan_regions(
     regions: Sequence[str],
     *,
@@ -91,7 +102,7 @@ def scan_regions(
 ) -> ScanReport:
     """Scan the account in these regions as `mlcost waste scan` does."""
     from bot.waste.pricing import load_price_table
-    from bot.waste.scan.context import ScanContext, policy_from_settings
+    from bot.waste.scan.context import ScanContext
     from bot.waste.scan.ledger import ledger_view
     from bot.waste.scan.run import account_id, scan_account
 
@@ -100,10 +111,11 @@ def scan_regions(
         ledger = ledger_view(
             session=session, as_of=now.date() - dt.timedelta(days=1), currency=settings.currency
         )
+        policy = scan_policy(session=session, settings=settings)
     ctx = ScanContext(
         account=account_id(aws, regions[0]),
         now=now,
-        policy=policy_from_settings(settings),
+        policy=policy,
         ledger=ledger,
         prices=load_price_table(settings.price_table_file),
     )

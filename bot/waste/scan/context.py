@@ -7,7 +7,7 @@ All plain values, so scanners need no database session: `ledger.ledger_view()` b
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -100,8 +100,14 @@ class ScanContext:
         return replace(resource, model=model, team=team)
 
 
-def policy_from_settings(settings: ScanSettings) -> ScanPolicy:
-    """Return the scan policy the operator configured (MLCOST_SCAN_*)."""
+def policy_from_settings(
+    settings: ScanSettings,
+    *,
+    model_tag_keys: Sequence[str] | None = None,
+    team_tag_keys: Sequence[str] | None = None,
+) -> ScanPolicy:
+    """Return the scan policy the operator configured (MLCOST_SCAN_*); the tag keys given (the
+    registry's attribution, see scan_policy) win over the settings'."""
     return ScanPolicy(
         window_days=settings.scan_idle_days,
         gpu_idle_pct=settings.scan_gpu_idle_pct,
@@ -112,6 +118,6 @@ def policy_from_settings(settings: ScanSettings) -> ScanPolicy:
         s3_patterns=tuple(settings.scan_s3_patterns),
         s3_stale_days=settings.scan_s3_stale_days,
         s3_inventory=tuple(sorted(settings.scan_s3_inventory.items())),
-        model_tag_keys=tuple(settings.model_tag_keys),
-        team_tag_keys=tuple(settings.team_tag_keys),
+        model_tag_keys=tuple(model_tag_keys or settings.model_tag_keys),
+        team_tag_keys=tuple(team_tag_keys or settings.team_tag_keys),
     )
