@@ -180,8 +180,9 @@ class LedgerSettings(SettingsSlice):
 
 
 class AttributionSettings(SettingsSlice):
-    """The tag keys that carry a charge's model, stage and team. The registry file's
-    `attribution` wins over them."""
+    """The tag keys that carry a charge's model, stage and team, for ingestion, the poll, Cost
+    Explorer's grouping and the resource scan. Each list the registry file's `attribution` names
+    wins over its setting here."""
 
     model_tag_keys: TextList = Field(
         default=["ml:model", "model"],
