@@ -49,6 +49,7 @@ from bot.slack.blocks import waste as waste_blocks
 from bot.slack.blocks import waste_resource as waste_resource_blocks
 from bot.slack.blocks.decision import build_decision_view
 from bot.slack.guard import MAX_FALLBACK_TEXT, checked_message, checked_view
+from bot.slack.mrkdwn import is_user_id
 from bot.spend.daily import ReportingWindow
 from bot.spend.forecast import BudgetForecast, Forecast
 from bot.spend.home import HomeDashboard
@@ -104,7 +105,12 @@ def hostile(max_size: int = 100) -> st.SearchStrategy[str]:
 
 
 money = st.decimals(min_value=0, max_value=Decimal("1e9"), places=2)
-users = st.lists(st.one_of(st.sampled_from(VALID_USERS), hostile(40)), max_size=5)
+# a hostile string shaped like a user ID ("UUU") is a real mention by design (owner lists are
+# validated IDs); only strings that are not IDs must come out as text
+users = st.lists(
+    st.one_of(st.sampled_from(VALID_USERS), hostile(40).filter(lambda u: not is_user_id(u))),
+    max_size=5,
+)
 count = st.sampled_from([0, 1, 3, 60, 250])
 
 
