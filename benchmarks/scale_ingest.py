@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -344,43 +343,16 @@ def generate(args: argparse.Namespace) -> dict[str, Any]:
 
 def fresh_database(args: argparse.Namespace) -> dict[str, str]:
     """Create an empty migrated database with the registry; return its URL."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    from benchmarks.ingest import create_database
 
-    from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
-    from bot.registry.spec import parse_registry
-    from bot.registry.sync import import_registry
-
-    if args.postgres:
-        name = f"mlcost_scale_{uuid.uuid4().hex[:10]}"
-        admin = create_engine(args.postgres, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
-        url = make_url(args.postgres).set(database=name).render_as_string(hide_password=False)
-    else:
-        args.out.unlink(missing_ok=True)
-        url = f"sqlite:///{args.out}"
-    engine = make_engine(url)
-    try:
-        upgrade(engine)
-        with session_scope(make_session_factory(engine)) as session:
-            registry = Path(args.registry).read_text()
-            import_registry(parse_registry(registry), session=session, actor="benchmark")
-    finally:
-        engine.dispose()
-    return {"url": url}
+    return {"url": create_database(args.postgres, args.out, Path(args.registry).read_text())}
 
 
 def drop_database(args: argparse.Namespace) -> dict[str, str]:
     """Drop the PostgreSQL database fresh_database made."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    from benchmarks.ingest import drop
 
-    admin = create_engine(args.postgres, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(args.url).database}" WITH (FORCE)'))
-    admin.dispose()
+    drop(args.postgres, args.url)
     return {}
 
 
