@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
 from bot.budgets.evaluate import evaluate_budgets
 from bot.config import Settings
@@ -120,23 +121,38 @@ def spend_rows(run_id: int) -> list[tuple[Any, ...]]:
     return rows[:1_000_000]
 
 
+def team_name(index: int, width: int = 3) -> str:
+    """Return the benchmark name of a team: t000 (t0000 with width 4)."""
+    return f"t{index:0{width}d}"
+
+
+def insert_organisation(
+    session: Session, *, teams: int, models: int, width: int = 3
+) -> dict[str, int]:
+    """Insert teams (t000, channel C0000, ...), models m0000... (model m in team m % teams) and
+    the FinOps channel; return the models' ids by name."""
+    session.execute(
+        insert(Team),
+        [{"name": team_name(t, width), "channel": f"C{t:0{width + 1}d}"} for t in range(teams)],
+    )
+    team_ids: dict[str, int] = dict(session.execute(text("SELECT name, id FROM teams")).all())
+    session.execute(
+        insert(MLModel),
+        [
+            {"name": f"m{m:04d}", "team_id": team_ids[team_name(m % teams, width)], "match": {}}
+            for m in range(models)
+        ],
+    )
+    session.add(RegistrySetting(key="finops_channel", value="C0FINOPS"))
+    return dict(session.execute(text("SELECT name, id FROM models")).all())
+
+
 def load(engine: Engine) -> tuple[int, float]:
     """Create the organisation, 5,000 budgets and 1M ledger rows; return (rows, seconds)."""
     factory = make_session_factory(engine)
     rng = random.Random(7)
     with session_scope(factory) as session:
-        session.execute(
-            insert(Team), [{"name": f"t{t:03d}", "channel": f"C{t:04d}"} for t in range(TEAMS)]
-        )
-        teams: dict[str, int] = dict(session.execute(text("SELECT name, id FROM teams")).all())
-        session.execute(
-            insert(MLModel),
-            [
-                {"name": f"m{m:04d}", "team_id": teams[f"t{m % TEAMS:03d}"], "match": {}}
-                for m in range(MODELS)
-            ],
-        )
-        session.add(RegistrySetting(key="finops_channel", value="C0FINOPS"))
+        insert_organisation(session, teams=TEAMS, models=MODELS)
         budgets: list[dict[str, Any]] = []
 
         def add(scope: str, monthly: float, **kw: Any) -> None:

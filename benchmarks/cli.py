@@ -1,22 +1,27 @@
 """Benchmark the commands people wait on, as whole processes (start to exit, imports included).
 
-    python benchmarks/cli.py [--runs 5] [--mlcost .venv/bin/mlcost] [--data DIR]
+    python benchmarks/cli.py [--runs 5] [--mlcost .venv/bin/mlcost] [--before OTHER/bin/mlcost]
+                           [--data DIR]
+
+With `--before`, the same commands run first with the other entry point (an older checkout's
+venv), and each line shows before → after.
 
 Each command line runs `--runs` times as a fresh process, as a user types it; the figure is the
 median wall time and the worst peak RSS (the child's own `ru_maxrss`, read with `os.wait4`).
 
-- `ingest cur` reads the three CUR months in tests/data into a fresh, migrated SQLite file
-  (the migration is not timed), against a naive pandas script on the same files: `read_parquet`
-  of every column, a groupby of the unblended cost by day, product, resource and two tags, and
-  its sum. Both print their total, and the two totals are compared.
+- `ingest cur` reads the three CUR months in tests/data (or the CUR Parquet files in `--data`)
+  into a fresh, migrated SQLite file (the migration is not timed), against a naive pandas
+  script on the same files: `read_parquet` of every column, a groupby of the unblended cost by
+  day, product, resource and two tags, and its sum, which it prints.
 - `ingest focus` reads tests/data/focus_sample.csv the same way.
 - `report spend`, `report chargeback`, `gate` and `audit` run against the demo's database
   (`mlcost demo --dir` in a temporary folder, made once, not timed).
 - `--help` for scale.
 
-mlcost's own modules are compiled to bytecode first (`compileall`), as installing a package does
-and as pandas' are: with PYTHONDONTWRITEBYTECODE set (as on the shared VM) an editable install
-would otherwise compile every module of `bot` again in each run (about 0.15 s of `ingest cur`).
+mlcost's own modules are compiled to bytecode first (`compileall`, `--before`'s too), as
+installing a package does and as pandas' are: with PYTHONDONTWRITEBYTECODE set (as on the shared
+VM) an editable install would otherwise compile every module of `bot` again in each run (about
+0.15 s of `ingest cur`).
 
 Targets (issue 24): ingest cur at most 0.5x the pandas script's wall and 0.3x its RSS; every
 report, gate and audit under 0.5 s; --help under 0.15 s.
@@ -90,103 +95,136 @@ def run_reaped(command: list[str], env: dict[str, str]) -> tuple[float, int, str
         return wall, usage.ru_maxrss // 1024, out.read()
 
 
+Row = tuple[str, float, int, str]
+
+
+def figures(
+    mlcost: str, runs: int, env: dict[str, str], work: Path, cur_files: list[Path]
+) -> list[Row]:
+    """Measure every command line with one mlcost entry point; the pandas script first."""
+    python = str(Path(mlcost).parent / "python")
+    subprocess.run(
+        [mlcost, "demo", "--dir", str(work / "demo")], check=True, capture_output=True, env=env
+    )
+    demo = f"sqlite:///{work / 'demo' / 'mlcost-demo.db'}"
+    counter = iter(range(1_000_000))
+    registry = work / "registry.yaml"
+    registry.write_text(REGISTRY)
+
+    def fresh_database() -> str:
+        url = f"sqlite:///{work / f'ingest-{next(counter)}.db'}"
+        for words in (["db", "upgrade"], ["registry", "import", str(registry)]):
+            subprocess.run(
+                [mlcost, "--database-url", url, *words], check=True, capture_output=True, env=env
+            )
+        return url
+
+    def ingest(kind: str, paths: list[Path]) -> Callable[[], list[str]]:
+        return lambda: [
+            mlcost,
+            "--database-url",
+            fresh_database(),
+            "ingest",
+            kind,
+            "-q",
+            *map(str, paths),
+        ]
+
+    def on_demo(*words: str) -> list[str]:
+        return [mlcost, "--database-url", demo, *words]
+
+    script = work / "naive_pandas.py"
+    script.write_text(PANDAS_SCRIPT)
+    pandas = "naive pandas (read_parquet + groupby + sum)"
+    return [
+        measure(pandas, [python, str(script), *map(str, cur_files)], runs, env),
+        measure("mlcost ingest cur (3 CUR months)", ingest("cur", cur_files), runs, env),
+        measure("mlcost ingest focus (FOCUS 1.0 sample)", ingest("focus", [FOCUS_FILE]), runs, env),
+        measure(
+            f"mlcost report spend --month {MONTH}",
+            on_demo("report", "spend", "--month", MONTH),
+            runs,
+            env,
+        ),
+        measure(
+            f"mlcost report chargeback --month {MONTH}",
+            on_demo("report", "chargeback", "--month", MONTH),
+            runs,
+            env,
+        ),
+        measure("mlcost gate recsys", on_demo("gate", "recsys", "--as-of", AS_OF), runs, env),
+        measure("mlcost audit", on_demo("audit"), runs, env),
+        measure("mlcost --help", [mlcost, "--help"], runs, env),
+    ]
+
+
+def compile_bytecode(mlcost: str, env: dict[str, str]) -> None:
+    """Compile the `bot` package the entry point runs to bytecode, as installing it would."""
+    code = (
+        "import bot, compileall, sys; "
+        "sys.exit(not compileall.compile_dir(bot.__path__[0], quiet=1))"
+    )
+    subprocess.run([str(Path(mlcost).parent / "python"), "-c", code], check=True, env=env)
+
+
+def entry_point(path: str | None) -> str | None:
+    """Return the mlcost entry point at `path`, or the one on PATH."""
+    if path and Path(path).exists():
+        return path
+    return shutil.which("mlcost") if path is None else None
+
+
 def main() -> int:
     """Print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--mlcost", default=str(ROOT / ".venv" / "bin" / "mlcost"))
+    parser.add_argument(
+        "--before",
+        metavar="MLCOST",
+        help="another mlcost entry point (an older checkout's venv) measured in the same run",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="a folder of CUR Parquet files (default: the months in tests/data)",
+    )
     args = parser.parse_args()
-    mlcost = args.mlcost if Path(args.mlcost).exists() else shutil.which("mlcost")
-    if mlcost is None:
+    cur_files = sorted(args.data.glob("*.parquet")) if args.data else CUR_FILES
+    mlcost = entry_point(args.mlcost) or shutil.which("mlcost")
+    before = entry_point(args.before) if args.before else None
+    if mlcost is None or (args.before and before is None):
         print("no mlcost entry point: pip install -e . first, or pass --mlcost", file=sys.stderr)
         return 2
-    python = str(Path(mlcost).parent / "python")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLCOST_", "SLACK_"))}
     env["MLCOST_TIMEZONE"] = "UTC"
-    subprocess.run([python, "-m", "compileall", "-q", str(ROOT / "bot")], check=True, env=env)
+    for entry in (mlcost, before):
+        if entry:
+            compile_bytecode(entry, env)
 
     with tempfile.TemporaryDirectory(prefix="mlcost-bench-") as tmp:
-        work = Path(tmp)
-        subprocess.run(
-            [mlcost, "demo", "--dir", str(work / "demo")],
-            check=True,
-            capture_output=True,
-            env=env,
-        )
-        demo = f"sqlite:///{work / 'demo' / 'mlcost-demo.db'}"
-        counter = iter(range(1_000_000))
-        registry = work / "registry.yaml"
-        registry.write_text(REGISTRY)
-
-        def fresh_database() -> str:
-            url = f"sqlite:///{work / f'ingest-{next(counter)}.db'}"
-            for words in (["db", "upgrade"], ["registry", "import", str(registry)]):
-                subprocess.run(
-                    [mlcost, "--database-url", url, *words],
-                    check=True,
-                    capture_output=True,
-                    env=env,
-                )
-            return url
-
-        def ingest(kind: str, paths: list[Path]) -> Callable[[], list[str]]:
-            return lambda: [
-                mlcost,
-                "--database-url",
-                fresh_database(),
-                "ingest",
-                kind,
-                "-q",
-                *map(str, paths),
-            ]
-
-        script = work / "naive_pandas.py"
-        script.write_text(PANDAS_SCRIPT)
-        rows = [
-            measure(
-                "naive pandas (read_parquet + groupby + sum)",
-                [python, str(script), *map(str, CUR_FILES)],
-                args.runs,
-                env,
-            ),
-            measure("mlcost ingest cur (3 CUR months)", ingest("cur", CUR_FILES), args.runs, env),
-            measure(
-                "mlcost ingest focus (FOCUS 1.0 sample)",
-                ingest("focus", [FOCUS_FILE]),
-                args.runs,
-                env,
-            ),
-            measure(
-                f"mlcost report spend --month {MONTH}",
-                [mlcost, "--database-url", demo, "report", "spend", "--month", MONTH],
-                args.runs,
-                env,
-            ),
-            measure(
-                f"mlcost report chargeback --month {MONTH}",
-                [mlcost, "--database-url", demo, "report", "chargeback", "--month", MONTH],
-                args.runs,
-                env,
-            ),
-            measure(
-                "mlcost gate recsys",
-                [mlcost, "--database-url", demo, "gate", "recsys", "--as-of", AS_OF],
-                args.runs,
-                env,
-            ),
-            measure("mlcost audit", [mlcost, "--database-url", demo, "audit"], args.runs, env),
-            measure("mlcost --help", [mlcost, "--help"], args.runs, env),
-        ]
+        old = figures(before, args.runs, env, Path(tmp) / "before", cur_files) if before else None
+        rows = figures(mlcost, args.runs, env, Path(tmp) / "after", cur_files)
     pandas_wall, pandas_rss, pandas_total = rows[0][1], rows[0][2], rows[0][3].strip()
     print(f"whole processes, median of {args.runs} runs (peak RSS: the worst run)")
-    print(f"  {'command':<44} {'wall':>8} {'peak RSS':>9}  vs pandas")
-    for label, wall, rss, _ in rows:
+    if old is None:
+        print(f"  {'command':<44} {'wall':>8} {'peak RSS':>9}  vs pandas")
+    else:
+        print(f"  {'command':<44} {'wall before → after':>19} {'peak RSS before → after':>24}")
+    for index, (label, wall, rss, _) in enumerate(rows):
         ratio = (
             f"{wall / pandas_wall:.2f}x wall, {rss / pandas_rss:.2f}x RSS"
             if "ingest cur" in label
             else ""
         )
-        print(f"  {label:<44} {wall:>6.2f} s {rss:>6} MB  {ratio}")
+        if old is None:
+            print(f"  {label:<44} {wall:>6.2f} s {rss:>6} MB  {ratio}")
+        else:
+            _, old_wall, old_rss, _ = old[index]
+            print(
+                f"  {label:<44} {old_wall:>7.2f} → {wall:>5.2f} s"
+                f" {old_rss:>9} → {rss:>5} MB  {ratio}"
+            )
     print(
         f"pandas' unblended total: {pandas_total} (mlcost's billed total is in its ingest output)"
     )

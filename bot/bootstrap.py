@@ -25,6 +25,7 @@ from bot.errors import AwsUnavailable, aws_error_reason
 if TYPE_CHECKING:
     from slack_sdk import WebClient
 
+    from bot.notify.delivery import DeliveryEdge
     from bot.notify.outbox import FindPosted, Renderer
     from bot.notify.schedule import JobSpec
     from bot.slack.notifier import Notifier
@@ -124,6 +125,13 @@ class AppServices:
 
         return SlackRenderer()
 
+    @functools.cached_property
+    def delivery_edge(self) -> DeliveryEdge:
+        """What delivering the outbox uses: `notifier`, `renderer` and `find_posted` together."""
+        from bot.notify.delivery import DeliveryEdge
+
+        return DeliveryEdge(self.notifier, self.renderer, self.find_posted)
+
     def stop_actions(self) -> BackgroundActions:
         """Return the pool that runs approved Stop it actions, creating it on first use."""
         from bot.waste.stopping import BackgroundActions
@@ -178,9 +186,7 @@ def outbox_deps(services: AppServices) -> dict[str, Any]:
     return {
         "session_factory": services.session_factory,
         "clock": services.clock,
-        "notifier": services.notifier,
-        "renderer": services.renderer,
-        "find_posted": services.find_posted,
+        "edge": services.delivery_edge,
     }
 
 

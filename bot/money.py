@@ -132,6 +132,25 @@ def shown_within(parts: Sequence[Decimal], shown_total: Decimal, places: int) ->
     return [rounded[i] for i in range(len(parts))]
 
 
+def shown_percents(parts: Sequence[Decimal], total: Decimal) -> list[Decimal | None]:
+    """Return each part as a whole percentage of `total`, None when the total is zero.
+
+    Parts that make up the whole total are rounded by the largest remainder, so the shares
+    shown together add up to 100 %; parts of a partial list are only rounded.
+    """
+    if total == 0:
+        return [None] * len(parts)
+    exact = [part * 100 / total for part in parts]
+    whole = [value.quantize(Decimal(1), rounding=ROUND_HALF_EVEN) for value in exact]
+    if sum(parts, ZERO) != total:
+        return list(whole)
+    try:
+        rounded = largest_remainder(dict(enumerate(exact)), Decimal(100), Decimal(1))
+    except ValueError:
+        return list(whole)
+    return [rounded[i] for i in range(len(parts))]
+
+
 def format_percent(value: Decimal | None) -> str:
     """Render a ratio already in percent as `81 %`."""
     if value is None:

@@ -157,32 +157,10 @@ def find_anomalies(
     min_history: int = BASELINE_MIN_DAYS,
 ) -> list[Anomaly]:
     """Find spend anomalies per model and per stage, and GPU-hour anomalies per model, on a day."""
-    return find_anomalies_between(
+    return scan_anomalies(
         session=session,
         first=day,
         last=day,
-        min_excess=min_excess,
-        basis=basis,
-        currency=currency,
-        min_history=min_history,
-    )
-
-
-def find_anomalies_between(
-    *,
-    session: Session,
-    first: dt.date,
-    last: dt.date,
-    min_excess: Decimal,
-    basis: CostBasis = CostBasis.BILLED,
-    currency: str = "USD",
-    min_history: int = BASELINE_MIN_DAYS,
-) -> list[Anomaly]:
-    """Find the anomalies of each day in [first, last], oldest first, reading the ledger once."""
-    return scan_anomalies(
-        session=session,
-        first=first,
-        last=last,
         min_excess=min_excess,
         basis=basis,
         currency=currency,

@@ -11,7 +11,9 @@ anomaly's), a review key (`review:2026-10:ranking[:model:recsys]`), a resource f
 A registry import leaves one `registry.import` record (its id is the import's id) and one
 record per team, model, owner list, budget and the settings it changed
 (`registry.budget.update` ...), each with `detail.import` naming that id.
-Budget amounts are stored as decimal strings; they are shown as money in the budget's currency.
+Budget amounts are stored as decimal strings; they are shown as money in the budget's currency,
+exactly, as they were set. The level an anomaly answered Expected accepts (`up_to`, computed) is
+shown in the surface's money format (GPU-hours for a GPU-hour anomaly); JSON keeps it exact.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -29,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog, Budget, MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
-from bot.money import format_money_exact
+from bot.money import format_money_exact, format_money_places
 from bot.registry.import_audit import IMPORT_ACTION
 
 MAX_LIMIT = 10_000
@@ -40,6 +42,19 @@ MONEY_ACTIONS = frozenset(
     {"budget.set", "registry.budget.create", "registry.budget.update", "registry.budget.remove"}
 )
 MONEY_KEYS = ("monthly", "amount")
+# An anomaly answered Expected: `up_to` is the level accepted, money unless its driver is the
+# model's GPU-hours (bot/anomalies/answers.py).
+LEVEL_ACTIONS = frozenset({"anomaly.expected"})
+LEVEL_KEY = "up_to"
+GPU_DRIVER = "gpu_hours="
+
+# how a surface shows an amount of money: the terminal to the cent, Slack as `format_money`
+MoneyFormat = Callable[[Decimal, str], str]
+
+
+def cents(value: Decimal, currency: str) -> str:
+    """Render money to the cent, as the terminal's tables do: `$1,954.54`."""
+    return format_money_places(value, currency, 2)
 
 
 @dataclass(frozen=True)
@@ -59,7 +74,7 @@ class AuditEntry:
     @property
     def money_currency(self) -> str:
         """Return the currency of the record's amounts: the record's own, else `currency`."""
-        for values in (self.after, self.before):
+        for values in (self.after, self.before, self.detail):
             if isinstance(values, dict) and values.get("currency"):
                 return str(values["currency"])
         return self.currency
@@ -152,12 +167,18 @@ def changed_only(before: Any, after: Any) -> tuple[Any, Any]:
     return {k: before.get(k) for k in keys}, {k: after.get(k) for k in keys}
 
 
-def change_line(entry: AuditEntry, limit: int = 80) -> str:
-    """Return `before → after` (only what changed; a value with no before is just `→ after`)."""
+def change_line(entry: AuditEntry, limit: int = 80, money: MoneyFormat = cents) -> str:
+    """Return `before → after` (only what changed; a value with no before is just `→ after`).
+
+    `money` renders computed amounts as the surface does; budget amounts are shown exactly.
+    """
     before, after = changed_only(entry.before, entry.after)
     if entry.action in MONEY_ACTIONS:
         currency = entry.money_currency
         before, after = _as_money(before, currency), _as_money(after, currency)
+    elif entry.action in LEVEL_ACTIONS:
+        currency = entry.money_currency
+        before, after = _as_level(before, currency, money), _as_level(after, currency, money)
     return f"{compact(before, limit)} → {compact(after, limit)}"
 
 
@@ -180,6 +201,21 @@ def _as_money(values: Any, currency: str) -> Any:
         key: money_text(value, currency) if key in MONEY_KEYS and value is not None else value
         for key, value in values.items()
     }
+
+
+def _as_level(values: Any, currency: str, money: MoneyFormat) -> Any:
+    """Return an anomaly answer's values with the level it accepts as money (or GPU-hours)."""
+    if not isinstance(values, dict) or values.get(LEVEL_KEY) is None:
+        return values
+    try:
+        level = Decimal(str(values[LEVEL_KEY]))
+    except ArithmeticError:
+        return values
+    if not level.is_finite():
+        return values
+    gpu = str(values.get("driver") or "").startswith(GPU_DRIVER)
+    shown = f"{level:,.1f} GPU-hours" if gpu else money(level, currency)
+    return {**values, LEVEL_KEY: shown}
 
 
 def _exact(values: Any) -> Any:

@@ -9,21 +9,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import (
-    Select,
-    String,
-    func,
-    literal,
-    select,
-    tuple_,
-    union_all,
-)
+from sqlalchemy import case, func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from bot.budgets.evaluate import SHAPES, ZERO, BudgetStatus, scope_sums
+from bot.budgets.evaluate import ZERO, BudgetStatus, scope_sums
 from bot.db.schema import DailySpend, SpendRollup
 from bot.money import CostBasis
-from bot.periods import Period
 from bot.spend.reports import cost_column
 
 
@@ -61,100 +52,73 @@ def top_drivers(
 ) -> dict[int, Drivers]:
     """Return the top stages, resources and days of each budget's period so far.
 
-    Budgets are taken a period at a time (all the monthly ones, then the weekly ones, ...).
-    Stages and days come from one pass over the period: a sum per day for each budget and stage.
-    Resources come from a second, summed by (model, team, stage, resource); each budget shape
-    rolls those groups up by its own key, filtered to the keys asked about, and ranks them there,
-    so no ledger row is joined to the budgets table.
+    Stages and days come from the rollup, a period at a time (all the monthly budgets, then the
+    weekly ones, ...): one sum per budget and stage, one per budget and day. Resources come from
+    one pass over the ledger for every period at once, summed by (model, team, stage, currency,
+    resource) with one sum per period, reading only the rows of the scopes asked about; each
+    budget's are ranked here, so no ledger row is joined to the budgets table.
     """
     wanted = list(statuses)
     drivers: dict[int, Drivers] = {s.budget_id: Drivers() for s in wanted}
-    by_period: dict[Period, list[BudgetStatus]] = {}
-    for status in wanted:
-        by_period.setdefault(status.month, []).append(status)
-    for period, group in by_period.items():
-        _add_period_drivers(session, group, drivers, period=period, basis=basis, limit=limit)
+    if not wanted:
+        return drivers
+    _add_stage_and_day_drivers(session, wanted, drivers, basis=basis, limit=limit)
+    _add_resource_drivers(session, wanted, drivers, basis=basis, limit=limit)
     return drivers
 
 
-def _add_period_drivers(
+def _add_stage_and_day_drivers(
     session: Session,
     wanted: list[BudgetStatus],
     drivers: dict[int, Drivers],
     *,
-    period: Period,
     basis: CostBasis,
     limit: int,
 ) -> None:
-    """Add the drivers of budgets that share one period (e.g. this month)."""
-    cost = cost_column(basis)
+    """Add each budget's top stages and days of its period so far, from the rollup.
+
+    Two statements for every period at once: per budget and stage, one sum per period; per
+    budget, one sum per day from the earliest period's first day. Each budget keeps its own.
+    """
     as_of = wanted[0].as_of
-    month = period
+    periods = sorted({s.month for s in wanted}, key=lambda p: p.start)
+    column = {p: f"p{i}" for i, p in enumerate(periods)}
+    first = periods[0].start
+    days = [first + dt.timedelta(days=i) for i in range((as_of - first).days + 1)]
+    cost = cost_column(basis, SpendRollup)
     ids = [s.budget_id for s in wanted]
-    days = [month.start + dt.timedelta(days=i) for i in range((as_of - month.start).days + 1)]
-    by_stage_day: dict[int, dict[str, dict[dt.date, Decimal]]] = {}
-    rows = scope_sums(
+    period_of = {s.budget_id: s.month for s in wanted}
+    stages: dict[int, dict[str, Decimal]] = {}
+    for row in scope_sums(
         session,
-        buckets={f"d{i}": SpendRollup.day == day for i, day in enumerate(days)},
-        cost=cost_column(basis, SpendRollup),
-        start=month.start,
+        buckets={column[p]: SpendRollup.day >= p.start for p in periods},
+        cost=cost,
+        start=first,
         end=as_of,
         budget_ids=ids,
         by_stage=True,
-    )
-    for row in rows:
+    ):
         values = row._mapping
-        per_day = by_stage_day.setdefault(int(values["budget_id"]), {})
-        per_day[str(values["stage"])] = {
-            day: Decimal(values[f"d{i}"] or 0) for i, day in enumerate(days)
+        budget_id = int(values["budget_id"])
+        total = values[column[period_of[budget_id]]]
+        stages.setdefault(budget_id, {})[str(values["stage"])] = Decimal(total or 0)
+    for budget_id, totals in stages.items():
+        drivers[budget_id].stages = [Driver(k, v) for k, v in _top(totals, limit)]
+    for row in scope_sums(
+        session,
+        buckets={f"d{i}": SpendRollup.day == day for i, day in enumerate(days)},
+        cost=cost,
+        start=first,
+        end=as_of,
+        budget_ids=ids,
+    ):
+        values = row._mapping
+        budget_id = int(values["budget_id"])
+        start = period_of[budget_id].start
+        in_period = {
+            day: Decimal(values[f"d{i}"] or 0) for i, day in enumerate(days) if day >= start
         }
-    for budget_id, stages in by_stage_day.items():
-        found = drivers[budget_id]
-        stage_totals = {stage: sum(v.values(), ZERO) for stage, v in stages.items()}
-        found.stages = [Driver(str(k), v) for k, v in _top(stage_totals, limit)]
-        day_totals = {day: sum((v[day] for v in stages.values()), ZERO) for day in days}
-        found.days = [Driver(f"{k:%a %b %-d}", v) for k, v in _top(day_totals, limit)]
-    _add_resource_drivers(session, wanted, drivers, cost=cost, month=month, limit=limit)
-
-
-def _budgets_by_shape(wanted: list[BudgetStatus]) -> dict[int, dict[tuple[str, ...], list[int]]]:
-    """Return shape index -> scope key (with the budget's currency last) -> budget ids."""
-    owners: dict[int, dict[tuple[str, ...], list[int]]] = {}
-    for status in wanted:
-        shape = (
-            status.model_name is not None,
-            status.team_name is not None,
-            status.stage is not None,
-        )
-        key = (*_scope_key(status, shape), status.currency)
-        owners.setdefault(SHAPES.index(shape), {}).setdefault(key, []).append(status.budget_id)
-    return owners
-
-
-def _ranked_resources(base: Any, index: int, keys: dict[tuple[str, ...], list[int]]) -> Select[Any]:
-    """Select each scope's resources of one budget shape, ranked by cost within the scope."""
-    key_columns = [
-        c
-        for c, on in zip((base.c.model, base.c.team, base.c.stage), SHAPES[index], strict=True)
-        if on
-    ] + [base.c.currency]
-    total = func.sum(base.c.cost)
-    rank = func.row_number().over(partition_by=key_columns, order_by=total.desc())
-    padded = [*key_columns[:-1], literal(None, String)][:2]
-    scope_filter = tuple_(*key_columns).in_(list(keys))
-    return (
-        select(
-            literal(index).label("shape"),
-            padded[0].label("k0"),
-            padded[1].label("k1"),
-            base.c.currency.label("currency"),
-            base.c.resource.label("label"),
-            total.label("cost"),
-            rank.label("rank"),
-        )
-        .where(scope_filter)
-        .group_by(*key_columns, base.c.resource)
-    )
+        drivers[budget_id].days = [Driver(f"{k:%a %b %-d}", v) for k, v in _top(in_period, limit)]
 
 
 def _add_resource_drivers(
@@ -162,36 +126,79 @@ def _add_resource_drivers(
     wanted: list[BudgetStatus],
     drivers: dict[int, Drivers],
     *,
-    cost: Any,
-    month: Period,
+    basis: CostBasis,
     limit: int,
 ) -> None:
-    """Add each budget's top resources of its period so far."""
+    """Add each budget's top resources of its period so far.
+
+    One statement sums the ledger from the earliest period's first day, by (model, team, stage,
+    currency, resource), with one conditional sum per period, over the rows of the models, teams
+    and stages asked about; each budget then adds up the groups of its scope.
+    """
     as_of = wanted[0].as_of
-    owners = _budgets_by_shape(wanted)
-    columns = (DailySpend.model, DailySpend.team, DailySpend.stage, DailySpend.currency)
-    resource = func.coalesce(DailySpend.resource_id, DailySpend.service)
-    base = (
-        select(*columns, resource.label("resource"), func.sum(cost).label("cost"))
-        .where(DailySpend.day >= month.start, DailySpend.day <= as_of)
-        .group_by(*columns, resource)
-        .cte("by_resource")
-    )
-    selects = [_ranked_resources(base, index, keys) for index, keys in owners.items()]
-    ranked = (union_all(*selects) if len(selects) > 1 else selects[0]).subquery()
-    query = (
-        select(
-            ranked.c.shape,
-            ranked.c.k0,
-            ranked.c.k1,
-            ranked.c.currency,
-            ranked.c.label,
-            ranked.c.cost,
+    periods = sorted({s.month for s in wanted}, key=lambda p: p.start)
+    column = {p: f"p{i}" for i, p in enumerate(periods)}
+    cost = cost_column(basis)
+    # shape -> scope key (the constrained values, then the currency) -> the budgets asking
+    owners: dict[tuple[bool, bool, bool], dict[tuple[str, ...], list[BudgetStatus]]] = {}
+    for status in wanted:
+        shape = (
+            status.model_name is not None,
+            status.team_name is not None,
+            status.stage is not None,
         )
-        .where(ranked.c.rank <= limit)
-        .order_by(ranked.c.shape, ranked.c.k0, ranked.c.k1, ranked.c.currency, ranked.c.rank)
+        key = (*_scope_key(status, shape), status.currency)
+        owners.setdefault(shape, {}).setdefault(key, []).append(status)
+    resource = func.coalesce(DailySpend.resource_id, DailySpend.service)
+    columns = (DailySpend.model, DailySpend.team, DailySpend.stage, DailySpend.currency)
+    rows = session.execute(
+        select(
+            *columns,
+            resource,
+            *(func.sum(case((DailySpend.day >= p.start, cost))).label(column[p]) for p in periods),
+        )
+        .where(
+            DailySpend.day >= periods[0].start,
+            DailySpend.day <= as_of,
+            _scopes_condition(wanted),
+        )
+        .group_by(*columns, resource)
     )
-    for index, k0, k1, currency, label, amount in session.execute(query):
-        key = (str(k0), currency) if k1 is None else (str(k0), str(k1), currency)
-        for budget_id in owners[int(index)].get(key, ()) if amount else ():
-            drivers[budget_id].resources.append(Driver(str(label), Decimal(amount)))
+    # (shape, key, period) -> resource -> its cost in that scope's period
+    totals: dict[tuple[Any, ...], dict[str, Decimal]] = {}
+    position = {p: i for i, p in enumerate(periods)}
+    for model, team, stage, currency, label, *sums in rows:
+        values = (model, team, stage)
+        for shape, keys in owners.items():
+            scope = [v for v, on in zip(values, shape, strict=True) if on]
+            key = (*(str(v) for v in scope), currency)
+            if None in scope or key not in keys:
+                continue
+            for status in keys[key]:
+                amount = sums[position[status.month]]
+                if amount is not None:  # None: none of the rows is in this budget's period
+                    group = totals.setdefault((shape, key, status.month), {})
+                    group[label] = group.get(label, ZERO) + Decimal(amount)
+    for shape, keys in owners.items():
+        for key, statuses in keys.items():
+            for status in statuses:
+                group = totals.get((shape, key, status.month), {})
+                top = sorted(group.items(), key=lambda item: (-item[1], item[0]))[:limit]
+                drivers[status.budget_id].resources = [
+                    Driver(str(label), amount) for label, amount in top if amount
+                ]
+
+
+def _scopes_condition(wanted: list[BudgetStatus]) -> Any:
+    """Return the ledger condition selecting the rows of the budgets' scopes (a superset)."""
+    models = sorted({s.model_name for s in wanted if s.model_name is not None})
+    teams = sorted({s.team_name for s in wanted if s.model_name is None and s.team_name})
+    stages = sorted(
+        {s.stage for s in wanted if s.model_name is None and s.team_name is None and s.stage}
+    )
+    parts = [
+        *([DailySpend.model.in_(models)] if models else []),
+        *([DailySpend.team.in_(teams)] if teams else []),
+        *([DailySpend.stage.in_(stages)] if stages else []),
+    ]
+    return or_(*parts) if parts else literal(False)

@@ -14,15 +14,19 @@ team×stage) with equality joins, so the cost is one scan however many budgets e
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
     Date,
+    Text,
     and_,
     case,
+    cast,
     func,
     literal,
     literal_column,
@@ -236,11 +240,13 @@ def budget_sums(
         start=min(*starts.values(), as_of - dt.timedelta(days=HISTORY_DAYS - 1)),
         end=as_of,
     )
-    result: dict[int, dict[str, Decimal]] = {}
-    for row in rows:
-        values = row._mapping
-        result[int(values["budget_id"])] = {name: Decimal(values[name] or 0) for name in conditions}
-    return result
+    names = list(conditions)  # a row is (budget_id, *buckets in this order)
+    return {
+        int(budget_id): {
+            name: ZERO if v is None else v for name, v in zip(names, sums, strict=True)
+        }
+        for budget_id, *sums in rows
+    }
 
 
 def evaluate_budgets(
@@ -260,7 +266,8 @@ def evaluate_budgets(
         Budget.monthly_amount,
         Budget.period,
         Budget.currency,
-        Budget.thresholds,
+        # as text: tens of thousands of budgets share a few lists, each parsed once (_thresholds)
+        cast(Budget.thresholds, Text).label("thresholds"),
         Budget.forecast,
         Budget.forecast_threshold,
         Budget.amount_revision,
@@ -279,25 +286,24 @@ def evaluate_budgets(
         for code in sorted({row.currency for row in rows})
     }
     sums = budget_sums(session=session, as_of=as_of, covered=covered, basis=basis, periods=periods)
+    # what every budget of a currency (and of a kind of period) shares is worked out once
+    histories = {code: history_days(days, as_of) for code, days in covered.items()}
+    period_of = {kind: budget_period(kind, as_of) for kind in periods}
+    # a budget without spend in the window: the same summary for every one of a currency and kind
+    no_spend: dict[tuple[str, str], tuple[Decimal, BudgetForecast | None]] = {}
     statuses = []
     for row in rows:
         kind = row.period or MONTHLY
-        period = budget_period(kind, as_of)
-        values = sums.get(row.id, {})
-        to_date = values.get(to_date_bucket(kind), ZERO)
-        history = history_days(covered[row.currency], as_of)
-        shape_days, weekday_totals = weekday_shape(
-            {day: values.get(history_bucket(i), ZERO) for i, day in enumerate(history)}, history
-        )
-        summary = SpendSummary(
-            as_of=as_of,
-            covered=tuple(covered[row.currency]),
-            month_to_date=to_date,
-            last_7_days=values.get("last7", ZERO),
-            weekday_totals=weekday_totals,
-            period=period,
-            shape_days=shape_days,
-        )
+        period = period_of[kind]
+        values = sums.get(row.id)
+        if values is None and (row.currency, kind) in no_spend:
+            to_date, forecast = no_spend[row.currency, kind]
+        else:
+            to_date, forecast = _period_so_far(
+                values or {}, histories[row.currency], covered[row.currency], period, as_of, kind
+            )
+            if values is None:
+                no_spend[row.currency, kind] = (to_date, forecast)
         statuses.append(
             BudgetStatus(
                 budget_id=row.id,
@@ -307,15 +313,50 @@ def evaluate_budgets(
                 stage=row.stage,
                 amount=Decimal(row.monthly_amount),
                 currency=row.currency,
-                thresholds=tuple(sorted(row.thresholds or [])),
+                thresholds=_thresholds(row.thresholds),
                 forecast_enabled=bool(row.forecast),
                 forecast_threshold=int(row.forecast_threshold or 100),
                 month=period,
                 as_of=as_of,
                 month_to_date=to_date,
-                forecast=None if kind == DAILY else forecast_month_end(summary),
+                forecast=forecast,
                 revision=int(row.amount_revision or 0),
                 period_kind=kind,
             )
         )
     return statuses
+
+
+@lru_cache(maxsize=256)
+def _thresholds(stored: str | None) -> tuple[int, ...]:
+    """Return a budget's thresholds, ascending, from their stored JSON text."""
+    return tuple(sorted(json.loads(stored) or [])) if stored else ()
+
+
+_HISTORY_BUCKETS = tuple(history_bucket(i) for i in range(HISTORY_DAYS))
+
+
+def _period_so_far(
+    values: dict[str, Decimal],
+    history: tuple[dt.date, ...],
+    covered: Sequence[dt.date],
+    period: Period,
+    as_of: dt.date,
+    kind: str,
+) -> tuple[Decimal, BudgetForecast | None]:
+    """Return one budget's spend to date and its forecast (None for a daily budget)."""
+    to_date = values.get(to_date_bucket(kind), ZERO)
+    shape_days, weekday_totals = weekday_shape(
+        {day: values.get(name, ZERO) for day, name in zip(history, _HISTORY_BUCKETS, strict=False)},
+        history,
+    )
+    summary = SpendSummary(
+        as_of=as_of,
+        covered=tuple(covered),
+        month_to_date=to_date,
+        last_7_days=values.get("last7", ZERO),
+        weekday_totals=weekday_totals,
+        period=period,
+        shape_days=shape_days,
+    )
+    return to_date, None if kind == DAILY else forecast_month_end(summary)

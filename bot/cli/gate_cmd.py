@@ -173,9 +173,7 @@ def post_result(ctx: CliContext, result: GateResult, *, out: Any) -> None:
     services = ctx.services
     delivery = deliver_pending(
         session_factory=services.session_factory,
-        notifier=services.notifier,
-        renderer=services.renderer,
-        find_posted=services.find_posted,
+        edge=services.delivery_edge,
         kinds=(POST_KIND,),
         lease=outbox_lease(services.settings.delivery),
     )

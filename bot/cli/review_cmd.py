@@ -150,12 +150,10 @@ def run_post(args: argparse.Namespace, ctx: CliContext) -> int:
         return 0
     report = post_reviews(
         session_factory=services.session_factory,
-        notifier=services.notifier,
-        renderer=services.renderer,
+        edge=services.delivery_edge,
         month=month,
         settings=services.settings.review,
         now=services.clock(),
-        find_posted=services.find_posted,
         teams=teams,
     )
     print(

@@ -22,9 +22,7 @@ def post_and_print(ctx: CliContext, report: ScanReport, *, to_stderr: bool = Fal
         session_factory=services.session_factory,
         settings=services.settings.scan,
         clock=services.clock,
-        notifier=services.notifier,
-        renderer=services.renderer,
-        find_posted=services.find_posted,
+        edge=services.delivery_edge,
     )
     life = posted.lifecycle
     out = sys.stderr if to_stderr else sys.stdout

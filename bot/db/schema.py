@@ -288,6 +288,8 @@ class DailySpend(LedgerLine, Base):
         Index("ix_daily_spend_scope", "provider", "billing_account", "day"),
         # a model's runs over a window: its month's runs, the run behind an anomaly
         Index("ix_daily_spend_model_day_run", "model", "day", "run"),
+        # covered days and the ledger's currencies, one index probe each (bot/spend/coverage.py)
+        Index("ix_daily_spend_coverage", "currency", "charge_category", "day"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True, sort_order=-2)

@@ -28,7 +28,7 @@ A thread reply is claimed only once its parent has a ts; until then it waits wit
 place in the claim window. When a parent fails for good, its replies fail with it (naming the
 parent and its reason).
 
-A typed message is rendered (the `renderer` the composition root built) when it is sent, and
+A typed message is rendered (by the `DeliveryEdge` the composition root built) when it is sent, and
 the text and blocks rendered are kept with the delivered row: what a button's post showed.
 """
 
@@ -59,6 +59,19 @@ LEASE = dt.timedelta(minutes=2)
 def outbox_lease(settings: DeliverySettings) -> dt.timedelta:
     """Return how long a claimed message is held before another worker may claim it."""
     return dt.timedelta(seconds=settings.outbox_lease_seconds)
+
+
+@dataclass(frozen=True)
+class DeliveryEdge:
+    """What delivering the outbox talks through, built once by the composition root.
+
+    `notifier` posts and updates, `renderer` turns typed messages into Block Kit, `find_posted`
+    looks for an earlier attempt's post (None: post again without looking).
+    """
+
+    notifier: Notifier
+    renderer: Renderer
+    find_posted: FindPosted | None = None
 
 
 @dataclass
@@ -96,13 +109,11 @@ TimeIn = Callable[[Session], dt.datetime]
 def deliver_pending(
     *,
     session_factory: sessionmaker[Session],
-    notifier: Notifier,
+    edge: DeliveryEdge,
     now: dt.datetime | None = None,
-    find_posted: FindPosted | None = None,
     limit: int = 200,
     kinds: tuple[str, ...] | None = None,
     lease: dt.timedelta = LEASE,
-    renderer: Renderer | None = None,
 ) -> DeliveryReport:
     """Deliver due messages one by one; a failure leaves the message for the next cycle.
 
@@ -125,7 +136,7 @@ def deliver_pending(
         if claim is None:
             break
         try:
-            posted, shown = _send(notifier, find_posted, claim, report, renderer)
+            posted, shown = _send(edge, claim, report)
         except Exception as exc:
             permanent, orphans = _record_failure(session_factory, claim, exc, time_in)
             if permanent:
@@ -161,27 +172,25 @@ class Claim(NamedTuple):
 
 
 def _send(
-    notifier: Notifier,
-    find_posted: FindPosted | None,
-    claim: Claim,
-    report: DeliveryReport,
-    renderer: Renderer | None,
+    edge: DeliveryEdge, claim: Claim, report: DeliveryReport
 ) -> tuple[Posted, Rendered | None]:
     """Post a claimed message, unless a lookup finds an earlier attempt's post (recovered).
 
     Return where it is and, for a typed message, the text and blocks it was rendered as.
     """
     typed = "text" not in claim.payload
-    rendered = render_payload(claim.payload, renderer) if typed else None
-    if claim.attempts > 1 and find_posted is not None:
+    rendered = render_payload(claim.payload, edge.renderer) if typed else None
+    if claim.attempts > 1 and edge.find_posted is not None:
         since = claim.created_at - dt.timedelta(minutes=1)
-        posted = _look_up(find_posted, claim.channel, claim.key, since, claim.thread_ts)
+        posted = _look_up(edge.find_posted, claim.channel, claim.key, since, claim.thread_ts)
         if posted is not None:
             report.recovered.append(claim.key)
             return posted, rendered
     text, blocks = rendered or (claim.payload["text"], claim.payload["blocks"])
     posted = send_shrinking(
-        lambda t, b: _post(notifier, claim.channel, t, b, claim.thread_ts, claim.key), text, blocks
+        lambda t, b: _post(edge.notifier, claim.channel, t, b, claim.thread_ts, claim.key),
+        text,
+        blocks,
     )
     return posted, rendered
 

@@ -21,14 +21,13 @@ from bot.db.engine import session_scope
 from bot.errors import MlcostError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress, SpendSource
-from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_lease
-from bot.notify.outbox import FindPosted, PlannedPost, Renderer, enqueue_many
+from bot.notify.delivery import DeliveryEdge, DeliveryReport, deliver_pending, outbox_lease
+from bot.notify.outbox import PlannedPost, enqueue_many
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
 from bot.notify.sources import ReadSource, read_side_by_side, source_name
 from bot.periods import local_today
 from bot.poll.plan import ALL_CHECKS, CycleReport, plan_alerts
 from bot.registry.sync import load_attribution_rules
-from bot.slack.notifier import Notifier
 
 log = logging.getLogger(__name__)
 
@@ -128,9 +127,7 @@ def run_cycle(
     now: dt.datetime,
     as_of: dt.date | None = None,
     sources: Sequence[SpendSource] = (),
-    notifier: Notifier | None = None,
-    find_posted: FindPosted | None = None,
-    renderer: Renderer | None = None,
+    edge: DeliveryEdge | None = None,
     checks: Sequence[str] = ALL_CHECKS,
     dry_run: bool = False,
     progress: StartTask | None = None,
@@ -138,8 +135,8 @@ def run_cycle(
     """Fetch sources, plan and queue every alert due as of a day, then deliver what is pending.
 
     Delivery leases by the database's clock, read as it claims each message (fetching may take
-    minutes, and this host's clock may be off). `progress` is shown each source's read and each
-    step.
+    minutes, and this host's clock may be off); without an `edge` nothing is delivered.
+    `progress` is shown each source's read and each step.
     """
     day = as_of or default_as_of(now, settings.timezone)
     fetched = CycleReport(as_of=day)
@@ -160,14 +157,10 @@ def run_cycle(
         if not dry_run:
             report.queued = queue_posts(session, report.planned)
     report.fetched, report.fetch_errors = fetched.fetched, fetched.fetch_errors
-    if notifier is not None and not dry_run:
+    if edge is not None and not dry_run:
         with _step(progress, "poll: deliver the outbox"):
             report.delivery = deliver_outbox(
-                session_factory=session_factory,
-                settings=settings,
-                notifier=notifier,
-                find_posted=find_posted,
-                renderer=renderer,
+                session_factory=session_factory, settings=settings, edge=edge
             )
     return report
 
@@ -176,17 +169,10 @@ def deliver_outbox(
     *,
     session_factory: sessionmaker[Session],
     settings: DeliverySettings,
-    notifier: Notifier,
+    edge: DeliveryEdge,
     now: dt.datetime | None = None,
-    find_posted: FindPosted | None = None,
-    renderer: Renderer | None = None,
 ) -> DeliveryReport:
     """Deliver every pending outbox message that is due (by the database's clock, or at `now`)."""
     return deliver_pending(
-        session_factory=session_factory,
-        notifier=notifier,
-        now=now,
-        find_posted=find_posted,
-        lease=outbox_lease(settings),
-        renderer=renderer,
+        session_factory=session_factory, edge=edge, now=now, lease=outbox_lease(settings)
     )

@@ -16,13 +16,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.config import AttributionSettings, PollSettings
 from bot.db.engine import session_scope
-from bot.notify.outbox import FindPosted, Renderer
+from bot.notify.delivery import DeliveryEdge
 from bot.notify.schedule import DailyAt, Every, JobSpec
 from bot.notify.sources import PolledSource, configured_sources
 from bot.periods import local_today
 from bot.poll.cycle import POLL_CHECKS, deliver_outbox, run_cycle
 from bot.registry.sync import cost_explorer_tag_key
-from bot.slack.notifier import Notifier
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +53,7 @@ def run_poll(
     attribution: AttributionSettings,
     clock: Clock,
     aws: AwsClientFactory,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> None:
     """Poll the sources; evaluate budgets and the weekly unallocated and waste posts; deliver."""
     now = clock()
@@ -72,9 +69,7 @@ def run_poll(
             aws=aws,
             today=today,
         ),
-        notifier=notifier,
-        renderer=renderer,
-        find_posted=find_posted,
+        edge=edge,
         checks=POLL_CHECKS,
     )
     log.info(
@@ -90,18 +85,14 @@ def run_anomalies(
     session_factory: sessionmaker[Session],
     settings: PollSettings,
     clock: Clock,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> None:
     """Look for yesterday's spend and GPU-hour anomalies and deliver them."""
     report = run_cycle(
         session_factory=session_factory,
         settings=settings,
         now=clock(),
-        notifier=notifier,
-        renderer=renderer,
-        find_posted=find_posted,
+        edge=edge,
         checks=("anomalies",),
     )
     log.info("anomaly check for %s: %d alerts queued", report.as_of, report.queued)
@@ -111,18 +102,10 @@ def run_delivery(
     *,
     session_factory: sessionmaker[Session],
     settings: PollSettings,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> None:
     """Retry whatever the outbox still holds (Slack was rate limiting or down)."""
-    deliver_outbox(
-        session_factory=session_factory,
-        settings=settings,
-        notifier=notifier,
-        renderer=renderer,
-        find_posted=find_posted,
-    )
+    deliver_outbox(session_factory=session_factory, settings=settings, edge=edge)
 
 
 def describe_poll(settings: PollSettings) -> str:
@@ -150,16 +133,9 @@ def poll_jobs(
     session_factory: sessionmaker[Session],
     clock: Clock,
     aws: AwsClientFactory,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> list[JobSpec]:
     """Declare the poll, the outbox's retry and the daily anomaly check."""
-    outbox: dict[str, Any] = {
-        "notifier": notifier,
-        "renderer": renderer,
-        "find_posted": find_posted,
-    }
     return [
         JobSpec(
             "poll",
@@ -170,7 +146,7 @@ def poll_jobs(
                 attribution=attribution,
                 clock=clock,
                 aws=aws,
-                **outbox,
+                edge=edge,
             ),
             Every(dt.timedelta(hours=settings.poll_interval_hours)),
             run_at_start=True,
@@ -179,7 +155,7 @@ def poll_jobs(
         JobSpec(
             "deliver",
             functools.partial(
-                run_delivery, session_factory=session_factory, settings=settings, **outbox
+                run_delivery, session_factory=session_factory, settings=settings, edge=edge
             ),
             Every(dt.timedelta(seconds=settings.delivery_interval_seconds)),
         ),
@@ -190,7 +166,7 @@ def poll_jobs(
                 session_factory=session_factory,
                 settings=settings,
                 clock=clock,
-                **outbox,
+                edge=edge,
             ),
             DailyAt(settings.anomaly_hour, 15, settings.timezone),
             run_at_start=True,

@@ -12,8 +12,7 @@ from sqlalchemy.orm import Session, selectinload, sessionmaker
 from bot.config import ReviewSettings
 from bot.db.engine import dialect_insert, session_scope
 from bot.db.schema import OutboxMessage, OutboxStatus, Review
-from bot.notify.delivery import deliver_pending, outbox_lease
-from bot.notify.outbox import FindPosted, Renderer
+from bot.notify.delivery import DeliveryEdge, deliver_pending, outbox_lease
 from bot.periods import Period
 from bot.review.open import open_reviews
 from bot.review.threads import chart_key, delivered_ts, parent_key, sync_message_ts
@@ -36,10 +35,8 @@ class ReviewPostReport:
 def deliver_reviews(
     *,
     session_factory: sessionmaker[Session],
-    notifier: Notifier,
-    renderer: Renderer | None = None,
+    edge: DeliveryEdge,
     now: dt.datetime,
-    find_posted: FindPosted | None,
     currency: str,
     lease: dt.timedelta,
     report: ReviewPostReport | None = None,
@@ -50,12 +47,7 @@ def deliver_reviews(
     """
     report = report or ReviewPostReport()
     delivery = deliver_pending(
-        session_factory=session_factory,
-        notifier=notifier,
-        renderer=renderer,
-        find_posted=find_posted,
-        kinds=REVIEW_KINDS,
-        lease=lease,
+        session_factory=session_factory, edge=edge, kinds=REVIEW_KINDS, lease=lease
     )
     report.delivered += delivery.delivered
     report.failed += delivery.failed
@@ -70,7 +62,7 @@ def deliver_reviews(
     for review_id, month, team in waiting:
         if upload_chart(
             session_factory=session_factory,
-            notifier=notifier,
+            notifier=edge.notifier,
             review_id=review_id,
             now=now,
             currency=currency,
@@ -82,12 +74,10 @@ def deliver_reviews(
 def post_reviews(
     *,
     session_factory: sessionmaker[Session],
-    notifier: Notifier,
-    renderer: Renderer | None = None,
+    edge: DeliveryEdge,
     month: Period,
     settings: ReviewSettings,
     now: dt.datetime,
-    find_posted: FindPosted | None = None,
     teams: set[str] | None = None,
 ) -> ReviewPostReport:
     """Open the month's reviews (once), post them, and upload each team's chart (once)."""
@@ -101,10 +91,8 @@ def post_reviews(
         ]
     return deliver_reviews(
         session_factory=session_factory,
-        notifier=notifier,
-        renderer=renderer,
+        edge=edge,
         now=now,
-        find_posted=find_posted,
         currency=settings.currency,
         lease=outbox_lease(settings),
         report=report,

@@ -30,8 +30,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.config import ReviewSettings
 from bot.db.engine import session_scope
 from bot.db.schema import Review
-from bot.notify.delivery import deliver_pending, outbox_lease
-from bot.notify.outbox import FindPosted, Renderer
+from bot.notify.delivery import DeliveryEdge, deliver_pending, outbox_lease
+from bot.notify.outbox import Renderer
 from bot.notify.schedule import DailyAt, Every, JobSpec
 from bot.periods import Period, local_today, month_of, previous_month
 from bot.review.delivery import ReviewPostReport, deliver_reviews, post_reviews
@@ -96,9 +96,7 @@ def run_monthly_review_job(
     session_factory: sessionmaker[Session],
     settings: ReviewSettings,
     clock: Clock,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> ReviewPostReport | None:
     """Post last month's review to every team from the month's first working day to the 7th."""
     today = local_today(clock(), settings.timezone)
@@ -109,13 +107,7 @@ def run_monthly_review_job(
         return None
     month = round_.month
     report = post_reviews(
-        session_factory=session_factory,
-        notifier=notifier,
-        renderer=renderer,
-        month=month,
-        settings=settings,
-        now=clock(),
-        find_posted=find_posted,
+        session_factory=session_factory, edge=edge, month=month, settings=settings, now=clock()
     )
     log.info(
         "review %s: opened %d, delivered %d, failed %d, charts %d",
@@ -133,9 +125,7 @@ def run_review_reminders_job(
     session_factory: sessionmaker[Session],
     settings: ReviewSettings,
     clock: Clock,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> int:
     """Remind each review thread once about undecided models; retry pending review posts."""
     now = clock()
@@ -145,10 +135,8 @@ def run_review_reminders_job(
         )
     deliver_reviews(
         session_factory=session_factory,
-        notifier=notifier,
-        renderer=renderer,
+        edge=edge,
         now=now,
-        find_posted=find_posted,
         currency=settings.currency,
         lease=outbox_lease(settings),
     )
@@ -165,9 +153,7 @@ def run_weekly_signoff_job(
     session_factory: sessionmaker[Session],
     settings: ReviewSettings,
     clock: Clock,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> int:
     """Send each owner last week's digest with Sign-off buttons, once per owner and week."""
     now = clock()
@@ -182,9 +168,7 @@ def run_weekly_signoff_job(
         )
     deliver_pending(
         session_factory=session_factory,
-        notifier=notifier,
-        renderer=renderer,
-        find_posted=find_posted,
+        edge=edge,
         kinds=(SIGNOFF_KIND,),
         lease=outbox_lease(settings),
     )
@@ -234,18 +218,14 @@ def review_jobs(
     *,
     session_factory: sessionmaker[Session],
     clock: Clock,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> list[JobSpec]:
     """Declare the review and sign-off jobs; each decides for itself whether today is its day."""
     deps: dict[str, Any] = {
         "session_factory": session_factory,
         "settings": settings,
         "clock": clock,
-        "notifier": notifier,
-        "renderer": renderer,
-        "find_posted": find_posted,
+        "edge": edge,
     }
     tz = settings.timezone
     return [
@@ -276,8 +256,8 @@ def review_jobs(
                 run_review_refresh_job,
                 session_factory=session_factory,
                 settings=settings,
-                notifier=notifier,
-                renderer=renderer,
+                notifier=edge.notifier,
+                renderer=edge.renderer,
             ),
             Every(dt.timedelta(seconds=settings.delivery_interval_seconds)),
         ),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from slack_sdk.models.blocks import Block
-
 from bot.errors import MlcostError
 
 # Slack's limits, in one place (NOTES.md §2 and Slack's Block Kit reference). Builders clip to
@@ -51,13 +49,21 @@ def checked_message(text: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
             for element in elements:
                 if len(element.get("text") or "") > MAX_CONTEXT_TEXT:
                     raise MessageTooLarge("a context element exceeds 3000 characters")
-        parsed = Block.parse(block)
+        parsed = _parsed(block)
         if parsed is not None:
             try:
                 parsed.to_dict()  # runs slack_sdk's own validators (header, buttons, ...)
             except Exception as exc:
                 raise MessageTooLarge(f"invalid {block.get('type')} block: {exc}") from None
     return {"text": text, "blocks": blocks}
+
+
+def _parsed(block: dict[str, Any]) -> Any:
+    """slack_sdk's model of a block, imported only when a message is checked (the SDK's block
+    models take longer to import than a terminal report takes to print)."""
+    from slack_sdk.models.blocks import Block
+
+    return Block.parse(block)
 
 
 def clip(text: str, limit: int) -> str:

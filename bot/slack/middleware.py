@@ -22,7 +22,8 @@ from bot.config import Settings
 from bot.db.engine import session_scope
 
 if TYPE_CHECKING:
-    from bot.notify.outbox import FindPosted, Renderer
+    from bot.notify.delivery import DeliveryEdge
+    from bot.notify.outbox import Renderer
     from bot.slack.notifier import Notifier
     from bot.waste.lifecycle import StopApproval
     from bot.waste.stopping import Where
@@ -55,7 +56,7 @@ class ListenerServices(Protocol):
     def renderer(self) -> Renderer: ...
 
     @property
-    def find_posted(self) -> FindPosted: ...
+    def delivery_edge(self) -> DeliveryEdge: ...
 
     def stop_in_background(self, approval: StopApproval, where: Where) -> bool:
         """Run an approved Stop it off the listener's thread; False if it cannot start now."""

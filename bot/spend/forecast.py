@@ -77,7 +77,7 @@ class SpendSummary:
     @property
     def history(self) -> tuple[dt.date, ...]:
         """Return the covered days of the history window (the last 28 days through as_of)."""
-        return history_days(self.covered, self.as_of)
+        return _history_of(self.covered, self.as_of)
 
     @property
     def history_days(self) -> int:
@@ -87,7 +87,19 @@ class SpendSummary:
     @property
     def month_days_known(self) -> int:
         """Return how many days of this period through as_of are covered."""
-        return sum(1 for day in self.covered if self.month.start <= day <= self.as_of)
+        return _covered_between(self.covered, self.month.start, self.as_of)
+
+
+# Budget evaluation builds one summary per budget, tens of thousands sharing the same covered
+# days: these are worked out once per (covered days, as_of), not once per budget.
+@lru_cache(maxsize=64)
+def _history_of(covered: tuple[dt.date, ...], as_of: dt.date) -> tuple[dt.date, ...]:
+    return history_days(covered, as_of)
+
+
+@lru_cache(maxsize=64)
+def _covered_between(covered: tuple[dt.date, ...], start: dt.date, end: dt.date) -> int:
+    return sum(1 for day in covered if start <= day <= end)
 
 
 @dataclass(frozen=True)
@@ -134,7 +146,8 @@ def weekday_shape(
     values = [spend.get(day, ZERO) for day in history]
     baseline = robust_baseline(values)
     if baseline.median > 0:
-        kept = tuple(d for d, v in zip(history, values, strict=True) if v <= baseline.ceiling)
+        ceiling = baseline.ceiling
+        kept = tuple(d for d, v in zip(history, values, strict=True) if v <= ceiling)
     else:
         kept = history
     weekday = [ZERO] * 7

@@ -17,10 +17,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.config import ScanSettings, WasteSettings
 from bot.db.engine import session_scope
-from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_lease
-from bot.notify.outbox import FindPosted, Renderer
+from bot.notify.delivery import DeliveryEdge, DeliveryReport, deliver_pending, outbox_lease
 from bot.notify.schedule import DailyAt, Every, JobSpec
-from bot.slack.notifier import Notifier
 from bot.waste.lifecycle import (
     POST_KIND,
     REPLY_KIND,
@@ -60,9 +58,7 @@ def post_scan(
     session_factory: sessionmaker[Session],
     settings: ScanSettings,
     clock: Clock,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> PostedScan:
     """Record the scan's findings (one transaction), then deliver the posts that are due."""
     now = clock()
@@ -78,9 +74,7 @@ def post_scan(
     if deliver:
         delivery = deliver_pending(
             session_factory=session_factory,
-            notifier=notifier,
-            renderer=renderer,
-            find_posted=find_posted,
+            edge=edge,
             kinds=(POST_KIND, REPLY_KIND, SUMMARY_KIND),
             lease=outbox_lease(settings),
         )
@@ -122,9 +116,7 @@ def run_resource_scan_job(
     settings: ScanSettings,
     clock: Clock,
     aws: AwsClientFactory,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> PostedScan | None:
     """The daily job: scan MLCOST_SCAN_REGIONS, record, post what is due (None: no regions)."""
     regions = settings.scan_regions
@@ -138,9 +130,7 @@ def run_resource_scan_job(
         session_factory=session_factory,
         settings=settings,
         clock=clock,
-        notifier=notifier,
-        renderer=renderer,
-        find_posted=find_posted,
+        edge=edge,
     )
     life = posted.lifecycle
     log.info(
@@ -160,9 +150,7 @@ def waste_jobs(
     session_factory: sessionmaker[Session],
     clock: Clock,
     aws: AwsClientFactory,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> list[JobSpec]:
     """Declare the daily resource scan when regions are set, and the retry of Stop it actions a
     dead process left claimed when findings are scanned or actions enabled."""
@@ -171,9 +159,7 @@ def waste_jobs(
         "settings": settings,
         "clock": clock,
         "aws": aws,
-        "notifier": notifier,
-        "renderer": renderer,
-        "find_posted": find_posted,
+        "edge": edge,
     }
     jobs = []
     if settings.scan_regions:

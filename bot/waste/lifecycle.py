@@ -42,6 +42,7 @@ from bot.errors import MlcostError, NotFoundError, PermissionDenied
 from bot.money import format_money_places
 from bot.notify.outbox import PlannedPost, enqueue_many, planned_post
 from bot.notify.routing import Router
+from bot.periods import day_words
 from bot.registry.catalog import can_manage_model, can_manage_team, is_admin, model_owner_ids
 from bot.waste.catalog import scanner_named, scanners
 from bot.waste.messages import (
@@ -371,7 +372,7 @@ def _due(row: ResourceFindingRecord, now: dt.datetime) -> Due | None:
             return "reraised", why, True
         if row.decision == NOT_WASTE or (row.keep_until and now < row.keep_until):
             return None
-        until = row.keep_until.strftime("%Y-%m-%d") if row.keep_until else "?"
+        until = day_words(row.keep_until.date(), year=True) if row.keep_until else "?"
         return "reraised", f"it was kept until {until} and is still found", True
     if row.last_posted_monthly_cost is None:
         return (

@@ -26,8 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.config import WasteSettings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.delivery import deliver_pending, outbox_lease
-from bot.notify.outbox import FindPosted, Renderer
+from bot.notify.delivery import DeliveryEdge, deliver_pending, outbox_lease
 from bot.slack.notifier import SLACK_FAILURES, Notifier
 from bot.waste.actions import ActionResult, Outcome, perform_stop
 from bot.waste.lifecycle import (
@@ -96,9 +95,7 @@ def run_stop(
     settings: WasteSettings,
     clock: Clock,
     aws: AwsClientFactory,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> None:
     """Carry out a claimed Stop it: act, record the result, reply in the thread, update the post."""
     result = _perform(aws, approval, enabled=settings.actions_enabled)
@@ -108,7 +105,7 @@ def run_stop(
         row = record_action_result(
             session=session, approval=approval, user_id=user, result=result, now=clock()
         )
-        return where or _posted_at(session, row.id, row.post_count), renderer(
+        return where or _posted_at(session, row.id, row.post_count), edge.renderer(
             message_of(row, owners_of(session, row))
         )
 
@@ -116,14 +113,12 @@ def run_stop(
         post, rendered = record(session)
     deliver_pending(
         session_factory=session_factory,
-        notifier=notifier,
-        renderer=renderer,
-        find_posted=find_posted,
+        edge=edge,
         kinds=(REPLY_KIND,),
         lease=outbox_lease(settings),
     )
     if post is not None:
-        update_post(notifier, post, rendered)
+        update_post(edge.notifier, post, rendered)
 
 
 def update_post(
@@ -174,9 +169,7 @@ def resume_stale_stops(
     settings: WasteSettings,
     clock: Clock,
     aws: AwsClientFactory,
-    notifier: Notifier,
-    renderer: Renderer,
-    find_posted: FindPosted,
+    edge: DeliveryEdge,
 ) -> list[int]:
     """Re-claim Stop it actions whose process died (lease expired), run them; return their ids."""
     with session_scope(session_factory) as session:
@@ -193,8 +186,6 @@ def resume_stale_stops(
             settings=settings,
             clock=clock,
             aws=aws,
-            notifier=notifier,
-            renderer=renderer,
-            find_posted=find_posted,
+            edge=edge,
         )
     return [a.finding_id for a in approvals]

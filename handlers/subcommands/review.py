@@ -43,12 +43,10 @@ def handle_review(inv: Invocation) -> Reply:
     teams = unit_of_work(lambda session: may_post_reviews(session, inv.user_id))
     report = post_reviews(
         session_factory=services.session_factory,
-        notifier=services.notifier,
-        renderer=services.renderer,
+        edge=services.delivery_edge,
         month=month,
         settings=services.settings.review,
         now=inv.now,
-        find_posted=services.find_posted,
         teams=teams,
     )
     status = [

@@ -22,6 +22,7 @@ from bot.notify.outbox import HistoryLookup, PlannedPost, PreRendered, enqueue_m
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SlackNotifier
 from tests.support.fake_slack import FakeSlack
+from tests.support.outbox import delivery_edge
 
 
 def test_a_rate_limited_lookup_after_a_lost_answer_does_not_post_again(
@@ -43,9 +44,8 @@ def test_a_rate_limited_lookup_after_a_lost_answer_does_not_post_again(
     def deliver(after: dt.timedelta) -> None:
         deliver_pending(
             session_factory=factory,
-            notifier=SlackNotifier(client),
+            edge=delivery_edge(SlackNotifier(client), find_posted=HistoryLookup(client)),
             now=dt.datetime.now(dt.UTC) + after,
-            find_posted=HistoryLookup(client),
         )
 
     # Slack posts, then answers after the client gave up

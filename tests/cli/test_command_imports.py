@@ -83,6 +83,28 @@ def test_reading_commands_load_no_slack_charts_aws_or_migrations(
     assert loaded(modules, NOT_FOR_READING) == []
 
 
+def test_the_waste_report_loads_no_slack_sdk_charts_scheduler_or_migrations(
+    demo_database: str,
+) -> None:
+    # the waste report's text shares its words with the Slack list (bot.slack.blocks.waste), and
+    # its checks name the scanners, which catch botocore's errors; neither needs the Slack SDK
+    done, modules = imported_by(
+        "--database-url", demo_database, "report", "waste", "--as-of", "2026-11-30"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "bot.waste.findings" in modules  # it did build the report
+    heavy = (
+        "matplotlib",
+        "slack_sdk",
+        "slack_bolt",
+        "apscheduler",
+        "alembic",
+        "waitress",
+        "pandas",
+    )
+    assert loaded(modules, heavy) == []
+
+
 INGESTING_COMMANDS = [
     ["focus", str(DATA / "focus_sample.csv")],
     ["cur", *map(str, sorted(DATA.glob("*2018-WorkshopCUR-*.parquet")))],

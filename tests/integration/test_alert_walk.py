@@ -17,6 +17,7 @@ from bot.slack.render import SlackRenderer
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.database import migrated
 from tests.support.fake_notifier import FakeNotifier
+from tests.support.outbox import delivery_edge
 
 EXPECTED = {
     1: ["unallocated:2026-10-26"],
@@ -81,8 +82,7 @@ def test_a_month_day_by_day_posts_each_alert_once_on_the_right_day(database_url:
                     session_factory=factory,
                     settings=settings,
                     now=now,
-                    renderer=SlackRenderer(),
-                    notifier=notifier,
+                    edge=delivery_edge(notifier, renderer=SlackRenderer()),
                 )
                 assert report.as_of == day
                 assert not report.unroutable
@@ -132,8 +132,7 @@ def test_no_forecast_alert_in_the_first_days_even_when_the_run_rate_is_alarming(
                 session_factory=factory,
                 settings=settings,
                 now=now,
-                renderer=SlackRenderer(),
-                notifier=notifier,
+                edge=delivery_edge(notifier, renderer=SlackRenderer()),
                 checks=("budgets",),
             )
             forecasts = [k for k in notifier.keys if ":forecast:" in k and "alpha" in k]

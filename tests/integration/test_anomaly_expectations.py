@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.anomalies.answers import answer_anomaly
-from bot.anomalies.detect import Anomaly, find_anomalies_between
+from bot.anomalies.detect import Anomaly, scan_anomalies
 from bot.audit.trail import audit_trail
 from bot.budgets.messages import AlertContext
 from bot.db.engine import session_scope
@@ -49,8 +49,8 @@ def alpha_rows(day: dt.date) -> list[dict]:
 
 
 def alpha_spikes(session: Session, first: dt.date, last: dt.date) -> dict[dt.date, Anomaly]:
-    found = find_anomalies_between(session=session, first=first, last=last, min_excess=Decimal(100))
-    return {a.day: a for a in found if a.scope == "model:alpha"}
+    found = scan_anomalies(session=session, first=first, last=last, min_excess=Decimal(100))
+    return {a.day: a for a in found.anomalies if a.scope == "model:alpha"}
 
 
 @pytest.fixture

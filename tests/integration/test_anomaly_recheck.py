@@ -8,7 +8,7 @@ from decimal import Decimal
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.anomalies.detect import find_anomalies, find_anomalies_between
+from bot.anomalies.detect import find_anomalies, scan_anomalies
 from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
@@ -72,9 +72,9 @@ def test_a_window_judges_each_day_as_a_single_day_check_would(database_url: str)
             for day in days(MONTH_START, dt.date(2026, 11, 20)):
                 add_spend(session, walk_day_rows(day))
             first, last = dt.date(2026, 11, 3), dt.date(2026, 11, 19)
-            window = find_anomalies_between(
+            window = scan_anomalies(
                 session=session, first=first, last=last, min_excess=Decimal(100)
-            )
+            ).anomalies
             one_by_one = [
                 a
                 for day in days(first, last + dt.timedelta(days=1))

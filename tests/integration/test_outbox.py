@@ -19,7 +19,7 @@ from bot.slack.errors import slack_error
 from bot.slack.notifier import Posted
 from tests.support.database import migrated
 from tests.support.fake_notifier import FakeNotifier
-from tests.support.outbox import BLOCKS, outbox_rows, put, put_one
+from tests.support.outbox import BLOCKS, delivery_edge, outbox_rows, put, put_one
 
 NOW = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)
 
@@ -50,18 +50,20 @@ def test_network_error_stops_the_round_and_retries_later(database_url: str) -> N
     with migrated(database_url) as (_engine, factory):
         queue(factory, 3)
         notifier = FakeNotifier(fail_next=1, error=urllib.error.URLError("connection refused"))
-        report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
+        report = deliver_pending(session_factory=factory, edge=delivery_edge(notifier), now=NOW)
         assert report.failed == ["k0"] and report.delivered == []
         k0 = outbox_rows(factory)["k0"]
         assert k0.status == "pending" and k0.attempts == 1
         assert k0.next_attempt_at == NOW + dt.timedelta(seconds=60)
         assert "URLError" in (k0.last_error or "")
         later = deliver_pending(
-            session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(seconds=30)
+            session_factory=factory,
+            edge=delivery_edge(notifier),
+            now=NOW + dt.timedelta(seconds=30),
         )
         assert later.delivered == ["k1", "k2"]  # k0 is not due yet
         last = deliver_pending(
-            session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(minutes=2)
+            session_factory=factory, edge=delivery_edge(notifier), now=NOW + dt.timedelta(minutes=2)
         )
         assert last.delivered == ["k0"] and len(notifier.posts) == 3
 
@@ -70,12 +72,14 @@ def test_permanent_errors_are_given_up_and_do_not_block_others(database_url: str
     with migrated(database_url) as (_engine, factory):
         queue(factory, 2)
         notifier = FakeNotifier(fail_next=1, error=SlackError("channel_not_found"))
-        report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
+        report = deliver_pending(session_factory=factory, edge=delivery_edge(notifier), now=NOW)
         assert report.dead == ["k0"] and report.delivered == ["k1"]
         assert outbox_rows(factory)["k0"].status == "failed"
         assert (
             deliver_pending(
-                session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(days=1)
+                session_factory=factory,
+                edge=delivery_edge(notifier),
+                now=NOW + dt.timedelta(days=1),
             ).delivered
             == []
         )
@@ -96,7 +100,7 @@ def test_concurrent_workers_never_post_a_message_twice(database_url: str) -> Non
         workers = [
             threading.Thread(
                 target=deliver_pending,
-                kwargs={"session_factory": factory, "notifier": notifier, "now": NOW},
+                kwargs={"session_factory": factory, "edge": delivery_edge(notifier), "now": NOW},
             )
             for _ in range(3)
         ]
@@ -116,11 +120,11 @@ def test_dead_parent_fails_its_replies_and_does_not_block_delivery(database_url:
             for i in range(25):  # more than one claim window of replies under the dead parent
                 put(session, f"reply{i}", text=f"reply {i}", channel="CGONE", thread_key="parent")
         notifier = FakeNotifier(fail_next=1, error=SlackError("is_archived"))
-        report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
+        report = deliver_pending(session_factory=factory, edge=delivery_edge(notifier), now=NOW)
         assert "parent" in report.dead and notifier.posts == []
         put_one(factory, "fresh", text="fresh")
         later = deliver_pending(
-            session_factory=factory, notifier=notifier, now=NOW + dt.timedelta(hours=1)
+            session_factory=factory, edge=delivery_edge(notifier), now=NOW + dt.timedelta(hours=1)
         )
         assert later.delivered == ["fresh"]
         assert [p["text"] for p in notifier.posts] == ["fresh"]
@@ -136,12 +140,14 @@ def test_replies_queued_after_their_parent_failed_fail_with_it(database_url: str
     with migrated(database_url) as (_engine, factory):
         queue(factory, 1)
         notifier = FakeNotifier(fail_next=1, error=SlackError("channel_not_found"))
-        assert deliver_pending(session_factory=factory, notifier=notifier, now=NOW).dead == ["k0"]
+        assert deliver_pending(
+            session_factory=factory, edge=delivery_edge(notifier), now=NOW
+        ).dead == ["k0"]
         with session_scope(factory) as session:
             for i in range(22):
                 put(session, f"late{i}", text=f"late {i}", thread_key="k0")
             put(session, "fresh", text="fresh")
-        report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
+        report = deliver_pending(session_factory=factory, edge=delivery_edge(notifier), now=NOW)
         assert report.delivered == ["fresh"] and len(report.dead) == 22
         late = outbox_rows(factory)["late3"]
         assert late.status == "failed" and "k0" in (late.last_error or "")
@@ -157,12 +163,12 @@ def test_replies_wait_for_a_parent_that_is_not_posted_yet_without_blocking_other
                 put(session, f"early{i}", text=f"early {i}", thread_key="parent")
             put(session, "fresh", text="fresh")
         notifier = FakeNotifier()
-        assert deliver_pending(session_factory=factory, notifier=notifier, now=NOW).delivered == [
-            "fresh"
-        ]
+        assert deliver_pending(
+            session_factory=factory, edge=delivery_edge(notifier), now=NOW
+        ).delivered == ["fresh"]
         assert outbox_rows(factory)["early0"].status == "pending"
         put_one(factory, "parent", text="parent")
-        report = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
+        report = deliver_pending(session_factory=factory, edge=delivery_edge(notifier), now=NOW)
         assert report.delivered[0] == "parent" and len(report.delivered) == 26
         parent_ts = notifier.posts[1]["ts"]
         assert {p["thread_ts"] for p in notifier.posts[2:]} == {parent_ts}
@@ -179,9 +185,8 @@ def deliver_an_hour_later(
     with caplog.at_level(logging.WARNING, logger="bot.notify.delivery"):
         report = deliver_pending(
             session_factory=factory,
-            notifier=notifier,
+            edge=delivery_edge(notifier, find_posted=lookup),
             now=NOW + dt.timedelta(hours=1),
-            find_posted=lookup,
         )
     return report, [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
@@ -200,7 +205,9 @@ def test_a_failed_history_lookup_is_unknown_and_the_message_is_posted(
         queue(factory, 1)
         notifier = FakeNotifier(fail_next=1, error=urllib.error.URLError("timed out"))
         first = deliver_pending(
-            session_factory=factory, notifier=notifier, now=NOW, find_posted=not_a_member
+            session_factory=factory,
+            edge=delivery_edge(notifier, find_posted=not_a_member),
+            now=NOW,
         )
         assert first.failed == ["k0"] and lookups == []
         second, warnings = deliver_an_hour_later(factory, notifier, not_a_member, caplog)
@@ -247,7 +254,7 @@ def lose_the_first_answer(factory: sessionmaker[Session], notifier: FakeNotifier
     """Queue k0 and k1; k0's first post times out (it may have reached Slack), ending the round."""
     queue(factory, 2)
     notifier.fail_next, notifier.error = 1, urllib.error.URLError("timed out")
-    first = deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
+    first = deliver_pending(session_factory=factory, edge=delivery_edge(notifier), now=NOW)
     assert first.failed == ["k0"] and first.delivered == []
 
 
@@ -277,7 +284,9 @@ def test_a_lookup_that_fails_for_now_leaves_the_message_pending_and_looks_again(
         lose_the_first_answer(factory, notifier)
         later = NOW + dt.timedelta(hours=1)
         second = deliver_pending(
-            session_factory=factory, notifier=notifier, now=later, find_posted=lookup
+            session_factory=factory,
+            edge=delivery_edge(notifier, find_posted=lookup),
+            now=later,
         )
         # not posted, and the round ends as after a transient post failure: k1 waits too
         assert second.failed == ["k0"] and second.delivered == second.recovered == []
@@ -290,7 +299,9 @@ def test_a_lookup_that_fails_for_now_leaves_the_message_pending_and_looks_again(
         assert "look" in (k0.last_error or "") and type(error).__name__ in (k0.last_error or "")
 
         third = deliver_pending(
-            session_factory=factory, notifier=notifier, now=k0.next_attempt_at, find_posted=lookup
+            session_factory=factory,
+            edge=delivery_edge(notifier, find_posted=lookup),
+            now=k0.next_attempt_at,
         )
         assert lookup.calls == ["k0", "k0"]  # the next attempt looks again before posting
         assert third.recovered == ["k0"] and third.delivered == ["k0", "k1"]
@@ -308,13 +319,15 @@ def test_lookups_that_keep_failing_keep_the_message_retrying_with_a_growing_back
         notifier = FakeNotifier()
         queue(factory, 1)
         notifier.fail_next, notifier.error = 1, urllib.error.URLError("timed out")
-        deliver_pending(session_factory=factory, notifier=notifier, now=NOW)
+        deliver_pending(session_factory=factory, edge=delivery_edge(notifier), now=NOW)
         waits: list[dt.timedelta] = []
         for _ in failures:
             due = outbox_rows(factory)["k0"].next_attempt_at
             assert due is not None
             report = deliver_pending(
-                session_factory=factory, notifier=notifier, now=due, find_posted=lookup
+                session_factory=factory,
+                edge=delivery_edge(notifier, find_posted=lookup),
+                now=due,
             )
             assert report.failed == ["k0"] and notifier.posts == []
             k0 = outbox_rows(factory)["k0"]
@@ -325,7 +338,9 @@ def test_lookups_that_keep_failing_keep_the_message_retrying_with_a_growing_back
         assert due is not None
         # the lookup works again and finds nothing: the message is posted, once
         last = deliver_pending(
-            session_factory=factory, notifier=notifier, now=due, find_posted=lookup
+            session_factory=factory,
+            edge=delivery_edge(notifier, find_posted=lookup),
+            now=due,
         )
         assert last.delivered == ["k0"] and [p["text"] for p in notifier.posts] == ["message 0"]
         assert len(lookup.calls) == 5
@@ -377,16 +392,20 @@ def test_a_worker_whose_lease_ran_out_does_not_undo_the_worker_that_delivered(
             ) -> Posted:
                 # meanwhile the lease expires and another worker delivers the message
                 late = NOW + dt.timedelta(minutes=5)
-                again = deliver_pending(session_factory=factory, notifier=other, now=late)
+                again = deliver_pending(
+                    session_factory=factory, edge=delivery_edge(other), now=late
+                )
                 assert again.delivered == ["k0"]
                 raise urllib.error.URLError("timed out")
 
-        report = deliver_pending(session_factory=factory, notifier=SlowThenFails(), now=NOW)
+        report = deliver_pending(
+            session_factory=factory, edge=delivery_edge(SlowThenFails()), now=NOW
+        )
         assert report.failed == ["k0"]
         k0 = outbox_rows(factory)["k0"]
         assert k0.status == "delivered" and k0.slack_ts == other.posts[0]["ts"]
         assert k0.attempts == 2
         later = deliver_pending(
-            session_factory=factory, notifier=other, now=NOW + dt.timedelta(hours=2)
+            session_factory=factory, edge=delivery_edge(other), now=NOW + dt.timedelta(hours=2)
         )
         assert later.delivered == [] and len(other.posts) == 1

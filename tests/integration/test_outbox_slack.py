@@ -22,7 +22,7 @@ from bot.slack.notifier import SlackNotifier
 from tests.support.database import migrated
 from tests.support.fake_slack import FakeSlack
 from tests.support.jobs import run_job
-from tests.support.outbox import make_due, outbox_rows, post_as_the_worker, put_one
+from tests.support.outbox import delivery_edge, make_due, outbox_rows, post_as_the_worker, put_one
 
 
 def make_services(
@@ -102,8 +102,9 @@ def chatter(services: AppServices, channel: str, count: int, thread_ts: str | No
 def deliver(services: AppServices) -> DeliveryReport:
     return deliver_pending(
         session_factory=services.session_factory,
-        notifier=SlackNotifier(services.client),
-        find_posted=HistoryLookup(services.client),
+        edge=delivery_edge(
+            SlackNotifier(services.client), find_posted=HistoryLookup(services.client)
+        ),
     )
 
 

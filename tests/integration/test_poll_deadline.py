@@ -20,6 +20,7 @@ from bot.web.health import health_snapshot
 from tests.support.alert_walk import MONTH_START, add_spend, days, seed_walk, walk_day_rows
 from tests.support.database import migrated
 from tests.support.fake_notifier import FakeNotifier
+from tests.support.outbox import delivery_edge
 
 FOCUS = Path(__file__).resolve().parents[1] / "data" / "focus_sample.csv"
 NOW = dt.datetime(2026, 11, 21, 6, tzinfo=dt.UTC)
@@ -59,8 +60,7 @@ def test_a_hanging_source_is_given_up_at_the_deadline_and_budget_alerts_are_post
                 settings=settings,
                 now=NOW,
                 sources=[hanging, good],
-                renderer=SlackRenderer(),
-                notifier=notifier,
+                edge=delivery_edge(notifier, renderer=SlackRenderer()),
                 checks=("budgets",),
             )
             assert hanging.started.is_set()
@@ -131,8 +131,7 @@ def test_hung_sources_are_read_side_by_side_under_one_deadline_and_never_write_l
                 settings=settings,
                 now=NOW,
                 sources=[first, good, second],
-                renderer=SlackRenderer(),
-                notifier=notifier,
+                edge=delivery_edge(notifier, renderer=SlackRenderer()),
                 checks=("budgets",),
             )
             # both hung reads were under way before the poll gave up either: one deadline, not two

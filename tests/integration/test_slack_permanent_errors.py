@@ -23,7 +23,7 @@ from bot.slack.errors import StillTooLarge, is_permanent, send_shrinking
 from bot.slack.notifier import SlackNotifier
 from bot.web.health import health_snapshot
 from tests.support.fake_slack import FakeSlack
-from tests.support.outbox import let_time_pass, outbox_rows
+from tests.support.outbox import delivery_edge, let_time_pass, outbox_rows
 
 BIG = [{"type": "section", "text": {"type": "mrkdwn", "text": f"line {i}"}} for i in range(45)]
 
@@ -44,11 +44,13 @@ def deliver_twice(factory: sessionmaker[Session], fake: FakeSlack) -> None:
     """Deliver, let an hour pass, deliver again: a retryable failure would be retried."""
     slack = notifier(fake)
     deliver_pending(
-        session_factory=factory, notifier=slack, find_posted=HistoryLookup(slack.client)
+        session_factory=factory,
+        edge=delivery_edge(slack, find_posted=HistoryLookup(slack.client)),
     )
     let_time_pass(factory, dt.timedelta(hours=1))
     deliver_pending(
-        session_factory=factory, notifier=slack, find_posted=HistoryLookup(slack.client)
+        session_factory=factory,
+        edge=delivery_edge(slack, find_posted=HistoryLookup(slack.client)),
     )
 
 

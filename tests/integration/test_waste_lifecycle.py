@@ -154,7 +154,7 @@ def test_keep_silences_for_seven_days_then_the_finding_comes_back(registry: Sess
     assert len(after.reraised) == 1
     assert row.decision == "none" and row.post_count == 2
     text = str(rendered(outbox(session)[f"waste-resource:{row.id}:2"])[1])
-    assert "it was kept until 2026-11-09 and is still found" in text
+    assert "it was kept until Nov 9, 2026 and is still found" in text
 
 
 def test_keep_and_not_waste_are_lifted_when_the_cost_grows_by_more_than_half(

@@ -100,9 +100,7 @@ def test_the_daily_scan_is_scheduled_only_when_regions_are_set() -> None:
             session_factory=None,  # type: ignore[arg-type]
             clock=system_clock,
             aws=None,
-            notifier=None,  # type: ignore[arg-type]
-            renderer=None,  # type: ignore[arg-type]
-            find_posted=None,  # type: ignore[arg-type]
+            edge=None,  # type: ignore[arg-type]
         )
         return {s.id: s for s in declared}
 

@@ -17,7 +17,7 @@ from bot.slack.notifier import SlackNotifier
 from bot.slack.render import SlackRenderer
 from tests.support.alert_walk import days
 from tests.support.budget_alerts import T0, click, cycle, seed_month
-from tests.support.outbox import let_time_pass, post_as_the_worker
+from tests.support.outbox import delivery_edge, let_time_pass, post_as_the_worker
 from tests.support.slack_app import SlackHarness
 from tests.support.slack_requests import posted_button_click, view_submission
 
@@ -75,7 +75,7 @@ def test_429_and_500_delay_delivery_but_every_alert_posts_exactly_once(
 
 def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: SlackHarness) -> None:
     seed_month(slack)
-    cycle(slack, T0, checks=("budgets",), notifier=None)
+    cycle(slack, T0, checks=("budgets",), edge=None)
     queued = outbox(slack)
     key = "budget:model:alpha:2026-11:actual:50"
     message = queued[key]
@@ -88,10 +88,10 @@ def test_a_post_that_reached_slack_before_a_crash_is_not_sent_again(slack: Slack
     client = slack.services.client
     report = deliver_pending(
         session_factory=slack.session_factory,
-        renderer=SlackRenderer(),
-        notifier=SlackNotifier(client),
+        edge=delivery_edge(
+            SlackNotifier(client), renderer=SlackRenderer(), find_posted=HistoryLookup(client)
+        ),
         now=T0 + dt.timedelta(minutes=3),
-        find_posted=HistoryLookup(client),
     )
     assert report.recovered == [key] and key in report.delivered
     assert Counter(posted_keys(slack))[key] == 1

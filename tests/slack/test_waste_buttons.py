@@ -284,7 +284,7 @@ def test_keep_and_not_waste_are_recorded_audited_and_shown(world: World) -> None
     )
     shown = [str(c.params["blocks"]) for c in world.slack.fake.calls_to("chat.update")]
     assert (
-        "kept until 2026-11-27; raised again if its monthly cost grows past $1,101.57" in shown[0]
+        "kept until Nov 27, 2026; raised again if its monthly cost grows past $1,101.57" in shown[0]
     )
     assert "marked not waste; raised again if its monthly cost grows past $1,101.57" in shown[1]
     audit = {a.action: a.detail for a in world.audit()}

@@ -25,14 +25,9 @@ def seed_month(slack: SlackHarness) -> None:
 
 def cycle(slack: SlackHarness, now: dt.datetime, **kw: Any) -> Any:
     """Run one notification cycle as the scheduler would, posting to the fake Slack."""
-    kw.setdefault("notifier", slack.services.notifier)
-    kw.setdefault("renderer", slack.services.renderer)
+    kw.setdefault("edge", slack.services.delivery_edge)
     return run_cycle(
-        session_factory=slack.session_factory,
-        settings=slack.services.settings,
-        now=now,
-        find_posted=slack.services.find_posted,
-        **kw,
+        session_factory=slack.session_factory, settings=slack.services.settings, now=now, **kw
     )
 
 

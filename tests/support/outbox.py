@@ -12,15 +12,18 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.bootstrap import system_clock
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
+from bot.notify.delivery import DeliveryEdge
 from bot.notify.outbox import (
     METADATA_EVENT,
+    FindPosted,
     PlannedPost,
     PreRendered,
+    Renderer,
     enqueue_many,
     render_payload,
     stored_payload,
 )
-from bot.slack.notifier import Posted, SlackNotifier
+from bot.slack.notifier import Notifier, Posted, SlackNotifier
 from bot.slack.render import SlackRenderer
 
 BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}]
@@ -32,6 +35,13 @@ def rendered(post: OutboxMessage | PlannedPost) -> tuple[str, list[dict[str, Any
     """Return the text and blocks an outbox row or a planned post shows (rendered as delivered)."""
     payload = stored_payload(post.message) if isinstance(post, PlannedPost) else post.payload
     return render_payload(payload, RENDERER)
+
+
+def delivery_edge(
+    notifier: Notifier, renderer: Renderer = RENDERER, find_posted: FindPosted | None = None
+) -> DeliveryEdge:
+    """Return the delivery edge over this notifier (the Slack renderer, no history lookup)."""
+    return DeliveryEdge(notifier, renderer, find_posted)
 
 
 def put(

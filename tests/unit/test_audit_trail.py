@@ -52,3 +52,35 @@ def test_long_values_are_summarised_on_one_line() -> None:
     assert len(text) == 40 and text.endswith("…") and "\n" not in text
     assert compact("two\nlines") == "two lines"
     assert compact("red \x1b[31mtext\x07") == "red ?[31mtext?"  # no terminal escapes
+
+
+def test_the_level_an_expected_anomaly_accepts_is_money_on_each_surface() -> None:
+    from bot.money import format_money
+    from bot.slack.blocks.audit import entry_line
+
+    # issue 23: the terminal showed `up_to=1954.5437060000`, the stored decimal string
+    answered = {
+        "anomaly": "anomaly:spend:model:recsys:2026-11-19",
+        "currency": "USD",
+        "before": None,
+        "after": {
+            "answer": "expected",
+            "driver": "run=recsys-v42-retry",
+            "up_to": "1954.5437060000",
+            "month": "2026-11",
+        },
+    }
+    expected = entry("anomaly.expected", answered)
+    assert change_line(expected) == (
+        "— → answer=expected, driver=run=recsys-v42-retry, up_to=$1,954.54, month=2026-11"
+    )
+    assert "up_to=$1,955," in change_line(expected, money=format_money)  # Slack's format
+    assert "up_to=$1,955," in entry_line(expected)
+    assert expected.as_json()["after"]["up_to"] == "1954.5437060000"  # JSON keeps it exact
+    euros = entry("anomaly.expected", {**answered, "currency": "EUR"})
+    assert "up_to=€1,954.54," in change_line(euros)
+    gpu = {
+        **answered,
+        "after": {"answer": "expected", "driver": "gpu_hours=recsys", "up_to": "412.25"},
+    }
+    assert change_line(entry("anomaly.expected", gpu)).endswith("up_to=412.2 GPU-hours")

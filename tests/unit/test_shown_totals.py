@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from decimal import Decimal
+from typing import Any
 
 from bot.money import CostBasis
 from bot.periods import month_period, trailing_days
@@ -53,7 +54,8 @@ def test_the_team_reply_shows_models_that_add_up_to_its_month() -> None:
     assert shown and sum(shown) == Decimal(301)
 
 
-def test_the_budget_alert_shows_stages_and_days_that_add_up_to_its_amount() -> None:
+def alert_of_thirds(*, days: bool) -> list[dict[str, Any]]:
+    """Return the blocks of a $301.20 budget alert driven by three stages (and days) of $100.40."""
     from bot.budgets.drivers import Driver, Drivers
     from bot.budgets.evaluate import BudgetStatus
     from bot.budgets.messages import AlertContext
@@ -79,11 +81,16 @@ def test_the_budget_alert_shows_stages_and_days_that_add_up_to_its_amount() -> N
         period_kind="monthly",
     )
     thirds = [Driver(name, Decimal("100.40")) for name in ("training", "serving", "storage")]
-    days = [Driver(f"Nov {d}", Decimal("100.40")) for d in (1, 2, 3)]
-    drivers = Drivers(stages=thirds, days=days)
+    by_day = [Driver(f"Nov {d}", Decimal("100.40")) for d in (1, 2, 3)] if days else []
+    drivers = Drivers(stages=thirds, days=by_day)
     _, blocks = build_budget_alert(
         BudgetAlert(status, "actual", 50), AlertContext("C0X", drivers=drivers)
     )
+    return blocks
+
+
+def test_the_budget_alert_shows_stages_and_days_that_add_up_to_its_amount() -> None:
+    blocks = alert_of_thirds(days=True)
     body = blocks[1]["text"]["text"]
     assert amounts(body)[0] == Decimal(301)
     stages, _resources, days = (f["text"] for f in blocks[2]["fields"])
@@ -204,3 +211,91 @@ def test_the_reconciliation_line_reads_as_money_and_adds_up_as_shown() -> None:
         "reconciliation OK: billed $0.02 = attributed $0.01 + unallocated $0.01 + idle $0.00",
         "reconciliation OK: billed 1,234.00 CHF = attributed 1,234.00 CHF + unallocated 0.00 CHF",
     ]
+
+
+def shares(text: str) -> list[int]:
+    """Return every `(34 %)` share in the text, in order."""
+    return [int(m) for m in re.findall(r"\((-?[0-9]+) %\)", text)]
+
+
+def test_shares_shown_together_add_up_to_100_percent() -> None:
+    # issue 23: three equal thirds were each shown as 33 %, 99 % in all
+    from bot.money import shown_percents
+
+    thirds = [Decimal("100.40")] * 3
+    assert shown_percents(thirds, Decimal("301.20")) == [Decimal(34), Decimal(33), Decimal(33)]
+    # a partial list (the top 2 of 3) is only rounded: its shares need not reach 100 %
+    assert shown_percents(thirds[:2], Decimal("301.20")) == [Decimal(33), Decimal(33)]
+    assert shown_percents(thirds, Decimal(0)) == [None, None, None]
+
+
+def test_the_budget_alert_shows_stage_shares_that_add_up_to_100_percent() -> None:
+    stages = alert_of_thirds(days=False)[2]["fields"][0]["text"]
+    assert shares(stages) == [34, 33, 33]
+
+
+def test_the_model_reply_shows_stage_shares_that_add_up_to_100_percent() -> None:
+    from bot.slack.blocks.model import build_model_report_blocks
+    from bot.spend.model_report import ModelReport
+
+    stages = [("training", Decimal("100.40")), ("serving", Decimal("100.40"))]
+    stages.append(("storage", Decimal("100.40")))
+    report = ModelReport(
+        model="alpha",
+        team="ranking",
+        owners=[],
+        channel=None,
+        basis=CostBasis.BILLED,
+        span=ReportingWindow(trailing_days(30, AS_OF), NOV, AS_OF, AS_OF),
+        daily_by_stage={},
+        month_to_date=Decimal("301.20"),
+        by_stage=stages,
+        gpu_hours=Decimal(0),
+        top_resources=[],
+        forecast=Forecast(None, "not enough history", 0),
+        budget=None,
+        last_month_same_days=Decimal(0),
+        last_month_total=Decimal(0),
+    )
+    _, blocks = build_model_report_blocks(report, "USD")
+    lines = [row for b in blocks for row in str(b).split("\\n") if row.startswith("• ")]
+    assert [s for row in lines for s in shares(row)] == [34, 33, 33], lines
+
+
+def test_partial_lists_sum_what_they_leave_out_so_the_lines_add_up() -> None:
+    # issue 23: "…and 1 smaller findings" (or more models, tag values, services) carried no
+    # amount, so the lines shown fell short of the total shown with them
+    from bot.slack.blocks.spend import MAX_GROUPS, MAX_SERVICES, build_unallocated_blocks
+    from bot.slack.blocks.team import MAX_LINES
+    from bot.spend.reports import SpendLine, SpendReport, SpendTotals
+    from bot.spend.unallocated import UnallocatedReport
+
+    text, blocks = build_waste_blocks(thirds_of_waste(), limit=2)
+    shown = [a for b in blocks if b["type"] in ("section", "context") for a in amounts(str(b))]
+    assert amounts(text)[0] == Decimal(301) and sum(shown) == Decimal(301), shown
+
+    models = [line(f"m{i}", "100.40") for i in range(MAX_LINES + 2)]
+    month = line("ranking", str(Decimal("100.40") * len(models)))
+    window = ReportingWindow(trailing_days(30, AS_OF), NOV, AS_OF, AS_OF)
+    report = TeamReport("ranking", [], None, CostBasis.BILLED, window, models, month, {})
+    _, blocks = build_team_report_blocks(report, "USD")
+    ranked = next(b for b in blocks if "Models, ranked" in str(b.get("text", "")))["text"]["text"]
+    rows = ranked.splitlines()[1:]
+    assert rows[-1].startswith("…and 2 more models: $")
+    assert sum(amounts(row)[0] for row in rows) == Decimal(2711)  # 27 × $100.40, as shown
+
+    tags = [f"t{i}" for i in range(MAX_GROUPS + 1)]
+    services = [f"svc{i}" for i in range(MAX_SERVICES + 2)]
+    lines = [
+        SpendLine({"tag": tag, "service": svc}, Decimal("10.05"), Decimal(0))
+        for tag in tags
+        for svc in services
+    ]
+    total = Decimal("10.05") * len(lines)
+    totals = [SpendTotals("USD", total, total, total, Decimal(0), total)]
+    spend = SpendReport(NOV, ["tag", "service"], CostBasis.BILLED, lines, totals)
+    text, blocks = build_unallocated_blocks(UnallocatedReport(spend, Decimal(10000)), "USD")
+    sections = [amounts(b["text"]["text"]) for b in blocks if b["type"] == "section"]
+    assert sum(found[0] for found in sections) == amounts(text)[0] == Decimal(784)
+    assert all(sum(found[1:]) == found[0] for found in sections[:-1]), sections
+    assert "…and 2 more services: $20" in str(blocks[1])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -23,19 +24,84 @@ from bot.ingest.sources.base import (
     source_data,
 )
 
+log = logging.getLogger(__name__)
+
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MONTH_RE = re.compile(r"^\d{4}-\d{2}$")
 
 
-def build_query(database: str, table: str, month: str, tag_columns: dict[str, str]) -> str:
-    """Return the SQL that groups one CUR month by day, account, service, resource and tags."""
+# Columns a CUR table holds only when the bill has them: resource IDs only when the report
+# includes them, savings_plan_* only once the account has Savings Plans, reservation_* only with
+# reservations, each tag column only once its tag is activated. A query naming a column its
+# table lacks fails (COLUMN_NOT_FOUND), so each is named only when the table has it.
+_OPTIONAL_TEXT = (
+    ("usage_type", "line_item_usage_type"),
+    ("region", "product_region"),
+    ("resource_id", "line_item_resource_id"),
+    ("instance_type", "product_instance_type"),
+    ("line_item_type", "line_item_line_item_type"),
+    ("currency", "line_item_currency_code"),
+    ("unit", "pricing_unit"),
+)
+_REQUIRED = (
+    "line_item_usage_start_date",
+    "bill_billing_period_start_date",
+    "bill_payer_account_id",
+    "line_item_usage_account_id",
+    "line_item_product_code",
+    "line_item_unblended_cost",
+    "line_item_usage_amount",
+)
+
+
+def build_query(
+    database: str,
+    table: str,
+    month: str,
+    tag_columns: dict[str, str],
+    columns: set[str] | None = None,
+) -> str:
+    """Return the SQL that groups one CUR month by day, account, service, resource and tags.
+
+    `columns` are the table's (from its metadata): an optional column it lacks is read as empty,
+    and a discount column it lacks (no Savings Plans or reservations on this bill) leaves its
+    line items at their unblended cost. None: the table is taken to have every column.
+    """
     for ident in (database, table, *tag_columns.values()):
         if not _IDENT_RE.match(ident):
             raise IngestError(f"athena: {ident!r} is not a plain SQL identifier")
     if not _MONTH_RE.match(month):
         raise IngestError(f"athena: month {month!r} must look like 2026-11")
-    tags = "".join(
-        f",\n  coalesce({col}, '') AS \"tag_{key}\"" for key, col in sorted(tag_columns.items())
+    known = None if columns is None else {c.lower() for c in columns}
+    if known is not None:
+        missing = [c for c in _REQUIRED if c not in known]
+        if missing:
+            raise IngestError(
+                f"athena: {database}.{table} is not a CUR table: it has no {', '.join(missing)}"
+            )
+
+    def has(column: str) -> bool:
+        return known is None or column.lower() in known
+
+    def text(column: str) -> str:
+        return f"coalesce({column}, '')" if has(column) else "''"
+
+    product = "nullif(product_product_name, ''), " if has("product_product_name") else ""
+    selected = "".join(f",\n  {text(col)} AS {name}" for name, col in _OPTIONAL_TEXT)
+    tags = "".join(f',\n  {text(col)} AS "tag_{key}"' for key, col in sorted(tag_columns.items()))
+    discounts = [
+        ("SavingsPlanCoveredUsage", "savings_plan_savings_plan_effective_cost"),
+        ("SavingsPlanNegation", "0"),
+        ("SavingsPlanUpfrontFee", "0"),
+        ("DiscountedUsage", "reservation_effective_cost"),
+    ]
+    cases = "".join(
+        f"\n      WHEN '{item}' THEN {value}"
+        for item, value in discounts
+        if value == "0" or has(value)
+    )
+    type_column = (
+        "line_item_line_item_type" if has("line_item_line_item_type") else "CAST(NULL AS varchar)"
     )
     group_count = 12 + len(tag_columns)
     return f"""SELECT
@@ -43,20 +109,9 @@ def build_query(database: str, table: str, month: str, tag_columns: dict[str, st
   CAST(date(bill_billing_period_start_date) AS varchar) AS billing_period,
   bill_payer_account_id AS billing_account,
   line_item_usage_account_id AS sub_account,
-  coalesce(nullif(product_product_name, ''), line_item_product_code) AS service,
-  coalesce(line_item_usage_type, '') AS usage_type,
-  coalesce(product_region, '') AS region,
-  coalesce(line_item_resource_id, '') AS resource_id,
-  coalesce(product_instance_type, '') AS instance_type,
-  coalesce(line_item_line_item_type, '') AS line_item_type,
-  coalesce(line_item_currency_code, '') AS currency,
-  coalesce(pricing_unit, '') AS unit{tags},
+  coalesce({product}line_item_product_code) AS service{selected}{tags},
   CAST(sum(line_item_unblended_cost) AS decimal(30, 10)) AS billed,
-  CAST(sum(CASE line_item_line_item_type
-      WHEN 'SavingsPlanCoveredUsage' THEN savings_plan_savings_plan_effective_cost
-      WHEN 'SavingsPlanNegation' THEN 0
-      WHEN 'SavingsPlanUpfrontFee' THEN 0
-      WHEN 'DiscountedUsage' THEN reservation_effective_cost
+  CAST(sum(CASE {type_column}{cases}
       ELSE line_item_unblended_cost END) AS decimal(30, 10)) AS effective,
   CAST(sum(line_item_usage_amount) AS decimal(30, 10)) AS quantity
 FROM "{database}"."{table}"
@@ -99,9 +154,30 @@ class AthenaSource:
             columns.setdefault(key, f"resource_tags_user_{key}")
         return columns
 
+    def table_columns(self) -> set[str] | None:
+        """Return the CUR table's columns from its metadata; None when they cannot be read."""
+        params: dict[str, Any] = {
+            "CatalogName": "AwsDataCatalog",
+            "DatabaseName": self.database,
+            "TableName": self.table,
+        }
+        if self.workgroup:
+            params["WorkGroup"] = self.workgroup
+        try:
+            table = self.client.get_table_metadata(**params)["TableMetadata"]
+        except Exception as exc:  # e.g. no glue:GetTable permission: query as before
+            log.warning(
+                "%s: could not read the table's columns (%s); the query names every CUR column",
+                self.location,
+                aws_error_reason(exc),
+            )
+            return None
+        return {c["Name"] for c in [*table.get("Columns", []), *table.get("PartitionKeys", [])]}
+
     def read(self, tag_keys: set[str], progress: Progress | None = None) -> SourceData:
         tags = self.tag_columns(tag_keys)
-        sql = build_query(self.database, self.table, self.month, tags)
+        columns = self.table_columns()
+        sql = build_query(self.database, self.table, self.month, tags, columns)
         params: dict[str, Any] = {
             "QueryString": sql,
             "QueryExecutionContext": {"Database": self.database},
@@ -110,7 +186,7 @@ class AthenaSource:
             params["ResultConfiguration"] = {"OutputLocation": self.output}
         if self.workgroup:
             params["WorkGroup"] = self.workgroup
-        requests = 0
+        requests = 1  # the table's metadata
         try:
             query_id = self.client.start_query_execution(**params)["QueryExecutionId"]
             requests += 1

@@ -15,7 +15,13 @@ from bot.budgets.drivers import Driver
 from bot.budgets.evaluate import BudgetStatus
 from bot.budgets.messages import AlertContext
 from bot.budgets.plan import ACTUAL, EXCEEDED, BudgetAlert
-from bot.money import format_money, format_money_places, format_percent, shown_breakdown
+from bot.money import (
+    format_money,
+    format_money_places,
+    format_percent,
+    shown_breakdown,
+    shown_percents,
+)
 from bot.periods import (
     DAILY,
     MONTHLY,
@@ -81,11 +87,14 @@ def command_hint(scope: str) -> str:
 def _driver_field(
     title: str, drivers: list[Driver], currency: str, total: Decimal
 ) -> dict[str, Any]:
-    # drivers that make up the whole (every stage, every day) add up to the total as shown
-    places, shown = shown_breakdown([driver.cost for driver in drivers], total)
+    # drivers that make up the whole (every stage, every day) add up to the total as shown,
+    # and their shares to 100 %
+    costs = [driver.cost for driver in drivers]
+    places, shown = shown_breakdown(costs, total)
+    shares = shown_percents(costs, total)
     lines = []
-    for driver, cost in zip(drivers, shown, strict=True):
-        share = f" ({format_percent(driver.cost * 100 / total)})" if total > 0 else ""
+    for driver, cost, percent in zip(drivers, shown, shares, strict=True):
+        share = f" ({format_percent(percent)})" if total > 0 else ""
         amount = format_money_places(cost, currency, places)
         lines.append(f"{escape(clip(driver.label, 60))}: {amount}{share}")
     body = fit_lines(lines, MAX_FIELD_TEXT - len(title) - 3) if drivers else "–"

@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.audit.trail import AuditEntry, change_line
 from bot.counts import counted
+from bot.money import format_money
 from bot.slack.blocks.common import context, header, section
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import code, escape, fit_lines, user
@@ -20,7 +21,7 @@ MAX_CHANGE = 240  # characters of `before → after` per entry
 def entry_line(entry: AuditEntry) -> str:
     """Return one change as mrkdwn: when, who, what, on which subject, before → after."""
     when = entry.at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M")
-    change = escape(change_line(entry, limit=MAX_CHANGE // 2))
+    change = escape(change_line(entry, limit=MAX_CHANGE // 2, money=format_money))
     return f"`{when}` {user(entry.actor)} {code(entry.action)} {code(entry.subject)}\n{change}"
 
 

@@ -12,6 +12,7 @@ from bot.money import (
     format_percent,
     percent_of,
     shown_breakdown,
+    shown_percents,
 )
 from bot.periods import day_words, days_words
 from bot.slack.blocks.common import (
@@ -110,10 +111,12 @@ def _stage_lines(report: ModelReport, currency: str) -> list[str]:
     """Return one line per stage: its cost, share, and use of its own budget if it has one."""
     money = lambda v: format_money(v, currency)  # noqa: E731
     # the stages' amounts as shown add up to the month's as shown
-    places, shown = shown_breakdown([cost for _, cost in report.by_stage], report.month_to_date)
+    costs = [cost for _, cost in report.by_stage]
+    places, shown = shown_breakdown(costs, report.month_to_date)
+    # and their shares of it add up to 100 %
+    shares = shown_percents(costs, report.month_to_date)
     lines = []
-    for (stage, cost), cost_shown in zip(report.by_stage, shown, strict=True):
-        share = percent_of(cost, report.month_to_date)
+    for (stage, cost), cost_shown, share in zip(report.by_stage, shown, shares, strict=True):
         amount = format_money_places(cost_shown, currency, places)
         line = f"• {escape(clip(stage, 40))}: *{amount}* ({format_percent(share)})"
         if stage in report.stage_budgets:

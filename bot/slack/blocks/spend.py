@@ -65,16 +65,18 @@ def build_unallocated_blocks(
             f"  • {escape(clip(service, 80))}: {format_money_places(cost, currency, places)}"
             for (service, _), cost in zip(services[:MAX_SERVICES], service_amounts, strict=False)
         )
-        more = (
-            f"\n  • …and {len(services) - MAX_SERVICES} more services"
-            if len(services) > MAX_SERVICES
-            else ""
-        )
+        more = ""
+        if len(services) > MAX_SERVICES:  # summed, so the group's lines add up to its amount
+            rest = format_money_places(
+                sum(service_amounts[MAX_SERVICES:], Decimal(0)), currency, places
+            )
+            more = f"\n  • …and {len(services) - MAX_SERVICES} more services: {rest}"
         blocks.append(section(f"{fix}\n{detail}{more}"))
     if not ranked:
         blocks.append(section("Nothing unallocated: every dollar has a model. :tada:"))
-    elif len(ranked) > MAX_GROUPS:
-        blocks.append(section(f"…and {len(ranked) - MAX_GROUPS} more tag values"))
+    elif len(ranked) > MAX_GROUPS:  # summed, so the groups add up to the total
+        rest = format_money_places(sum(group_amounts[MAX_GROUPS:], Decimal(0)), currency, places)
+        blocks.append(section(f"…and {len(ranked) - MAX_GROUPS} more tag values: {rest}"))
     blocks.append(
         context(
             f"{basis_words(report.basis)} · by the model tag value found on the "

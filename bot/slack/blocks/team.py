@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from bot.counts import counted
@@ -74,8 +75,9 @@ def build_team_report_blocks(report: TeamReport, currency: str) -> tuple[str, li
         _model_line(i, line, currency, format_money_places(amount, currency, places))
         for i, (line, amount) in enumerate(zip(report.models[:MAX_LINES], shown, strict=False), 1)
     ]
-    if len(report.models) > MAX_LINES:
-        ranked.append(f"…and {len(report.models) - MAX_LINES} more")
+    if len(report.models) > MAX_LINES:  # summed, so the lines add up to the month's
+        rest = format_money_places(sum(shown[MAX_LINES:], Decimal(0)), currency, places)
+        ranked.append(f"…and {len(report.models) - MAX_LINES} more models: {rest}")
     text = (
         f"Team {escape(clip(report.team, 100))}: {money(total.month_to_date)} month to date "
         f"across {counted(len(report.models), 'model')}; "

@@ -51,15 +51,12 @@ def total_of(entries: Sequence[Entry]) -> Decimal:
     return sum((f.monthly_cost for f in entries), Decimal(0))
 
 
-def shown_monthly(entries: Sequence[Entry], currency: str) -> tuple[list[str], str]:
-    """Return each entry's monthly cost and their total as shown: the shown amounts add up to
-    the shown total (largest remainder, with the places `format_money` shows the total with)."""
+def shown_amounts(entries: Sequence[Entry]) -> tuple[int, list[Decimal], Decimal]:
+    """Return the places shown, each entry's monthly cost rounded to them so that they add up
+    to the shown total (largest remainder, as `format_money` shows the total), and the total."""
     total = total_of(entries)
     places, shown = shown_breakdown([e.monthly_cost for e in entries], total)
-    return (
-        [format_money_places(amount, currency, places) for amount in shown],
-        format_money_places(total, currency, places),
-    )
+    return places, shown, total
 
 
 def _saved_words(saved_total: Decimal, count: int, currency: str) -> str:
@@ -146,19 +143,22 @@ def build_waste_blocks(
     saved_total: Decimal | None = None,
     closed_count: int = 0,
     stale: str | None = None,
-    shown: Sequence[str] | None = None,
+    shown: tuple[int, Sequence[Decimal]] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """Waste findings (ledger and resource), largest first, each with its evidence and fix.
 
     `silenced` are resource findings marked Keep or Not waste (counted apart), `closed` the
     recently closed ones; `saved_total` what all `closed_count` closed findings saved so far;
     `stale` the line saying the ledger is stale (then finding nothing is no all-clear);
-    `shown` the ranked findings' amounts as a caller that adds them to more shows them.
+    `shown` the places and the ranked findings' amounts as a caller that adds them to more shows
+    them. The findings past `limit` are summed on one line, so the lines add up to the total.
     """
     ranked = sorted(findings, key=lambda f: f.monthly_cost, reverse=True)
-    amounts, total = shown_monthly(ranked, currency)
+    places, numbers, total_cost = shown_amounts(ranked)
     if shown is not None:
-        amounts = list(shown)
+        places, numbers = shown[0], list(shown[1])
+    money = lambda v: format_money_places(v, currency, places)  # noqa: E731
+    amounts, total = [money(amount) for amount in numbers], money(total_cost)
     if ranked:
         text = f"Waste: {counted(len(ranked), 'finding')}, about {total}/month"
     elif stale is not None:
@@ -178,9 +178,10 @@ def build_waste_blocks(
         body = clip_mrkdwn(body, MAX_SECTION_TEXT)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body}})
     if len(ranked) > limit:
+        rest = money(sum(numbers[limit : len(ranked)], Decimal(0)))
         blocks.append(
             _context(
-                f"…and {len(ranked) - limit} smaller findings. "
+                f"…and {len(ranked) - limit} smaller findings, about {rest}/month. "
                 "`mlcost report waste` lists them all."
             )
         )
@@ -355,10 +356,14 @@ def build_waste_digest(
     ranked = sorted(findings, key=lambda f: f.monthly_cost, reverse=True)
     by_cost = sorted(resources, key=lambda e: e.monthly_cost, reverse=True)
     # the findings and resource lines as shown add up to the headline's total as shown
-    amounts, total = shown_monthly([*ranked, *by_cost], currency)
+    places, numbers, total_cost = shown_amounts([*ranked, *by_cost])
+    amounts = [format_money_places(amount, currency, places) for amount in numbers]
+    total = format_money_places(total_cost, currency, places)
     count = len(findings) + len(resources)
     headline = f"Waste in {week_label}: {counted(count, 'finding')}, about {total}/month"
-    _, blocks = build_waste_blocks(ranked, currency, stale=stale, shown=amounts[: len(ranked)])
+    _, blocks = build_waste_blocks(
+        ranked, currency, stale=stale, shown=(places, numbers[: len(ranked)])
+    )
     blocks[0] = {
         "type": "header",
         "text": {"type": "plain_text", "text": clip(headline, MAX_HEADER)},

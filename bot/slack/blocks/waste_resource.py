@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from bot.money import format_money_places
+from bot.periods import day_words
 from bot.slack.guard import MAX_FALLBACK_TEXT, MAX_FIELD_TEXT, MAX_HEADER, MAX_SECTION_TEXT, clip
 from bot.slack.mrkdwn import clip as clip_mrkdwn
 from bot.slack.mrkdwn import escape, user, users
@@ -146,7 +147,7 @@ def decision_words(state: ResourceDecisionState, currency: str) -> str:
         past = format_money_places(limit, currency, 2)
         again = f"raised again if its monthly cost grows past {past}"
     if state.decision == "keep":
-        until = state.keep_until.strftime("%Y-%m-%d") if state.keep_until else "?"
+        until = day_words(state.keep_until.date(), year=True) if state.keep_until else "?"
         return f"kept until {until}; {again} sooner" if again else f"kept until {until}"
     if state.decision == "not_waste":
         return f"marked not waste; {again}" if again else "marked not waste"

@@ -50,6 +50,11 @@ STUDIO_APP_TYPES = ("JupyterLab", "CodeEditor", "KernelGateway")
 JOB_SUFFIX = re.compile(r"[-_.]*[0-9][0-9a-z]*([-_.][0-9][0-9a-z]*)*$", re.IGNORECASE)
 
 
+def _tags(sm: Any, arn: str) -> tuple[tuple[str, str], ...]:
+    """Return a SageMaker resource's tags, sorted (none when it has no ARN)."""
+    return tag_tuple(sm.list_tags(ResourceArn=arn).get("Tags")) if arn else ()
+
+
 def scan_endpoints(aws: Callable[..., Any], region: str, ctx: ScanContext) -> list[ResourceFinding]:
     """Return InService endpoints with no invocations on any variant over the window."""
     sm, cloudwatch = aws("sagemaker", region), aws("cloudwatch", region)
@@ -76,7 +81,7 @@ def scan_endpoints(aws: Callable[..., Any], region: str, ctx: ScanContext) -> li
         calls = sum((values.get(q) or Decimal(0) for q in series.get(name, [])), Decimal(0))
         if calls > 0:
             continue
-        tags = tag_tuple(sm.list_tags(ResourceArn=endpoint["EndpointArn"]).get("Tags"))
+        tags = _tags(sm, endpoint["EndpointArn"])
         if is_protected(tags):
             continue
         finding = _idle_endpoint(sm, endpoint, tags, region, ctx, configs)
@@ -158,7 +163,7 @@ def scan_notebooks(aws: Callable[..., Any], region: str, ctx: ScanContext) -> li
             since = nb.get("LastModifiedTime") or nb.get("CreationTime")
             if since is None or since > cutoff:
                 continue
-            tags = tag_tuple(sm.list_tags(ResourceArn=nb["NotebookInstanceArn"]).get("Tags"))
+            tags = _tags(sm, nb["NotebookInstanceArn"])
             if is_protected(tags):
                 continue
             name, itype = nb["NotebookInstanceName"], nb.get("InstanceType")
@@ -269,7 +274,7 @@ def _idle_studio_app(
             "SageMaker's health checks, so it cannot show whether anyone used the app)"
         )
     arn = described.get("AppArn") or app.get("AppArn", "")
-    tags = tag_tuple(sm.list_tags(ResourceArn=arn).get("Tags")) if arn else ()
+    tags = _tags(sm, arn)
     if is_protected(tags):
         return None
     if signal.startswith("time in service"):
@@ -359,7 +364,7 @@ def scan_training_jobs(
         if elapsed <= median * float(policy.training_overrun_factor):
             continue
         detail = sm.describe_training_job(TrainingJobName=name)
-        tags = tag_tuple(sm.list_tags(ResourceArn=detail["TrainingJobArn"]).get("Tags"))
+        tags = _tags(sm, detail["TrainingJobArn"])
         if is_protected(tags):
             continue
         rc = detail.get("ResourceConfig", {})

@@ -1,0 +1,65 @@
+"""The whole-process CLI benchmark runs end to end, before and after in one run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from tests.conftest import DATA
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "cli.py"
+MLCOST = Path(sys.executable).parent / "mlcost"
+
+
+def test_benchmark_prints_every_figure_before_and_after(tmp_path: Path) -> None:
+    small = tmp_path / "data"
+    small.mkdir()
+    month = pq.read_table(DATA / "Dec2018-WorkshopCUR-00001.snappy.parquet").slice(0, 2_000)
+    pq.write_table(month, small / "Dec2018-WorkshopCUR-00001.snappy.parquet")
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--runs",
+            "1",
+            "--data",
+            str(small),
+            "--mlcost",
+            str(MLCOST),
+            "--before",
+            str(MLCOST),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for command in (
+        "naive pandas",
+        "mlcost ingest cur",
+        "mlcost ingest focus",
+        "mlcost report spend",
+        "mlcost report chargeback",
+        "mlcost gate recsys",
+        "mlcost audit",
+        "mlcost --help",
+    ):
+        [line] = [line for line in lines if command in line]
+        assert line.count("→") == 2, line  # wall and peak RSS, before → after
+    [cur] = [line for line in lines if "ingest cur" in line]
+    assert "x wall" in cur and "x RSS" in cur
+
+
+def test_a_missing_before_entry_point_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--before", str(tmp_path / "nothing" / "mlcost")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "no mlcost entry point" in done.stderr
