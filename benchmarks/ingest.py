@@ -196,6 +196,12 @@ def scale_files(files: list[Path], scale: int, target: Path) -> list[Path]:
 
 def fresh_database(args: argparse.Namespace) -> dict[str, str]:
     """Create an empty migrated database with the benchmark registry; return its URL."""
+    return {"url": create_database(args.database_url, args.out, REGISTRY)}
+
+
+def create_database(server: str | None, sqlite_file: Path, registry: str) -> str:
+    """Create an empty migrated database (a throwaway one on the PostgreSQL `server`, else the
+    SQLite file) with the registry imported; return its URL."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
@@ -203,36 +209,41 @@ def fresh_database(args: argparse.Namespace) -> dict[str, str]:
     from bot.registry.spec import parse_registry
     from bot.registry.sync import import_registry
 
-    if args.database_url:
+    if server:
         name = f"mlcost_bench_{uuid.uuid4().hex[:10]}"
-        admin = create_engine(args.database_url, isolation_level="AUTOCOMMIT")
+        admin = create_engine(server, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
         admin.dispose()
-        server = make_url(args.database_url)
-        url = server.set(database=name).render_as_string(hide_password=False)
+        url = make_url(server).set(database=name).render_as_string(hide_password=False)
     else:
-        url = f"sqlite:///{args.out}"
+        sqlite_file.unlink(missing_ok=True)
+        url = f"sqlite:///{sqlite_file}"
     engine = make_engine(url)
     try:
         upgrade(engine)
         with session_scope(make_session_factory(engine)) as session:
-            import_registry(parse_registry(REGISTRY), session=session, actor="benchmark")
+            import_registry(parse_registry(registry), session=session, actor="benchmark")
     finally:
         engine.dispose()
-    return {"url": url}
+    return url
 
 
 def drop_database(args: argparse.Namespace) -> dict[str, str]:
     """Drop a PostgreSQL database made by fresh_database (SQLite files go with the temp folder)."""
+    drop(args.database_url, args.url)
+    return {}
+
+
+def drop(server: str, url: str) -> None:
+    """Drop the PostgreSQL database at `url` from the `server`."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    admin = create_engine(args.database_url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(args.url).database}" WITH (FORCE)'))
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
     admin.dispose()
-    return {}
 
 
 def peak_rss_mb() -> float:

@@ -6,6 +6,10 @@ The billing sources and their arguments come from bot/ingest/sources/registry.py
 from __future__ import annotations
 
 import argparse
+import importlib.abc
+import sys
+from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from bot.cli import progress, value_cmd
@@ -55,9 +59,41 @@ def source_context(ctx: CliContext) -> SourceContext:
     )
 
 
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """An import finder that says pandas is not installed."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> None:
+        if fullname.split(".")[0] == "pandas":
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+def arrow_without_pandas() -> None:
+    """Let pyarrow find no pandas, so converting Python values never imports it.
+
+    pyarrow looks for pandas on its first conversion of any Python value (`pa.array([1])`,
+    `pa.scalar(0)`, `pc.fill_null(x, False)`), and remembers the answer; importing pandas cost
+    `ingest cur` about 0.2 s and 50 MB of its whole process for nothing. An explicit conversion
+    (`to_pandas()`) still imports pandas when asked.
+    """
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    finder = _NoPandas()
+    sys.meta_path.insert(0, finder)
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(finder)
+
+
 def _run(source: SpendSource, ctx: CliContext) -> int:
     from bot.ingest.ledger import ingest
 
+    arrow_without_pandas()
     with progress.task(f"ingest {source.kind}") as bar, ctx.session() as session:
         report = ingest(source, session=session, progress=bar, attribution=ctx.settings.attribution)
         hint = nothing_attributed_hint(report, session=session)

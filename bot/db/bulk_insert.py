@@ -14,6 +14,11 @@ from sqlalchemy.types import TypeEngine
 from bot.db.schema import ExactDecimal
 
 CHUNK_ROWS = 20_000
+# SQLite's page cache for a bulk load, in KiB. At SQLite's default (2 MiB) a load larger than the
+# cache spills dirty table and index pages mid-transaction: 750,941 ledger rows (a generated
+# month of 1M CUR rows) took 8.7 s to insert, 6.7 s with 64 MiB; the 27,517 rows of the three
+# test months fit either way (0.19 s). Pages are allocated as used; the setting is per connection.
+SQLITE_LOAD_CACHE_KIB = 65_536
 
 
 def insert_arrow(
@@ -57,6 +62,7 @@ def _sqlite_executemany(
 ) -> None:
     dialect = connection.dialect
     quote = dialect.identifier_preparer
+    sqlite_load_cache(connection)
     sql = (
         f"INSERT INTO {quote.format_table(target)} ({', '.join(quote.quote(n) for n in names)}) "
         f"VALUES ({', '.join('?' * len(names))})"
@@ -65,6 +71,19 @@ def _sqlite_executemany(
     for batch in batches:
         columns = [sqlite_values(batch.column(i), types[i], dialect) for i in range(len(names))]
         connection.exec_driver_sql(sql, list(zip(*columns, strict=True)))
+
+
+def sqlite_load_cache(connection: Connection) -> None:
+    """Raise this SQLite connection's page cache to SQLITE_LOAD_CACHE_KIB, never lower it.
+
+    Durability is unchanged: journal mode and synchronous stay as the engine set them (WAL, FULL),
+    so a committed ingestion survives a crash and an interrupted one leaves nothing.
+    """
+    cache = int(connection.exec_driver_sql("PRAGMA cache_size").scalar_one())
+    if cache > 0:  # pages, not KiB
+        cache = -cache * int(connection.exec_driver_sql("PRAGMA page_size").scalar_one()) // 1024
+    if -cache < SQLITE_LOAD_CACHE_KIB:
+        connection.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_LOAD_CACHE_KIB}")
 
 
 def sqlite_values(column: pa.Array, type_: TypeEngine[Any], dialect: Dialect) -> list[Any]:

@@ -27,14 +27,17 @@ from bot.ingest.sources.base import (
     IDLE_COLUMN,
     KEY_COLUMNS,
     NODE_COLUMN,
+    NUL_PROBLEM,
     TAG_PREFIX,
     TAGS_JSON,
     Progress,
     ReplaceScope,
     SourceData,
     SpendSource,
+    by_period,
     decimal_sum,
     row_tags,
+    shown,
 )
 from bot.money import CENT, format_money_places, shown_parts
 from bot.registry.sync import load_attribution_rules
@@ -200,6 +203,17 @@ def ingest(
     """
     rules = load_attribution_rules(session=session, defaults=attribution)
     data = source.read(rules.tag_keys_used(), progress)
+    try:
+        return _write(source, data, rules, session=session)
+    finally:
+        if data.spilled is not None:  # what was read went to disk: remove it, written or not
+            data.spilled.close()
+
+
+def _write(
+    source: SpendSource, data: SourceData, rules: AttributionRules, *, session: Session
+) -> IngestReport:
+    """Replace the source's scopes by what it read, attributed, and reconcile it."""
     lock_ledger(session)
     run = IngestionRun(
         source=source.kind,
@@ -276,7 +290,7 @@ def _write_ledger(
     target = DailySpend.metadata.tables[DailySpend.__tablename__]
     written = _Written(touched=touched)
     billed, attributed = written.billed, written.attributed
-    for ledger in attribute_charges(data.charges, rules):
+    for ledger in attribute_charges(data.charge_parts(), rules):
         written.rows += ledger.num_rows
         if ledger.num_rows:
             days = pc.min_max(ledger["day"])
@@ -407,19 +421,98 @@ def _widen(span: tuple[dt.date, dt.date] | None, first: Any, last: Any) -> tuple
     return min(span[0], first), max(span[1], last)
 
 
-def attribute_charges(charges: pa.Table, rules: AttributionRules) -> Iterator[pa.Table]:
-    """Attribute grouped charges and fold them into ledger rows, one billing period at a time.
+def attribute_charges(
+    charges: pa.Table | Iterable[pa.Table], rules: AttributionRules
+) -> Iterator[pa.Table]:
+    """Attribute grouped charges and fold them into ledger rows, one part at a time.
 
-    Attribution runs once per distinct set of facts it reads, not once per row.
+    A table is taken one billing period at a time; parts (SourceData.charge_parts) as they come,
+    each holding every charge of its keys. Attribution runs once per distinct set of facts it
+    reads, not once per row, and remembers them for the parts that follow.
     """
-    tag_cols = [c for c in charges.column_names if c.startswith(TAG_PREFIX) or c == TAGS_JSON]
-    idle_col = [IDLE_COLUMN] if IDLE_COLUMN in charges.column_names else []
-    fact_cols = [*_FACT_COLUMNS, *tag_cols, *idle_col]
-    facts = _blank_nulls(charges.select(fact_cols), fact_cols)
-    attributed = _attribute_facts(facts.group_by(fact_cols, use_threads=False).aggregate([]), rules)
-    for period in pc.unique(charges["billing_period"]):
-        part = _blank_nulls(charges.filter(pc.equal(charges["billing_period"], period)), fact_cols)
-        yield _fold(part.join(attributed, keys=fact_cols, join_type="inner", use_threads=False))
+    parts = (p for _, p in by_period(charges)) if isinstance(charges, pa.Table) else charges
+    facts = _FactAttribution(Attributor(rules))
+    for charges_part in parts:
+        if charges_part.num_rows == 0:
+            continue
+        tag_cols = [
+            c for c in charges_part.column_names if c.startswith(TAG_PREFIX) or c == TAGS_JSON
+        ]
+        idle_col = [IDLE_COLUMN] if IDLE_COLUMN in charges_part.column_names else []
+        fact_cols = [*_FACT_COLUMNS, *tag_cols, *idle_col]
+        part = _blank_nulls(charges_part, fact_cols)
+        yield _fold(facts.add_to(part, fact_cols))
+
+
+class _FactAttribution:
+    """Attribution results by distinct facts, kept across parts.
+
+    A charge's facts are joined into one text key with NUL between them: no ledger text holds a
+    NUL (GroupedCharges refuses it), so the key splits back into exactly its values, and a key
+    that does not names the NUL. Keys are hashed by Arrow; only new ones reach Python.
+    """
+
+    def __init__(self, attributor: Attributor) -> None:
+        self.attributor = attributor
+        self.wanted = attributor.rules.tag_keys_used()
+        self.ids: dict[tuple[str, ...], dict[str, int]] = {}
+        self.found: dict[str, list[Any]] = {name: [] for name in (*_ATTRIBUTION_COLUMNS, "gpus")}
+        self._arrays: dict[str, pa.Array] = {}
+
+    def add_to(self, part: pa.Table, fact_cols: list[str]) -> pa.Table:
+        """Return the part with the attribution and GPU count columns of each row's facts."""
+        texts = [pc.cast(part[name], pa.string()) for name in fact_cols]
+        keys = pc.binary_join_element_wise(*texts, "\x00").combine_chunks()
+        encoded = pc.dictionary_encode(keys)
+        ids = self.ids.setdefault(tuple(fact_cols), {})
+        unique_ids = []
+        for key in encoded.dictionary.to_pylist():
+            at = ids.get(key)
+            if at is None:
+                at = ids[key] = self._attribute(fact_cols, key)
+            unique_ids.append(at)
+        rows = pc.take(pa.array(unique_ids, pa.int64()), encoded.indices)
+        columns = {name: part[name] for name in part.column_names}
+        for name in self.found:
+            columns[name] = pc.take(self._array(name), rows)
+        return pa.table(columns)
+
+    def _array(self, name: str) -> pa.Array:
+        values = self.found[name]
+        array = self._arrays.get(name)
+        if array is None or len(array) != len(values):
+            kind = _GPUS if name == "gpus" else pa.string()
+            array = self._arrays[name] = pa.array(values, kind)
+        return array
+
+    def _attribute(self, fact_cols: list[str], key: str) -> int:
+        values = key.split("\x00")
+        if len(values) != len(fact_cols):  # pragma: no cover - GroupedCharges refused it
+            raise IngestError(f"a charge's text {NUL_PROBLEM}: {shown(key)}")
+        row: dict[str, Any] = dict(zip(fact_cols, values, strict=True))
+        result = self.attributor(
+            ChargeFacts(
+                service=row["service"],
+                tags=row_tags(row, self.wanted),
+                service_category=row["service_category"] or None,
+                usage_type=row["usage_type"] or None,
+                resource_id=row["resource_id"] or None,
+                instance_type=row["instance_type"] or None,
+                billing_account=row["billing_account"] or None,
+                sub_account=row["sub_account"] or None,
+                idle=row.get(IDLE_COLUMN) == "true",
+            )
+        )
+        found = self.found
+        found["model"].append(result.model)
+        found["stage"].append(result.stage)
+        found["team"].append(result.team)
+        found["model_tag_value"].append(result.model_tag_value)
+        found["attribution"].append(result.rule)
+        found["run"].append(result.run)
+        gpus = gpus_per_unit(row["instance_type"], row["unit"])  # GPU-hours: 1
+        found["gpus"].append(Decimal(gpus))
+        return len(found["gpus"]) - 1
 
 
 def _blank_nulls(table: pa.Table, names: list[str]) -> pa.Table:
@@ -458,36 +551,3 @@ def _fold(rows: pa.Table) -> pa.Table:
     folded = pa.table(table).group_by(keys, use_threads=False)
     sums = folded.aggregate([(v, "sum") for v in LEDGER_VALUES])
     return sums.rename_columns([c.removesuffix("_sum") for c in sums.column_names])
-
-
-def _attribute_facts(facts: pa.Table, rules: AttributionRules) -> pa.Table:
-    """Attribute each distinct set of facts once; add the attribution and GPU count columns."""
-    attributor = Attributor(rules)
-    wanted = rules.tag_keys_used()
-    found: dict[str, list[Any]] = {name: [] for name in (*_ATTRIBUTION_COLUMNS, "gpus")}
-    for row in facts.to_pylist():
-        result = attributor(
-            ChargeFacts(
-                service=row["service"],
-                tags=row_tags(row, wanted),
-                service_category=row["service_category"] or None,
-                usage_type=row["usage_type"] or None,
-                resource_id=row["resource_id"] or None,
-                instance_type=row["instance_type"] or None,
-                billing_account=row["billing_account"] or None,
-                sub_account=row["sub_account"] or None,
-                idle=bool(row.get(IDLE_COLUMN)),
-            )
-        )
-        found["model"].append(result.model)
-        found["stage"].append(result.stage)
-        found["team"].append(result.team)
-        found["model_tag_value"].append(result.model_tag_value)
-        found["attribution"].append(result.rule)
-        found["run"].append(result.run)
-        found["gpus"].append(gpus_per_unit(row["instance_type"], row["unit"]))  # GPU-hours: 1
-    columns = {name: facts[name] for name in facts.column_names}
-    for name in _ATTRIBUTION_COLUMNS:
-        columns[name] = pa.array(found[name], pa.string())
-    columns["gpus"] = pc.cast(pa.array(found["gpus"], pa.int8()), _GPUS)
-    return pa.table(columns)

@@ -94,3 +94,44 @@ def test_sqlite_values_match_the_column_types_bind_processor(column_type: Any) -
     expected = [process(v) for v in values]
     column = pa.array(values, pa.decimal128(38, 10))
     assert sqlite_values(column, column_type, dialect) == expected
+
+
+def test_a_sqlite_load_gets_a_page_cache_that_holds_its_pages(session: Session) -> None:
+    connection = session.connection()
+    if connection.dialect.name != "sqlite":
+        pytest.skip("SQLite's page cache")
+    run = IngestionRun(source="test", location="-")
+    session.add(run)
+    session.flush()
+    connection.exec_driver_sql("PRAGMA cache_size = -2000")  # SQLite's default, 2 MiB
+    rows = {
+        "run_id": pa.array([run.id], pa.int64()),
+        "day": pa.array([dt.date(2026, 11, 1)], pa.date32()),
+        "billing_period": pa.array([dt.date(2026, 11, 1)], pa.date32()),
+        "provider": pa.array(["AWS"]),
+        "billing_account": pa.array(["111"]),
+        "service": pa.array(["Amazon S3"]),
+        "charge_category": pa.array(["Usage"]),
+        "stage": pa.array(["storage"]),
+        "attribution": pa.array(["unallocated"]),
+        "estimated": pa.array([False]),
+        **{
+            name: pa.array([Decimal("1.5")], pa.decimal128(38, 10))
+            for name in ("billed_cost", "effective_cost", "usage_quantity", "gpu_hours")
+        },
+    }
+    insert_arrow(
+        DailySpend.metadata.tables[DailySpend.__tablename__],
+        pa.table(rows),
+        connection=connection,
+    )
+    assert connection.exec_driver_sql("PRAGMA cache_size").scalar_one() == -65_536  # KiB
+    assert connection.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2  # FULL, as before
+    connection.exec_driver_sql("PRAGMA cache_size = -200000")
+    insert_arrow(
+        DailySpend.metadata.tables[DailySpend.__tablename__],
+        pa.table(rows),
+        connection=connection,
+    )
+    assert connection.exec_driver_sql("PRAGMA cache_size").scalar_one() == -200_000  # not lowered
+    connection.exec_driver_sql("PRAGMA cache_size = -2000")

@@ -1,3 +1,5 @@
+import pytest
+
 from bot.ingest.attribution import (
     SERVING,
     STORAGE,
@@ -126,3 +128,29 @@ def test_gcp_and_azure_ml_services_get_stages() -> None:
         assert stage(data_service) == "data"
     assert stage("Compute Engine", instance_type="a3-highgpu-8g") == TRAINING
     assert stage("Virtual Machines", instance_type="Standard_ND96isr_H100_v5") == TRAINING
+
+
+def test_only_models_with_match_rules_are_asked_to_match_an_untagged_charge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[str] = []
+    real_matches = ModelMatcher.matches
+
+    def counting(self: ModelMatcher, charge: ChargeFacts) -> bool:
+        asked.append(self.name)
+        return real_matches(self, charge)
+
+    monkeypatch.setattr(ModelMatcher, "matches", counting)
+    tagged_only = [ModelMatcher(f"model-{i:04d}", "ranking") for i in range(2_000)]
+    rules = AttributionRules.build(
+        models=[*tagged_only[:1_000], *RULES.models, *tagged_only[1_000:]],
+        teams=["ranking", "risk", "vision"],
+        model_tag_keys=["ml:model"],
+        stage_tag_keys=["ml:stage"],
+        team_tag_keys=["team"],
+    )
+    result = Attributor(rules)(facts(tags={"application": "checkout"}))
+    assert (result.model, result.rule) == ("checkout-fraud", "rule")
+    assert asked == ["checkout-fraud"]  # in registry order: the first with rules matches
+    assert Attributor(rules)(facts(tags={"ml:model": "model-1999"})).model == "model-1999"
+    assert asked == ["checkout-fraud"]  # a tagged charge asks no rule

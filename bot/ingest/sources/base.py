@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from bot.counts import counted
 from bot.errors import IngestError
 from bot.ingest.attribution import normalize_tag_key, normalize_tags
+from bot.ingest.sources.spill import ChargeSpill
 
 COST_TYPE = pa.decimal128(30, 10)  # headroom: sums widen to 38 digits
 KEY_COLUMNS = (
@@ -225,6 +226,19 @@ class SourceData:
     notes: list[str] = field(default_factory=list)
     # What was read, when a source tells formats or versions apart ("FOCUS 1.2").
     detected_format: str = ""
+    # Grouped charges too many to hold in memory, on disk (`charges` is then empty).
+    spilled: ChargeSpill | None = None
+
+    def charge_parts(self) -> Iterator[pa.Table]:
+        """Yield the grouped charges in parts: by billing period, or by day bucket once spilled.
+
+        A charge's key is in one part only.
+        """
+        if self.spilled is not None:
+            yield from self.spilled.parts()
+            return
+        for _, part in by_period(self.charges):
+            yield part
 
 
 class SpendSource(Protocol):
@@ -239,10 +253,11 @@ class SpendSource(Protocol):
 class GroupedCharges:
     """Aggregate Arrow batches by the key columns, keeping memory bound by distinct groups.
 
-    Groups never span billing periods, so each period is merged on its own: memory peaks with
-    the largest period, not with everything read. Each charge keeps its billing currency (a
-    3-letter ISO 4217 code); a charge without one takes `default_currency`, and `notes()` says
-    how many did.
+    Groups never span billing periods, so each period is merged on its own. With `spill_after`,
+    once more than that many partial groups are held they go to disk by day (see
+    bot/ingest/sources/spill.py): memory then stays bound however many groups a bill has.
+    Each charge keeps its billing currency (a 3-letter ISO 4217 code); a charge without one
+    takes `default_currency`, and `notes()` says how many did.
     """
 
     def __init__(
@@ -252,9 +267,13 @@ class GroupedCharges:
         default_currency: str = DEFAULT_CURRENCY,
         currency_field: str = "currency",
         default_reason: str = "MLCOST_CURRENCY",
+        spill_after: int | None = None,
     ) -> None:
         self._periods: dict[Any, list[pa.Table]] = {}
         self._compact_every = compact_every
+        self._spill_after = spill_after
+        self._held = 0  # rows of the partials in memory
+        self.spill: ChargeSpill | None = None
         self.rows = 0
         self.billed: dict[str, Decimal] = {}
         self.effective: dict[str, Decimal] = {}
@@ -285,11 +304,30 @@ class GroupedCharges:
             self.effective[code] = self.effective.get(code, Decimal(0)) + Decimal(
                 row["effective_sum"]
             )
-        for period, part in _by_period(table if rows is not None else _group(table)):
+        for period, part in by_period(table if rows is not None else _group(table)):
             partials = self._periods.setdefault(period, [])
             partials.append(part)
+            self._held += part.num_rows
             if len(partials) >= self._compact_every:
-                self._periods[period] = [_merge(partials)]
+                merged = self._periods[period] = [_merge(partials)]
+                self._held += merged[0].num_rows - sum(p.num_rows for p in partials)
+        if self._spill_after is not None and self._held > self._spill_after:
+            self._write_spill()
+
+    def discard(self) -> None:
+        """Drop what was read, removing what went to disk."""
+        self._periods.clear()
+        if self.spill is not None:
+            self.spill.close()
+
+    def _write_spill(self) -> None:
+        """Move the partial groups held in memory to disk."""
+        if self.spill is None:
+            self.spill = ChargeSpill(_merge, merge_rows=self._spill_after or 0)
+        for partials in self._periods.values():
+            self.spill.write(_merge(partials))
+        self._periods.clear()
+        self._held = 0
 
     def _with_currency(self, table: pa.Table) -> pa.Table:
         """Upper-case and check the currency column; fill blanks with the default."""
@@ -319,7 +357,11 @@ class GroupedCharges:
         ]
 
     def result(self) -> pa.Table:
-        """Return the grouped charges (one chunk per billing period)."""
+        """Return the grouped charges (one chunk per billing period); empty once spilled, when
+        they are all in `spill`."""
+        if self.spill is not None:
+            self._write_spill()
+            return empty_charges()
         if not self._periods:
             return empty_charges()
         for period, partials in self._periods.items():
@@ -347,7 +389,8 @@ def _check_charges(table: pa.Table) -> None:
             check_days(table[name], name, with_rows=False)
 
 
-def _by_period(table: pa.Table) -> Iterator[tuple[Any, pa.Table]]:
+def by_period(table: pa.Table) -> Iterator[tuple[Any, pa.Table]]:
+    """Yield (billing period, its charges) for each billing period in the table."""
     periods = pc.unique(table["billing_period"])
     if len(periods) == 1:
         yield periods[0].as_py(), table
@@ -726,14 +769,27 @@ def source_data(
     `scopes` maps the grouped charges to the scopes they replace; by default their billing periods.
     """
     charges = grouped.result()
+    if grouped.spill is not None:
+        if scopes is not None:
+            raise ValueError("spilled charges replace their billing periods only")
+        found = sorted(
+            (
+                ReplaceScope(provider, account, "billing_period", start, next_month(start))
+                for provider, account, start in grouped.spill.scopes
+            ),
+            key=lambda s: (s.provider, s.billing_account, s.start),
+        )
+    else:
+        found = (scopes or period_scopes)(charges)
     return SourceData(
         charges=charges,
         rows_read=grouped.rows,
         billed_total=grouped.billed,
         effective_total=grouped.effective,
-        scopes=(scopes or period_scopes)(charges),
+        scopes=found,
         api_requests=api_requests,
         notes=grouped.notes(),
+        spilled=grouped.spill,
     )
 
 
