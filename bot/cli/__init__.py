@@ -216,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: unexpected {type(exc).__name__}; reference {ref}{hint}", file=sys.stderr)
         return unexpected_error
     finally:
+        progress.set_quiet(False)  # --quiet is this command's, not its caller's (tests, the demo)
         if ctx is not None:
             ctx.close()
 

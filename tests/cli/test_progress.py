@@ -241,3 +241,12 @@ def test_the_domain_never_imports_the_command_line() -> None:
                 node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
             ] + [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
             assert not [n for n in names if n.startswith("bot.cli")], path
+
+
+def test_quiet_ends_with_the_command_that_asked_for_it(tmp_path: Path) -> None:
+    # `main` is also called in-process (tests, the demo): a -q run must not silence what follows
+    assert main(["--database-url", f"sqlite:///{tmp_path / 'q.db'}", "-q", "audit"]) == 0
+    out, clock = FakeTty(), Clock()
+    with progress.task("ingest cur", stream=out, clock=clock) as bar:
+        bar.advance(1, rows=10)
+    assert out.getvalue().startswith("\ringest cur")
