@@ -167,11 +167,9 @@ def compile_bytecode(mlcost: str, env: dict[str, str]) -> None:
     subprocess.run([str(Path(mlcost).parent / "python"), "-c", code], check=True, env=env)
 
 
-def entry_point(path: str | None) -> str | None:
-    """Return the mlcost entry point at `path`, or the one on PATH."""
-    if path and Path(path).exists():
-        return path
-    return shutil.which("mlcost") if path is None else None
+def entry_point(path: str) -> str | None:
+    """Return `path` if an entry point is there, else None."""
+    return path if Path(path).exists() else None
 
 
 def main() -> int:
