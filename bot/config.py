@@ -224,6 +224,13 @@ class DeliverySettings(SettingsSlice):
         validation_alias="MLCOST_OUTBOX_LEASE_SECONDS",
         description="a stuck post's lease, on every delivery path (timed by the database's clock)",
     )
+    outbox_backoff_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        validation_alias="MLCOST_OUTBOX_BACKOFF_SECONDS",
+        description="the first retry's wait after Slack failed without Retry-After "
+        "(doubles with each attempt, at most an hour)",
+    )
     leader_check_seconds: float = Field(
         default=10.0,
         gt=0,

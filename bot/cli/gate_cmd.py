@@ -141,7 +141,7 @@ def write_step_summary(result: GateResult) -> None:
 def post_result(ctx: CliContext, result: GateResult, *, out: Any) -> None:
     """Record the result in the outbox for the model's channel; deliver it when a token is set."""
     from bot.economics.messages import GateResultMessage
-    from bot.notify.delivery import deliver_pending, outbox_lease
+    from bot.notify.delivery import deliver_pending, outbox_timing
     from bot.notify.outbox import enqueue_message
     from bot.registry.catalog import find_model
 
@@ -175,7 +175,7 @@ def post_result(ctx: CliContext, result: GateResult, *, out: Any) -> None:
         session_factory=services.session_factory,
         edge=services.delivery_edge,
         kinds=(POST_KIND,),
-        lease=outbox_lease(services.settings.delivery),
+        timing=outbox_timing(services.settings.delivery),
     )
     print(
         f"delivered {len(delivery.delivered)}, found already posted {len(delivery.recovered)}, "

@@ -53,12 +53,22 @@ from bot.slack.notifier import Notifier, Posted
 log = logging.getLogger(__name__)
 
 
-LEASE = dt.timedelta(minutes=2)
+@dataclass(frozen=True)
+class OutboxTiming:
+    """How long a claimed message is held before another worker may claim it (`lease`), and
+    the first retry's wait after a failure without Retry-After (`backoff`; it doubles with each
+    attempt, up to an hour)."""
+
+    lease: dt.timedelta = dt.timedelta(minutes=2)
+    backoff: dt.timedelta = dt.timedelta(seconds=30)
 
 
-def outbox_lease(settings: DeliverySettings) -> dt.timedelta:
-    """Return how long a claimed message is held before another worker may claim it."""
-    return dt.timedelta(seconds=settings.outbox_lease_seconds)
+def outbox_timing(settings: DeliverySettings) -> OutboxTiming:
+    """Return the outbox's lease and backoff as configured."""
+    return OutboxTiming(
+        lease=dt.timedelta(seconds=settings.outbox_lease_seconds),
+        backoff=dt.timedelta(seconds=settings.outbox_backoff_seconds),
+    )
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,7 @@ class DeliveryReport:
     dead: list[str] = field(default_factory=list)  # permanently undeliverable
 
 
-def _retry_delay(exc: Exception, attempts: int) -> dt.timedelta:
+def _retry_delay(exc: Exception, attempts: int, backoff: dt.timedelta) -> dt.timedelta:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or {}
     retry_after = headers.get("Retry-After") or headers.get("retry-after")
@@ -91,7 +101,7 @@ def _retry_delay(exc: Exception, attempts: int) -> dt.timedelta:
             return dt.timedelta(seconds=max(1, int(retry_after)))
         except ValueError:
             pass
-    return dt.timedelta(seconds=min(3600, 30 * 2 ** min(attempts, 7)))
+    return min(dt.timedelta(hours=1), backoff * 2 ** min(attempts, 7))
 
 
 class LookupDeferred(Exception):
@@ -113,7 +123,7 @@ def deliver_pending(
     now: dt.datetime | None = None,
     limit: int = 200,
     kinds: tuple[str, ...] | None = None,
-    lease: dt.timedelta = LEASE,
+    timing: OutboxTiming = OutboxTiming(),
 ) -> DeliveryReport:
     """Deliver due messages one by one; a failure leaves the message for the next cycle.
 
@@ -132,13 +142,15 @@ def deliver_pending(
     with session_scope(session_factory) as session:
         report.dead += fail_orphaned_replies(session)
     for _ in range(limit):
-        claim = _claim(session_factory, time_in, kinds, lease)
+        claim = _claim(session_factory, time_in, kinds, timing.lease)
         if claim is None:
             break
         try:
             posted, shown = _send(edge, claim, report)
         except Exception as exc:
-            permanent, orphans = _record_failure(session_factory, claim, exc, time_in)
+            permanent, orphans = _record_failure(
+                session_factory, claim, exc, time_in, timing.backoff
+            )
             if permanent:
                 report.dead.append(claim.key)
                 report.dead += orphans
@@ -200,6 +212,7 @@ def _record_failure(
     claim: Claim,
     exc: Exception,
     time_in: TimeIn,
+    backoff: dt.timedelta,
 ) -> tuple[bool, list[str]]:
     """Record why a claimed message was not delivered; return (permanent, orphaned replies)."""
     key, attempts = claim.key, claim.attempts
@@ -234,7 +247,7 @@ def _record_failure(
             row.status = OutboxStatus.FAILED if permanent else OutboxStatus.PENDING
             row.last_error = reason
             row.next_attempt_at = (
-                None if permanent else time_in(session) + _retry_delay(delay_of, attempts)
+                None if permanent else time_in(session) + _retry_delay(delay_of, attempts, backoff)
             )
         if permanent:
             session.flush()

@@ -21,7 +21,7 @@ from bot.db.engine import session_scope
 from bot.errors import MlcostError
 from bot.ingest.ledger import ingest
 from bot.ingest.sources.base import Progress, SpendSource
-from bot.notify.delivery import DeliveryEdge, DeliveryReport, deliver_pending, outbox_lease
+from bot.notify.delivery import DeliveryEdge, DeliveryReport, deliver_pending, outbox_timing
 from bot.notify.outbox import PlannedPost, enqueue_many
 from bot.notify.source_health import clear_source_failure, record_source_failure, redact
 from bot.notify.sources import ReadSource, read_side_by_side, source_name
@@ -178,5 +178,5 @@ def deliver_outbox(
 ) -> DeliveryReport:
     """Deliver every pending outbox message that is due (by the database's clock, or at `now`)."""
     return deliver_pending(
-        session_factory=session_factory, edge=edge, now=now, lease=outbox_lease(settings)
+        session_factory=session_factory, edge=edge, now=now, timing=outbox_timing(settings)
     )

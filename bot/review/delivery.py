@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, selectinload, sessionmaker
 from bot.config import ReviewSettings
 from bot.db.engine import dialect_insert, session_scope
 from bot.db.schema import OutboxMessage, OutboxStatus, Review
-from bot.notify.delivery import DeliveryEdge, deliver_pending, outbox_lease
+from bot.notify.delivery import DeliveryEdge, OutboxTiming, deliver_pending, outbox_timing
 from bot.periods import Period
 from bot.review.open import open_reviews
 from bot.review.threads import chart_key, delivered_ts, parent_key, sync_message_ts
@@ -38,16 +38,16 @@ def deliver_reviews(
     edge: DeliveryEdge,
     now: dt.datetime,
     currency: str,
-    lease: dt.timedelta,
+    timing: OutboxTiming,
     report: ReviewPostReport | None = None,
 ) -> ReviewPostReport:
     """Deliver pending review messages, record where they landed, upload pending charts.
 
-    Delivery leases by the database's clock, for `lease` (MLCOST_OUTBOX_LEASE_SECONDS).
+    Delivery leases by the database's clock, for `timing.lease` (MLCOST_OUTBOX_LEASE_SECONDS).
     """
     report = report or ReviewPostReport()
     delivery = deliver_pending(
-        session_factory=session_factory, edge=edge, kinds=REVIEW_KINDS, lease=lease
+        session_factory=session_factory, edge=edge, kinds=REVIEW_KINDS, timing=timing
     )
     report.delivered += delivery.delivered
     report.failed += delivery.failed
@@ -94,7 +94,7 @@ def post_reviews(
         edge=edge,
         now=now,
         currency=settings.currency,
-        lease=outbox_lease(settings),
+        timing=outbox_timing(settings),
         report=report,
     )
 

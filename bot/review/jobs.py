@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.config import ReviewSettings
 from bot.db.engine import session_scope
 from bot.db.schema import Review
-from bot.notify.delivery import DeliveryEdge, deliver_pending, outbox_lease
+from bot.notify.delivery import DeliveryEdge, deliver_pending, outbox_timing
 from bot.notify.outbox import Renderer
 from bot.notify.schedule import DailyAt, Every, JobSpec
 from bot.periods import Period, local_today, month_of, previous_month
@@ -138,7 +138,7 @@ def run_review_reminders_job(
         edge=edge,
         now=now,
         currency=settings.currency,
-        lease=outbox_lease(settings),
+        timing=outbox_timing(settings),
     )
     return count
 
@@ -170,7 +170,7 @@ def run_weekly_signoff_job(
         session_factory=session_factory,
         edge=edge,
         kinds=(SIGNOFF_KIND,),
-        lease=outbox_lease(settings),
+        timing=outbox_timing(settings),
     )
     return count
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.config import ScanSettings, WasteSettings
 from bot.db.engine import session_scope
-from bot.notify.delivery import DeliveryEdge, DeliveryReport, deliver_pending, outbox_lease
+from bot.notify.delivery import DeliveryEdge, DeliveryReport, deliver_pending, outbox_timing
 from bot.notify.schedule import DailyAt, Every, JobSpec
 from bot.registry.sync import attribution_spec
 from bot.waste.lifecycle import (
@@ -78,7 +78,7 @@ def post_scan(
             session_factory=session_factory,
             edge=edge,
             kinds=(POST_KIND, REPLY_KIND, SUMMARY_KIND),
-            lease=outbox_lease(settings),
+            timing=outbox_timing(settings),
         )
     return PostedScan(lifecycle, delivery)
 

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.config import WasteSettings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
-from bot.notify.delivery import DeliveryEdge, deliver_pending, outbox_lease
+from bot.notify.delivery import DeliveryEdge, deliver_pending, outbox_timing
 from bot.slack.notifier import SLACK_FAILURES, Notifier
 from bot.waste.actions import ActionResult, Outcome, perform_stop
 from bot.waste.lifecycle import (
@@ -115,7 +115,7 @@ def run_stop(
         session_factory=session_factory,
         edge=edge,
         kinds=(REPLY_KIND,),
-        lease=outbox_lease(settings),
+        timing=outbox_timing(settings),
     )
     if post is not None:
         update_post(edge.notifier, post, rendered)

@@ -13,7 +13,8 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db.engine import session_scope
-from bot.notify.delivery import DeliveryReport, deliver_pending
+from bot.config import Settings
+from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_timing
 from bot.notify.outbox import FindPosted, enqueue
 from bot.slack.errors import slack_error
 from bot.slack.notifier import Posted
@@ -34,6 +35,28 @@ class SlackError(Exception):
     def __init__(self, error: str) -> None:
         super().__init__(error)
         self.response = {"ok": False, "error": error}
+
+
+def test_the_backoff_setting_sets_the_first_retrys_wait_and_it_doubles_up_to_an_hour(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLCOST_OUTBOX_BACKOFF_SECONDS", "5")
+    timing = outbox_timing(Settings().delivery)
+    with migrated(database_url) as (_engine, factory):
+        queue(factory, 1)
+        notifier = FakeNotifier(fail_next=12, error=urllib.error.URLError("connection refused"))
+        now, waits = NOW, []
+        for _ in range(12):
+            report = deliver_pending(
+                session_factory=factory, edge=delivery_edge(notifier), now=now, timing=timing
+            )
+            assert report.failed == ["k0"]
+            due = outbox_rows(factory)["k0"].next_attempt_at
+            assert due is not None
+            waits.append((due - now).total_seconds())
+            now = due
+    assert waits[:4] == [10, 20, 40, 80]  # 5 s doubled from the first attempt on
+    assert max(waits) == 640 and waits[-1] == 640  # 5 s x 2^7: the doubling stops there
 
 
 def test_enqueue_is_insert_if_absent(database_url: str) -> None:
