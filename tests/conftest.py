@@ -183,6 +183,41 @@ _drops = _BackgroundDrops()
 _spares = _SpareDatabases()
 
 
+# The fixtures that open a database on the configured backend (pytest's fixture names for a
+# test are its whole closure: a fixture built on `engine` counts).
+DATABASE_FIXTURES = frozenset(
+    {
+        "engine",
+        "session",
+        "database_url",
+        "migrated_template",
+        "migrated_database_url",
+        "demo_slack",
+    }
+)
+ALL_ENV = "MLCOST_TEST_ALL"
+
+
+def opens_database(item: pytest.Item) -> bool:
+    """Whether a test can reach the configured database: through a fixture, or by reading PG_ENV
+    itself (the tests that pick their backend or skip on it)."""
+    if DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    module = getattr(item, "module", None)
+    return module is not None and PG_ENV in vars(module)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On PostgreSQL run only the tests that open a database: the others run on no database at
+    all, so the SQLite pass has run them already, identically (MLCOST_TEST_ALL=1 runs them too)."""
+    if not os.environ.get(PG_ENV) or os.environ.get(ALL_ENV):
+        return
+    keep = [item for item in items if opens_database(item)]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if not opens_database(i)])
+        items[:] = keep
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     _spares.finish()
     failures = _drops.finish()
