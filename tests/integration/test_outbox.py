@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.db.engine import session_scope
 from bot.config import Settings
+from bot.db.engine import session_scope
 from bot.notify.delivery import DeliveryReport, deliver_pending, outbox_timing
 from bot.notify.outbox import FindPosted, enqueue
 from bot.slack.errors import slack_error
