@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,8 +23,18 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
 def dialect_insert(session: Session) -> Any:
-    """Return the session's dialect `insert`, which has ON CONFLICT (upserts, insert-if-absent)."""
-    return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    """Return the session's dialect `insert`, which has ON CONFLICT (upserts, insert-if-absent).
+
+    Each dialect's module is imported on first use: a command on SQLite never loads
+    PostgreSQL's dialect package (its drivers' modules, 40 ms).
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert
 
 
 def database_now(session: Session) -> dt.datetime:

@@ -33,6 +33,9 @@ NOT_FOR_READING = (
     "numpy",
     "bot.slack",
     "bot.notify.outbox",
+    # on SQLite, PostgreSQL's dialect (and its drivers' modules, 40 ms) is not needed either
+    "sqlalchemy.dialects.postgresql",
+    "psycopg",
 )
 # an ingestion reads with pyarrow and numpy, and nothing of pandas (pyarrow would import it on its
 # first conversion of a Python value, were it not told there is none: bot/cli/ingest_cmd.py).
