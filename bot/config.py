@@ -15,24 +15,26 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.money import CostBasis
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 
-# Read by our validators below, not decoded as JSON by pydantic-settings: a list setting may be
-# written `us-east-1,eu-west-1` as well as `["us-east-1","eu-west-1"]`.
-TextList = Annotated[list[str], NoDecode]
-TextMapping = Annotated[dict[str, str], NoDecode]
+ENV_FILE = ".env"
+
+# Read from text by our validators below: a list setting may be written `us-east-1,eu-west-1` as
+# well as `["us-east-1","eu-west-1"]`, a mapping as a JSON object.
+TextList = list[str]
+TextMapping = dict[str, str]
 
 
 def read_text_list(value: Any) -> Any:
@@ -627,6 +629,34 @@ FEATURES = (
 )
 
 
+def read_environment(
+    fields: dict[str, Any], environ: dict[str, str] | None = None, env_file: str = ENV_FILE
+) -> dict[str, str]:
+    """Return the raw values of `fields` set in the environment or the `.env` file, by variable.
+
+    A variable's name is matched in any case (`mlcost_currency` sets MLCOST_CURRENCY); the
+    environment wins over the `.env` file of the working directory, which is read as
+    python-dotenv reads it (quotes, `export`, `${VAR}` expansion) and only when it exists.
+    Variables that name no setting are ignored; values are validated by the models.
+    """
+    variables = {
+        field.validation_alias.lower(): field.validation_alias
+        for field in fields.values()
+        if isinstance(field.validation_alias, str)
+    }
+    found: dict[str, str] = {}
+    if os.path.isfile(env_file):
+        from dotenv import dotenv_values  # only when there is a file: 20 ms of imports
+
+        for name, value in dotenv_values(env_file, encoding="utf-8").items():
+            if name.lower() in variables and value is not None:
+                found[variables[name.lower()]] = value
+    for name, value in (os.environ if environ is None else environ).items():
+        if name.lower() in variables:
+            found[variables[name.lower()]] = value
+    return found
+
+
 class Settings(  # every slice, through the features that build on the others
     ServerSettings,
     ScanSettings,
@@ -634,17 +664,23 @@ class Settings(  # every slice, through the features that build on the others
     PollSettings,
     SlackSettings,
     DatabaseSettings,
-    BaseSettings,
 ):
-    """Every setting of mlcost, read from the environment (or `.env`), with each feature's slice."""
+    """Every setting of mlcost, read from the environment (or `.env`), with each feature's slice.
 
-    model_config = SettingsConfigDict(
-        env_file=".env",
-        env_file_encoding="utf-8",
-        extra="ignore",
-        populate_by_name=True,
-        frozen=False,
-    )
+    Values given here, by field name or by variable, win over the environment's.
+    """
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=False)
+
+    def __init__(self, **values: Any) -> None:
+        fields = type(self).model_fields
+        field_of = {field.validation_alias: name for name, field in fields.items()}
+        environment: dict[str, Any] = {
+            variable: value
+            for variable, value in read_environment(fields).items()
+            if variable not in values and field_of[variable] not in values
+        }
+        super().__init__(**environment, **values)
 
     def _slice(self, model: type[SliceT]) -> SliceT:
         """Return this feature's settings, already validated, as their own frozen model."""

@@ -98,14 +98,13 @@ def logging_settings() -> tuple[str, list[str]]:
     "human" and the secrets are taken from the environment as they are.
     """
     from pydantic import ValidationError
-    from pydantic_settings import SettingsError
 
     from bot.config import Settings
 
     secrets = [os.environ.get(name, "") for name in AWS_SECRET_VARIABLES]
     try:
         settings = Settings()
-    except (ValidationError, SettingsError):
+    except ValidationError:
         value = os.environ.get("MLCOST_LOG_FORMAT", "").strip().lower()
         secrets += [os.environ.get(name, "") for name in SLACK_SECRET_VARIABLES]
         return (value if value in LOG_FORMATS else "human"), secrets

@@ -34,7 +34,6 @@ from bot.logs import configure_logging
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
-    from pydantic_settings import SettingsError
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
 COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd, waste_cmd, audit_cmd]
@@ -173,7 +172,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     # the command line is valid: now load what running a command needs
     from pydantic import ValidationError
-    from pydantic_settings import SettingsError
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -189,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             ctx = CliContext.from_args(args)
-        except (ValidationError, SettingsError) as exc:  # a setting from the environment or .env
+        except ValidationError as exc:  # a setting from the environment or .env
             raise MlcostError(_settings_problem(exc)) from None
         return int(args.handler(args, ctx) or 0)
     except MlcostError as exc:
@@ -221,30 +219,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             ctx.close()
 
 
-def _settings_problem(exc: ValidationError | SettingsError) -> str:
+def _settings_problem(exc: ValidationError) -> str:
     """Name each bad setting and what it expects, without echoing its value (it may be a secret)."""
-    from pydantic import ValidationError
-
-    if not isinstance(exc, ValidationError):  # pydantic-settings could not decode a value
-        return f"invalid setting {_variable_in(str(exc))}: its value cannot be read"
     problems = [
         f"{'.'.join(str(p) for p in error['loc']) or 'settings'}: "
         + error["msg"].removeprefix("Value error, ")
         for error in exc.errors()
     ]
     return "invalid setting " + "; ".join(problems)
-
-
-def _variable_in(message: str) -> str:
-    """Return the variable of the field a SettingsError names (`field "scan_regions"`)."""
-    import re
-
-    from bot.config import Settings
-
-    found = re.search(r'field "([^"]+)"', message)
-    field = Settings.model_fields.get(found[1]) if found else None
-    alias = field.validation_alias if field is not None else None
-    return alias if isinstance(alias, str) else (found[1] if found else "(unknown)")
 
 
 if __name__ == "__main__":  # pragma: no cover

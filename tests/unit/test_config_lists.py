@@ -66,14 +66,3 @@ def test_a_broken_json_mapping_is_a_validation_error_naming_the_variable(
     with pytest.raises(ValidationError) as caught:
         Settings()
     assert caught.value.errors()[0]["loc"] == ("MLCOST_SCAN_S3_INVENTORY",)
-
-
-def test_a_value_pydantic_settings_cannot_decode_is_named_by_its_variable() -> None:
-    from pydantic_settings import SettingsError
-
-    from bot.cli import _settings_problem
-
-    problem = _settings_problem(
-        SettingsError('error parsing value for field "scan_s3_inventory" from source "X"')
-    )
-    assert problem == "invalid setting MLCOST_SCAN_S3_INVENTORY: its value cannot be read"
