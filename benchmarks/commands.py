@@ -36,11 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 import os  # noqa: E402
 
-from pydantic import SecretStr  # noqa: E402
 from sqlalchemy import insert, select  # noqa: E402
 
 from bot.bootstrap import AppServices  # noqa: E402
-from bot.config import Settings  # noqa: E402
+from bot.config import SecretStr, Settings  # noqa: E402
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade  # noqa: E402
 from bot.db.schema import Budget, DailySpend, IngestionRun, MLModel, Owner, Team  # noqa: E402
 from bot.ingest.rollup import rebuild_rollup  # noqa: E402

@@ -253,10 +253,8 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
 
-    from pydantic import SecretStr
-
     from bot.bootstrap import AppServices
-    from bot.config import Settings
+    from bot.config import SecretStr, Settings
     from bot.db.engine import make_engine, make_session_factory, upgrade
     from bot.slack.app import build_app, identify_bot
     from bot.slack.client import make_web_client

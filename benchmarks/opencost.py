@@ -35,8 +35,8 @@ from bot.ingest.ledger import ingest
 from bot.ingest.sources.opencost import OpenCostSource
 from bot.periods import month_period
 from bot.registry.spec import parse_registry
-from bot.registry.sync import import_registry, load_chargeback_policy
-from bot.spend.chargeback import chargeback_report
+from bot.registry.sync import import_registry
+from bot.spend.chargeback import chargeback_report, load_chargeback_policy
 
 START = dt.date(2026, 11, 1)
 NAMESPACES = 20

@@ -13,28 +13,265 @@ docs/configuration.md and the variable goes into `.env.example` (tests check bot
 
 from __future__ import annotations
 
-import inspect
+import enum
 import json
 import os
 import re
-from dataclasses import dataclass
-from decimal import Decimal
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass
+from dataclasses import field as dataclass_field
+from dataclasses import fields as dataclass_fields
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from bot.money import CostBasis
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
-
 ENV_FILE = ".env"
 
 # Read from text by our validators below: a list setting may be written `us-east-1,eu-west-1` as
 # well as `["us-east-1","eu-west-1"]`, a mapping as a JSON object.
 TextList = list[str]
 TextMapping = dict[str, str]
+
+
+class SecretStr:
+    """A secret setting's value: shown as stars, read only with get_secret_value()."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        """Return the secret itself."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "SecretStr('**********')"
+
+    def __str__(self) -> str:
+        return "**********"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretStr) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+class SettingsError(ValueError):
+    """Settings that do not read: each bad variable and what it expects, never its value."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__(
+            "invalid setting " + "; ".join(f"{variable}: {why}" for variable, why in problems)
+        )
+
+
+class _Invalid(ValueError):
+    """One value that does not read (its message names what is expected)."""
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """A setting's environment variable, meaning, bounds and default as the docs show it."""
+
+    variable: str
+    description: str
+    gt: float | None = None
+    ge: float | None = None
+    le: float | None = None
+    shown_default: str | None = None
+
+
+def Field(
+    *,
+    default: Any,
+    validation_alias: str,
+    description: str,
+    gt: float | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+    json_schema_extra: dict[str, str] | None = None,
+) -> Any:
+    """Declare a setting: its default, its environment variable, its meaning and its bounds."""
+    info = SettingInfo(
+        validation_alias, description, gt, ge, le, (json_schema_extra or {}).get("shown_default")
+    )
+    if isinstance(default, (list, dict)):
+        factory = default.copy
+        return dataclass_field(default_factory=factory, metadata={"setting": info})
+    return dataclass_field(default=default, metadata={"setting": info})
+
+
+def field_validator(*names: str, mode: Literal["before", "after"] = "after") -> Callable[..., Any]:
+    """Mark a function `(cls, value) -> value` that reads or checks the named fields.
+
+    "before" runs on the value as given (text from the environment), "after" on the value read
+    as the field's type; raising ValueError refuses it with the error's message.
+    """
+
+    def mark(function: Any) -> Any:
+        function.__validates__ = (names, mode)
+        return function
+
+    return mark
+
+
+@dataclass(frozen=True)
+class SettingField:
+    """One setting of a model: its name, type, default and `SettingInfo`."""
+
+    name: str
+    annotation: Any
+    default: Any
+    info: SettingInfo
+
+    @property
+    def validation_alias(self) -> str:
+        """Return the setting's environment variable."""
+        return self.info.variable
+
+    @property
+    def description(self) -> str:
+        """Return what the setting means."""
+        return self.info.description
+
+
+BOOLEAN_WORDS = {
+    **dict.fromkeys(("1", "true", "t", "yes", "y", "on"), True),
+    **dict.fromkeys(("0", "false", "f", "no", "n", "off"), False),
+}
+
+
+def _bound(value: Any, info: SettingInfo) -> None:
+    """Refuse a number outside the setting's bounds."""
+    if info.gt is not None and not value > info.gt:
+        raise _Invalid(f"Input should be greater than {info.gt}")
+    if info.ge is not None and not value >= info.ge:
+        raise _Invalid(f"Input should be greater than or equal to {info.ge}")
+    if info.le is not None and not value <= info.le:
+        raise _Invalid(f"Input should be less than or equal to {info.le}")
+
+
+def _choices(values: list[Any]) -> str:
+    words = [repr(v) for v in values]
+    return ", ".join(words[:-1]) + f" or {words[-1]}" if len(words) > 1 else words[0]
+
+
+def read_as(annotation: Any, value: Any) -> Any:
+    """Return `value` read as the settings type `annotation`, or raise _Invalid saying why."""
+    origin = typing.get_origin(annotation)
+    if origin in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return None if value is None else read_as(args[0], value)
+    if origin is Literal:
+        if value not in typing.get_args(annotation):
+            raise _Invalid(f"Input should be {_choices(list(typing.get_args(annotation)))}")
+        return value
+    if origin is list:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _Invalid("Input should be a valid list of strings")
+        return list(value)
+    if origin is dict:
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise _Invalid("Input should be a valid object of strings")
+        return dict(value)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        try:
+            return annotation(value)
+        except ValueError:
+            raise _Invalid(f"Input should be {_choices([m.value for m in annotation])}") from None
+    reader = READERS.get(annotation)
+    if reader is None:
+        raise TypeError(f"no reader for the settings type {annotation!r}")
+    return reader(value)
+
+
+def _read_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Invalid("Input should be a valid string")
+    return value
+
+
+def _read_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in BOOLEAN_WORDS:
+        return BOOLEAN_WORDS[value.strip().lower()]
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise _Invalid("Input should be a valid boolean, unable to interpret input")
+
+
+def _read_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise _Invalid("Input should be a valid integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise _Invalid("Input should be a valid integer, unable to parse string as an integer")
+
+
+def _read_float(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise _Invalid("Input should be a valid number, unable to parse string as a number")
+
+
+def _read_decimal(value: Any) -> Decimal:
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            number = Decimal(str(value).strip())
+        except InvalidOperation:
+            pass
+        else:
+            if number.is_finite():
+                return number
+    raise _Invalid("Input should be a valid decimal")
+
+
+def _read_path(value: Any) -> Path:
+    if isinstance(value, (str, Path)):
+        return Path(value)
+    raise _Invalid("Input should be a valid path")
+
+
+def _read_secret(value: Any) -> SecretStr:
+    if isinstance(value, str):
+        return SecretStr(value)
+    if hasattr(value, "get_secret_value"):
+        return SecretStr(value.get_secret_value())
+    raise _Invalid("Input should be a valid string")
+
+
+READERS: dict[Any, Callable[[Any], Any]] = {
+    str: _read_str,
+    bool: _read_bool,
+    int: _read_int,
+    float: _read_float,
+    Decimal: _read_decimal,
+    Path: _read_path,
+    SecretStr: _read_secret,
+}
 
 
 def read_text_list(value: Any) -> Any:
@@ -69,14 +306,108 @@ def read_text_mapping(value: Any) -> Any:
     return mapping
 
 
-class SettingsSlice(BaseModel):
+SliceT = TypeVar("SliceT", bound="SettingsSlice")
+
+
+class SettingsSlice:
     """One feature's settings: frozen; built from `Settings`, or by field name in tests.
 
-    A feature that builds on another inherits its slice (the poll plans alerts, so
-    `PollSettings` is also an `AlertSettings`); each field is still declared once.
+    Each subclass is made a frozen dataclass of its fields (declared with `Field`), built by
+    field name or by environment variable; every value is read as its field's type (text from
+    the environment too), checked against its bounds and validators, and a value that does not
+    read raises SettingsError naming its variable. A feature that builds on another inherits its
+    slice (the poll plans alerts, so `PollSettings` is also an `AlertSettings`); each field is
+    still declared once.
     """
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True)
+    _setting_fields: ClassVar[dict[str, SettingField] | None] = None
+    _validators: ClassVar[dict[tuple[str, str], list[Any]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclass(frozen=True, init=False)(cls)
+        cls._setting_fields = None  # resolved on first use: annotations are text until then
+        validators: dict[tuple[str, str], list[Any]] = {}
+        for klass in reversed(cls.__mro__):
+            for function in vars(klass).values():
+                names, mode = getattr(function, "__validates__", ((), ""))
+                for name in names:
+                    validators.setdefault((name, mode), []).append(function)
+        cls._validators = validators
+
+    def __init__(self, **values: Any) -> None:
+        self._assign(values, fill_defaults=True)
+
+    @classmethod
+    def setting_fields(cls) -> dict[str, SettingField]:
+        """Return the model's settings by field name, in declaration order."""
+        if cls._setting_fields is None:
+            hints = typing.get_type_hints(cls)
+            found = {}
+            for spec in dataclass_fields(cls):  # type: ignore[arg-type]
+                if spec.default is not MISSING:
+                    default = spec.default
+                elif spec.default_factory is not MISSING:
+                    default = spec.default_factory()
+                else:
+                    raise TypeError(f"setting {spec.name} has no default")
+                found[spec.name] = SettingField(
+                    spec.name, hints[spec.name], default, spec.metadata["setting"]
+                )
+            cls._setting_fields = found
+        return cls._setting_fields
+
+    def _assign(self, values: dict[str, Any], *, fill_defaults: bool) -> None:
+        """Read `values` (by field name or variable) into this instance, or raise SettingsError."""
+        fields = self.setting_fields()
+        by_variable = {f.info.variable: name for name, f in fields.items()}
+        given: dict[str, Any] = {}
+        for key, value in values.items():
+            name = key if key in fields else by_variable.get(key)
+            if name is None:
+                raise TypeError(f"{type(self).__name__} has no setting {key!r}")
+            if name not in given or key != name:  # a variable wins over its field's name
+                given[name] = value
+        problems: list[tuple[str, str]] = []
+        for name, spec in fields.items():
+            if name not in given:
+                if fill_defaults:
+                    default = spec.default
+                    object.__setattr__(
+                        self, name, default.copy() if isinstance(default, (list, dict)) else default
+                    )
+                continue
+            try:
+                value = self._read(spec, given[name])
+            except ValueError as exc:
+                problems.append((spec.info.variable, str(exc)))
+                continue
+            object.__setattr__(self, name, value)
+        if problems:
+            raise SettingsError(problems)
+
+    def _read(self, spec: SettingField, value: Any) -> Any:
+        cls = type(self)
+        for function in cls._validators.get((spec.name, "before"), []):
+            value = function(cls, value)
+        value = read_as(spec.annotation, value)
+        if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+            _bound(value, spec.info)
+        for function in cls._validators.get((spec.name, "after"), []):
+            value = function(cls, value)
+        return value
+
+    def replace(self: SliceT, **changes: Any) -> SliceT:
+        """Return a copy with `changes` (by field name or variable) read and checked."""
+        copy = object.__new__(type(self))
+        for name in self.setting_fields():
+            object.__setattr__(copy, name, getattr(self, name))
+        copy._assign(changes, fill_defaults=False)
+        return copy
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return every setting by field name."""
+        return {name: getattr(self, name) for name in self.setting_fields()}
 
 
 class DatabaseSettings(SettingsSlice):
@@ -159,7 +490,6 @@ class LedgerSettings(SettingsSlice):
     )
 
     @field_validator("currency")
-    @classmethod
     def _currency_code(cls, code: str) -> str:
         """Accept any case; refuse anything but a 3-letter ISO 4217 code."""
         upper = code.strip().upper()
@@ -169,7 +499,6 @@ class LedgerSettings(SettingsSlice):
         return upper
 
     @field_validator("timezone")
-    @classmethod
     def _time_zone(cls, name: str) -> str:
         """Refuse a zone the system's time zone database does not know."""
         try:
@@ -205,7 +534,6 @@ class AttributionSettings(SettingsSlice):
 
     # validator names are unique across the slices: `Settings` inherits them all by name
     @field_validator("model_tag_keys", "stage_tag_keys", "team_tag_keys", mode="before")
-    @classmethod
     def _tag_key_lists(cls, value: Any) -> Any:
         """Read a comma-separated or JSON list."""
         return read_text_list(value)
@@ -544,13 +872,11 @@ class ScanSettings(AttributionSettings, WasteSettings):
     )
 
     @field_validator("scan_regions", "scan_s3_patterns", mode="before")
-    @classmethod
     def _scan_lists(cls, value: Any) -> Any:
         """Read a comma-separated or JSON list."""
         return read_text_list(value)
 
     @field_validator("scan_s3_inventory", mode="before")
-    @classmethod
     def _scan_inventory(cls, value: Any) -> Any:
         """Read a JSON object of strings."""
         return read_text_mapping(value)
@@ -594,13 +920,10 @@ class ServerSettings(SettingsSlice):
     )
 
 
-SliceT = TypeVar("SliceT", bound=SettingsSlice)
-
-
 def own_fields(model: type[SettingsSlice]) -> list[str]:
     """Return the fields a slice declares itself, not those of the slices it builds on."""
-    declared = inspect.get_annotations(model)
-    return [name for name in model.model_fields if name in declared]
+    declared = vars(model).get("__annotations__", {})
+    return [name for name in model.setting_fields() if name in declared]
 
 
 @dataclass(frozen=True)
@@ -630,7 +953,7 @@ FEATURES = (
 
 
 def read_environment(
-    fields: dict[str, Any], environ: dict[str, str] | None = None, env_file: str = ENV_FILE
+    fields: dict[str, SettingField], environ: dict[str, str] | None = None, env_file: str = ENV_FILE
 ) -> dict[str, str]:
     """Return the raw values of `fields` set in the environment or the `.env` file, by variable.
 
@@ -639,11 +962,7 @@ def read_environment(
     python-dotenv reads it (quotes, `export`, `${VAR}` expansion) and only when it exists.
     Variables that name no setting are ignored; values are validated by the models.
     """
-    variables = {
-        field.validation_alias.lower(): field.validation_alias
-        for field in fields.values()
-        if isinstance(field.validation_alias, str)
-    }
+    variables = {field.info.variable.lower(): field.info.variable for field in fields.values()}
     found: dict[str, str] = {}
     if os.path.isfile(env_file):
         from dotenv import dotenv_values  # only when there is a file: 20 ms of imports
@@ -670,11 +989,9 @@ class Settings(  # every slice, through the features that build on the others
     Values given here, by field name or by variable, win over the environment's.
     """
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=False)
-
     def __init__(self, **values: Any) -> None:
-        fields = type(self).model_fields
-        field_of = {field.validation_alias: name for name, field in fields.items()}
+        fields = self.setting_fields()
+        field_of = {field.info.variable: name for name, field in fields.items()}
         environment: dict[str, Any] = {
             variable: value
             for variable, value in read_environment(fields).items()
@@ -683,8 +1000,11 @@ class Settings(  # every slice, through the features that build on the others
         super().__init__(**environment, **values)
 
     def _slice(self, model: type[SliceT]) -> SliceT:
-        """Return this feature's settings, already validated, as their own frozen model."""
-        return model.model_construct(**{name: getattr(self, name) for name in model.model_fields})
+        """Return this feature's settings, already read and checked, as their own frozen model."""
+        view = object.__new__(model)
+        for name in model.setting_fields():
+            object.__setattr__(view, name, getattr(self, name))
+        return view
 
     @property
     def database(self) -> DatabaseSettings:

@@ -12,12 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import annotated_types
-from pydantic import SecretStr
-from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
-
-from bot.config import FEATURES, Feature, own_fields
+from bot.config import FEATURES, Feature, SecretStr, SettingField, own_fields
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 
@@ -75,23 +70,22 @@ def _section(feature: Feature) -> str:
         "|---|---|---|---|",
     ]
     for name in own_fields(feature.model):
-        field = feature.model.model_fields[name]
+        field = feature.model.setting_fields()[name]
         cells = (f"`{field.validation_alias}`", _type(field), _default(field), _meaning(field))
         rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return "\n".join(rows) + "\n"
 
 
-def _type(field: FieldInfo) -> str:
+def _type(field: SettingField) -> str:
     """Describe the field's type and its bounds in words."""
     name = _type_name(field.annotation)
     low = high = None
-    for constraint in field.metadata:
-        if isinstance(constraint, annotated_types.Ge):
-            low = f"{constraint.ge}"
-        elif isinstance(constraint, annotated_types.Gt):
-            low = f"> {constraint.gt}"
-        elif isinstance(constraint, annotated_types.Le):
-            high = f"{constraint.le}"
+    if field.info.ge is not None:
+        low = f"{field.info.ge}"
+    elif field.info.gt is not None:
+        low = f"> {field.info.gt}"
+    if field.info.le is not None:
+        high = f"{field.info.le}"
     if low is not None and high is not None:
         return f"{name}, {low}–{high}"
     if low is not None:
@@ -118,13 +112,12 @@ def _type_name(annotation: Any) -> str:
     raise ValueError(f"no documented name for the settings type {annotation!r}")
 
 
-def _default(field: FieldInfo) -> str:
+def _default(field: SettingField) -> str:
     """Show the default as it would be written in the environment."""
-    extra = field.json_schema_extra
-    if isinstance(extra, dict) and "shown_default" in extra:
-        return str(extra["shown_default"])
+    if field.info.shown_default is not None:
+        return field.info.shown_default
     value = field.default
-    if value is PydanticUndefined or value is None:
+    if value is None:
         return "unset"
     if isinstance(value, enum.Enum):
         value = value.value
@@ -137,7 +130,7 @@ def _default(field: FieldInfo) -> str:
     return "empty" if value == "" else f"`{value}`"
 
 
-def _meaning(field: FieldInfo) -> str:
+def _meaning(field: SettingField) -> str:
     """Return the field's description, which every setting must have."""
     if not field.description:
         raise ValueError(f"{field.validation_alias} has no description")

@@ -97,14 +97,12 @@ def logging_settings() -> tuple[str, list[str]]:
     With a setting that does not validate (the command reports it), the format falls back to
     "human" and the secrets are taken from the environment as they are.
     """
-    from pydantic import ValidationError
-
-    from bot.config import Settings
+    from bot.config import Settings, SettingsError
 
     secrets = [os.environ.get(name, "") for name in AWS_SECRET_VARIABLES]
     try:
         settings = Settings()
-    except ValidationError:
+    except SettingsError:
         value = os.environ.get("MLCOST_LOG_FORMAT", "").strip().lower()
         secrets += [os.environ.get(name, "") for name in SLACK_SECRET_VARIABLES]
         return (value if value in LOG_FORMATS else "human"), secrets

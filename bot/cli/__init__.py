@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from bot.cli import (
     audit_cmd,
@@ -31,9 +31,6 @@ from bot.cli import (
 )
 from bot.errors import MlcostError, new_reference
 from bot.logs import configure_logging
-
-if TYPE_CHECKING:
-    from pydantic import ValidationError
 
 COMMAND_MODULES = [db_cmd, registry_cmd, ingest_cmd, report_cmd, serve_cmd, demo_cmd]
 COMMAND_MODULES += [poll_cmd, review_cmd, gate_cmd, waste_cmd, audit_cmd]
@@ -171,12 +168,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(args.help_of_group(), end="")
         return 2
     # the command line is valid: now load what running a command needs
-    from pydantic import ValidationError
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import InterfaceError, OperationalError
 
     from bot.cli.context import CliContext
     from bot.cli.terminal import terminal_text
+    from bot.config import SettingsError
     from bot.db.engine import database_unavailable
 
     configure_logging(args.verbose)
@@ -187,8 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             ctx = CliContext.from_args(args)
-        except ValidationError as exc:  # a setting from the environment or .env
-            raise MlcostError(_settings_problem(exc)) from None
+        except SettingsError as exc:  # a setting from the environment or .env
+            raise MlcostError(str(exc)) from None
         return int(args.handler(args, ctx) or 0)
     except MlcostError as exc:
         print(f"error: {terminal_text(str(exc))}", file=sys.stderr)
@@ -217,16 +214,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress.set_quiet(False)  # --quiet is this command's, not its caller's (tests, the demo)
         if ctx is not None:
             ctx.close()
-
-
-def _settings_problem(exc: ValidationError) -> str:
-    """Name each bad setting and what it expects, without echoing its value (it may be a secret)."""
-    problems = [
-        f"{'.'.join(str(p) for p in error['loc']) or 'settings'}: "
-        + error["msg"].removeprefix("Value error, ")
-        for error in exc.errors()
-    ]
-    return "invalid setting " + "; ".join(problems)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,8 +47,7 @@ def register(reports: Any) -> None:
 def run_chargeback(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print the month's chargeback; the totals reconcile with the ledger to the cent."""
     from bot.periods import month_of, month_period, previous_month
-    from bot.registry.sync import load_chargeback_policy
-    from bot.spend.chargeback import chargeback_report
+    from bot.spend.chargeback import chargeback_report, load_chargeback_policy
     from bot.spend.reports import check_currency_setting
 
     if args.totals and args.format != "csv":

@@ -80,7 +80,7 @@ def run_import(args: argparse.Namespace, ctx: CliContext) -> int:
     if not (args.dry_run and _database_file_missing(ctx.settings.database_url)):
         return _import(args, ctx, spec)
     print(f"no database at {ctx.settings.database_url} yet: compared with an empty registry")
-    memory = CliContext(settings=ctx.settings.model_copy(update={"database_url": "sqlite://"}))
+    memory = CliContext(settings=ctx.settings.replace(database_url="sqlite://"))
     try:
         return _import(args, memory, spec)
     finally:

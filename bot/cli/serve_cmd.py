@@ -148,7 +148,7 @@ def _serve(args: argparse.Namespace, ctx: CliContext, cleanups: ExitStack) -> No
 
     settings = ctx.settings
     if args.catch_up:
-        settings = settings.model_copy(update={"review_catch_up": True})
+        settings = settings.replace(review_catch_up=True)
     _check_settings(settings.slack, socket_mode=args.socket)
     for name in SLACK_SECRET_VARIABLES:
         os.environ.pop(name, None)

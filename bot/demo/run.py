@@ -251,8 +251,7 @@ def show_trust(services: AppServices) -> None:
 def show_chargeback(services: AppServices) -> None:
     """Section 16: the month's chargeback, shared costs split by the registry's rules."""
     from bot.cli.chargeback_cmd import render_chargeback
-    from bot.registry.sync import load_chargeback_policy
-    from bot.spend.chargeback import chargeback_report
+    from bot.spend.chargeback import chargeback_report, load_chargeback_policy
 
     section(f"16. Chargeback for {DEMO_MONTH} (mlcost report chargeback --month {DEMO_MONTH})")
     with services.unit_of_work() as session:

@@ -14,13 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
 from bot.db.schema import AuditLog, utcnow
 from bot.periods import MONTHLY
-from bot.registry.spec import BudgetSpec, ModelSpec, RegistrySpec, TeamSpec
+
+if TYPE_CHECKING:  # the audit trail reads IMPORT_ACTION without loading the registry's models
+    from bot.registry.spec import BudgetSpec, ModelSpec, RegistrySpec, TeamSpec
 
 IMPORT_ACTION = "registry.import"
 CREATE, UPDATE, REMOVE = "create", "update", "remove"

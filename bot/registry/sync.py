@@ -285,12 +285,6 @@ def attribution_spec(
     return spec.model_copy(update=unnamed)
 
 
-def load_chargeback_policy(*, session: Session) -> ChargebackSpec:
-    """Return how the registry splits shared costs (proportionally when it says nothing)."""
-    setting = session.get(RegistrySetting, "chargeback")
-    return ChargebackSpec.model_validate(setting.value if setting else {})
-
-
 def load_attribution_rules(
     *, session: Session, defaults: AttributionSettings | None = None
 ) -> AttributionRules:

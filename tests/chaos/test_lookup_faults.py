@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pydantic import SecretStr
 from sqlalchemy import select
 
-from bot.config import Settings
+from bot.config import SecretStr, Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.db.schema import OutboxMessage
 from bot.notify.delivery import deliver_pending

@@ -36,6 +36,8 @@ NOT_FOR_READING = (
     # on SQLite, PostgreSQL's dialect (and its drivers' modules, 40 ms) is not needed either
     "sqlalchemy.dialects.postgresql",
     "psycopg",
+    # settings are read by bot/config.py itself (pydantic's import took about 0.08 s)
+    "pydantic",
 )
 # an ingestion reads with pyarrow and numpy, and nothing of pandas (pyarrow would import it on its
 # first conversion of a Python value, were it not told there is none: bot/cli/ingest_cmd.py).

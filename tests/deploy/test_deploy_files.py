@@ -35,7 +35,7 @@ UNIT = ROOT / "deploy" / "mlcost.service"
 SYSUSERS = ROOT / "deploy" / "mlcost.sysusers"
 DOC = ROOT / "docs" / "deploy.md"
 
-SETTING_NAMES = {str(f.validation_alias) for f in Settings.model_fields.values()}
+SETTING_NAMES = {str(f.validation_alias) for f in Settings.setting_fields().values()}
 SECRET_NAME = re.compile(r"PASSWORD|SECRET|TOKEN|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL")
 INTERPOLATION = re.compile(r"\$\{(\w+)[^}]*\}")
 
@@ -553,7 +553,7 @@ def test_every_setting_the_deployment_names_is_one_mlcost_reads() -> None:
 
 def test_the_doc_states_the_real_body_limit_and_the_proxy_limit_matches_it() -> None:
     text = DOC.read_text()
-    limit = Settings.model_fields["max_body_bytes"].default
+    limit = Settings.setting_fields()["max_body_bytes"].default
     assert "MLCOST_MAX_BODY_BYTES" in text and f"{limit} bytes" in text
     for pattern in (r"client_max_body_size (\d+)m", r"max_size (\d+)MiB"):  # nginx, Caddy
         sizes = re.findall(pattern, text)

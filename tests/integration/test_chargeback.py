@@ -19,8 +19,7 @@ from bot.ingest.sources.focus import FocusSource
 from bot.money import CostBasis
 from bot.periods import month_period
 from bot.registry.spec import ChargebackSpec
-from bot.registry.sync import load_chargeback_policy
-from bot.spend.chargeback import chargeback_report
+from bot.spend.chargeback import chargeback_report, load_chargeback_policy
 from tests.conftest import DATA
 from tests.support.alert_walk import add_spend, spend_row
 from tests.support.sample_registry import load_registry

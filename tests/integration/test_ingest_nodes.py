@@ -17,8 +17,7 @@ from bot.ingest.ledger import IngestReport, ingest
 from bot.ingest.sources.focus import FocusSource
 from bot.ingest.sources.opencost import OpenCostSource
 from bot.periods import month_period
-from bot.registry.sync import load_chargeback_policy
-from bot.spend.chargeback import chargeback_report
+from bot.spend.chargeback import chargeback_report, load_chargeback_policy
 from bot.spend.reports import spend_report
 from tests.conftest import DATA
 from tests.support.cli import next_month, write_focus_rows

@@ -7,12 +7,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.bootstrap import AppServices, system_clock
-from bot.config import Settings
+from bot.config import SecretStr, Settings
 from bot.db.engine import session_scope
 from bot.db.schema import OutboxMessage
 from bot.notify.delivery import DeliveryReport, deliver_pending

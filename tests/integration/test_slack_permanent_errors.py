@@ -11,10 +11,9 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.config import Settings
+from bot.config import SecretStr, Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope, upgrade
 from bot.notify.delivery import deliver_pending
 from bot.notify.outbox import HistoryLookup, PlannedPost, PreRendered, enqueue_many

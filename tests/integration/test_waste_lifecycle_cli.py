@@ -116,9 +116,8 @@ def test_the_daily_scan_is_scheduled_only_when_regions_are_set() -> None:
 
 
 def test_the_daily_job_scans_records_and_posts(database_url: str, fake_slack: FakeSlack) -> None:
-    from pydantic import SecretStr
-
     from bot.bootstrap import AppServices, outbox_deps
+    from bot.config import SecretStr
     from bot.slack.client import make_web_client
     from bot.waste.jobs import run_resource_scan_job
 

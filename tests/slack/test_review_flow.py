@@ -254,7 +254,9 @@ def test_a_first_start_does_not_join_a_review_round_already_under_way(
         assert session.scalars(select(Review)).all() == []
 
     # the explicit choice: `mlcost serve --catch-up`
-    monkeypatch.setattr(slack.services.settings, "review_catch_up", True)
+    monkeypatch.setattr(
+        slack.services, "settings", slack.services.settings.replace(review_catch_up=True)
+    )
     report = run_job(slack.services, "monthly-review")
     assert report is not None and len(report.opened) == 2 and len(posts(slack)) == 5
 
@@ -287,7 +289,11 @@ def test_the_startup_line_says_what_a_leader_runs_first(
         "weekly sign-off DMs for the week of 2026-11-23 (once per owner)"
     )
     clock.now = dt.datetime(2026, 12, 9, 9, tzinfo=dt.UTC)
-    monkeypatch.setattr(slack.services.settings, "poll_sources", "cost-explorer,cur:s3://b/p/")
+    monkeypatch.setattr(
+        slack.services,
+        "settings",
+        slack.services.settings.replace(poll_sources="cost-explorer,cur:s3://b/p/"),
+    )
     first = describe_first_runs(scheduled_jobs(slack.services))
     assert first.startswith("poll (re-reads cost-explorer, cur; ")
     assert "no monthly review today" in first

@@ -120,7 +120,7 @@ class World:
 
     def enable_actions(self) -> None:
         services = self.slack.services
-        services.settings = services.settings.model_copy(update={"actions_enabled": True})
+        services.settings = services.settings.replace(actions_enabled=True)
 
 
 @pytest.fixture

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import SecretStr
 
-from bot.config import Settings
+from bot.config import SecretStr, Settings
 from bot.slack.client import make_web_client
 from bot.slack.notifier import SLACK_FAILURES, SlackNotifier
 from tests.support.fake_slack import FakeSlack

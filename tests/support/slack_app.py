@@ -18,12 +18,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import SecretStr
 from slack_bolt import App, BoltRequest
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.bootstrap import AppServices
-from bot.config import Settings
+from bot.config import SecretStr, Settings
 from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.slack.app import build_app
 from bot.slack.client import make_web_client

@@ -197,3 +197,25 @@ chargeback:
         parse_registry(text.replace("split: evenly", "split: randomly"))
     with pytest.raises(RegistryError, match="more than 0"):
         parse_registry(text.replace("nlp: 30.5", "nlp: 0"))
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        {},
+        {"split": "evenly"},
+        {"pools": {"tax": "fixed", "idle": "evenly"}, "shares": {"a": "60", "b": 40.5}},
+        {"split": "fixed", "shares": {"a": "0.0000001", "b": "3"}},
+    ],
+)
+def test_the_stored_policy_reads_as_the_registry_validated_it(section: dict) -> None:
+    # reports read the stored JSON without pydantic (ChargebackPolicy); it must split as the
+    # registry's model that validated and stored it (bot/registry/sync.py: model_dump json)
+    from bot.spend.chargeback import POOLS, ChargebackPolicy
+
+    spec = ChargebackSpec.model_validate(section)
+    stored = ChargebackPolicy.from_stored(spec.model_dump(mode="json"))
+    assert stored.shares == spec.shares
+    assert {pool: stored.method(pool) for pool in POOLS} == {
+        pool: spec.method(pool) for pool in POOLS
+    }

@@ -80,3 +80,28 @@ def test_policy_errors_name_the_line_and_the_field(old: str, new: str, expected:
     with pytest.raises(RegistryError) as info:
         parse_registry(POLICY.replace(old, new, 1))
     assert str(info.value).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [
+        {"max_monthly": "12000.50"},
+        {"max_unit_cost_rise_pct": 7.25, "allowed_instance_families": ["P4D", "g5"]},
+        {"max_monthly": 0, "max_unit_cost_rise_pct": "10000", "allowed_instance_families": ["a2"]},
+        {},
+    ],
+)
+def test_the_gate_reads_the_stored_policy_as_the_registry_validated_it(gate: dict) -> None:
+    # the gate reads the stored JSON without pydantic (bot.economics.gate.GatePolicy); what it
+    # reads must be what the registry's model validated and stored
+    from bot.economics.gate import GatePolicy
+    from bot.registry.spec import GatePolicySpec
+    from bot.registry.sync import gate_policy_json
+
+    spec = GatePolicySpec.model_validate(gate)
+    read = GatePolicy.from_stored(gate_policy_json(spec))
+    assert read is not None
+    assert read.max_monthly == spec.max_monthly
+    assert read.max_unit_cost_rise_pct == spec.max_unit_cost_rise_pct
+    assert read.allowed_instance_families == spec.allowed_instance_families
+    assert GatePolicy.from_stored(gate_policy_json(None)) is None
