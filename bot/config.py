@@ -397,11 +397,17 @@ class SettingsSlice:
             value = function(cls, value)
         return value
 
+    @classmethod
+    def copied_from(cls: type[SliceT], source: SettingsSlice) -> SliceT:
+        """Return this model holding `source`'s values of its fields (already read and checked)."""
+        copy = object.__new__(cls)
+        for name in cls.setting_fields():
+            object.__setattr__(copy, name, getattr(source, name))
+        return copy
+
     def replace(self: SliceT, **changes: Any) -> SliceT:
         """Return a copy with `changes` (by field name or variable) read and checked."""
-        copy = object.__new__(type(self))
-        for name in self.setting_fields():
-            object.__setattr__(copy, name, getattr(self, name))
+        copy = type(self).copied_from(self)
         copy._assign(changes, fill_defaults=False)
         return copy
 
@@ -952,9 +958,7 @@ FEATURES = (
 )
 
 
-def read_environment(
-    fields: dict[str, SettingField], environ: dict[str, str] | None = None, env_file: str = ENV_FILE
-) -> dict[str, str]:
+def read_environment(fields: dict[str, SettingField], env_file: str = ENV_FILE) -> dict[str, str]:
     """Return the raw values of `fields` set in the environment or the `.env` file, by variable.
 
     A variable's name is matched in any case (`mlcost_currency` sets MLCOST_CURRENCY); the
@@ -970,7 +974,7 @@ def read_environment(
         for name, value in dotenv_values(env_file, encoding="utf-8").items():
             if name.lower() in variables and value is not None:
                 found[variables[name.lower()]] = value
-    for name, value in (os.environ if environ is None else environ).items():
+    for name, value in os.environ.items():
         if name.lower() in variables:
             found[variables[name.lower()]] = value
     return found
@@ -1001,10 +1005,7 @@ class Settings(  # every slice, through the features that build on the others
 
     def _slice(self, model: type[SliceT]) -> SliceT:
         """Return this feature's settings, already read and checked, as their own frozen model."""
-        view = object.__new__(model)
-        for name in model.setting_fields():
-            object.__setattr__(view, name, getattr(self, name))
-        return view
+        return model.copied_from(self)
 
     @property
     def database(self) -> DatabaseSettings:
