@@ -25,7 +25,6 @@ from sqlalchemy import (
     Date,
     Text,
     and_,
-    case,
     cast,
     func,
     literal,
@@ -48,7 +47,7 @@ from bot.spend.forecast import (
     forecast_month_end,
     history_days,
     run_rate_days,
-    weekday_shape,
+    weekday_shape_of,
 )
 from bot.spend.reports import cost_column
 
@@ -157,7 +156,8 @@ def scope_sums(
             SpendRollup.team,
             SpendRollup.stage,
             SpendRollup.currency,
-            *(func.sum(case((condition, cost))).label(name) for name, condition in buckets.items()),
+            # FILTER, not sum(CASE ...): PostgreSQL then adds only the rows each bucket holds
+            *(func.sum(cost).filter(condition).label(name) for name, condition in buckets.items()),
         )
         .where(day >= start, day <= end)
         .group_by(SpendRollup.model, SpendRollup.team, SpendRollup.stage, SpendRollup.currency)
@@ -192,12 +192,19 @@ def to_date_bucket(kind: str) -> str:
 
 
 def _on_days(days_by_currency: dict[str, Sequence[dt.date]]) -> Any:
-    """Return the rollup condition: a day among its currency's given days."""
-    parts = [
-        and_(SpendRollup.currency == code, SpendRollup.day.in_(days))
-        for code, days in sorted(days_by_currency.items())
-        if days
-    ]
+    """Return the rollup condition: a day among its currency's given days.
+
+    With one currency the condition is on days alone: rows in any other currency are summed
+    by currency apart and join no budget (every budget's currency is a key here).
+    """
+
+    def on(days: Sequence[dt.date]) -> Any:
+        return SpendRollup.day == days[0] if len(days) == 1 else SpendRollup.day.in_(days)
+
+    given = {code: days for code, days in sorted(days_by_currency.items()) if days}
+    if len(days_by_currency) == 1:
+        return on(next(iter(given.values()))) if given else literal(False)
+    parts = [and_(SpendRollup.currency == code, on(days)) for code, days in given.items()]
     return or_(*parts) if parts else literal(False)
 
 
@@ -346,9 +353,8 @@ def _period_so_far(
 ) -> tuple[Decimal, BudgetForecast | None]:
     """Return one budget's spend to date and its forecast (None for a daily budget)."""
     to_date = values.get(to_date_bucket(kind), ZERO)
-    shape_days, weekday_totals = weekday_shape(
-        {day: values.get(name, ZERO) for day, name in zip(history, _HISTORY_BUCKETS, strict=False)},
-        history,
+    shape_days, weekday_totals = weekday_shape_of(
+        history, [values.get(name, ZERO) for name in _HISTORY_BUCKETS[: len(history)]]
     )
     summary = SpendSummary(
         as_of=as_of,

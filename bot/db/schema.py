@@ -62,6 +62,9 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
         return value.astimezone(dt.UTC)
 
 
+NUMERIC_OID = 1700  # PostgreSQL's type code for NUMERIC in a result's description
+
+
 class ExactDecimal(TypeDecorator[Decimal]):
     """NUMERIC on PostgreSQL; on SQLite (no decimal type) a scaled BIGINT, so sums stay exact.
 
@@ -88,6 +91,13 @@ class ExactDecimal(TypeDecorator[Decimal]):
         if dialect.name == "sqlite":
             return int(exact.scaleb(self.scale).to_integral_value(ROUND_HALF_EVEN))
         return exact
+
+    def result_processor(self, dialect: Any, coltype: Any) -> Any:
+        # PostgreSQL's NUMERIC arrives as a Decimal already (psycopg): no call per value, which
+        # budget evaluation at scale makes 400,000 times (issue 24)
+        if dialect.name == "postgresql" and coltype == NUMERIC_OID:
+            return None
+        return super().result_processor(dialect, coltype)
 
     def process_result_value(self, value: Any, dialect: Any) -> Decimal | None:
         if value is None:

@@ -143,17 +143,36 @@ def weekday_shape(
     at least 10 %) is unusual and left out. A scope that spends on fewer than half its days (a
     median of zero) keeps every day: its spending days are its pattern, not spikes.
     """
-    values = [spend.get(day, ZERO) for day in history]
+    return weekday_shape_of(history, [spend.get(day, ZERO) for day in history])
+
+
+def weekday_shape_of(
+    history: tuple[dt.date, ...], values: list[Decimal]
+) -> tuple[tuple[dt.date, ...], tuple[Decimal, ...]]:
+    """`weekday_shape` of the history's spend given day by day (`values[i]` on `history[i]`).
+
+    Budget evaluation calls it once for each budget with spend (tens of thousands), so the
+    weekdays of the history are worked out once.
+    """
+    weekdays = _weekdays(history)
     baseline = robust_baseline(values)
+    weekday = [ZERO] * 7
     if baseline.median > 0:
         ceiling = baseline.ceiling
-        kept = tuple(d for d, v in zip(history, values, strict=True) if v <= ceiling)
-    else:
-        kept = history
-    weekday = [ZERO] * 7
-    for day in kept:
-        weekday[day.weekday()] += spend.get(day, ZERO)
-    return kept, tuple(weekday)
+        kept = []
+        for day, w, value in zip(history, weekdays, values, strict=True):
+            if value <= ceiling:
+                kept.append(day)
+                weekday[w] += value
+        return tuple(kept), tuple(weekday)
+    for w, value in zip(weekdays, values, strict=True):
+        weekday[w] += value
+    return history, tuple(weekday)
+
+
+@lru_cache(maxsize=64)
+def _weekdays(history: tuple[dt.date, ...]) -> tuple[int, ...]:
+    return tuple(day.weekday() for day in history)
 
 
 def summarize_daily(

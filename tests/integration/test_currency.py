@@ -194,6 +194,24 @@ def test_a_budget_counts_only_spend_in_its_currency(session: Session, mixed: Pat
     assert recsys.currency == "USD"
 
 
+def test_a_budgets_forecast_learns_from_spend_in_its_currency_only(
+    tmp_path: Path, session: Session
+) -> None:
+    # budgets in one currency: the history's day buckets no longer name the currency (issue 24),
+    # so euros of the same model must still stay out of the dollar budget's run-rate and pattern
+    load_registry(session)
+    days = [dt.date(2026, 11, 1) + dt.timedelta(days=i) for i in range(20)]
+    rows = [("111", f"{day}", "100.00", "USD", "recsys") for day in days]
+    rows += [("222", f"{day}", "1000.00", "EUR", "recsys") for day in days]
+    ingest_focus_rows(tmp_path, session, rows, "twenty-days.csv")
+    session.flush()
+    statuses = {s.scope: s for s in evaluate_budgets(session=session, as_of=days[-1])}
+    recsys = statuses["model:recsys"]
+    assert recsys.month_to_date == Decimal("2000.00")
+    assert recsys.forecast is not None
+    assert recsys.forecast.amount == Decimal("3000.00")  # $100 a day for the ten days left
+
+
 def test_budget_show_reports_spend_in_other_currencies_as_not_counted(
     session: Session, mixed: Path
 ) -> None:
