@@ -14,6 +14,7 @@ import enum
 import functools
 import types
 import typing
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -35,50 +36,123 @@ def _init_fields(cls: type) -> list[dataclasses.Field[Any]]:
 
 def encode(value: Any, tp: Any | None = None) -> JSON:
     """Return a dataclass value (or a value of type `tp`) as JSON-ready data."""
-    if tp is None:
-        tp = type(value)
+    chosen: Any = type(value) if tp is None else tp
+    return _encoder(chosen)(value)
+
+
+Encoder = Callable[[Any], JSON]
+
+
+@functools.cache
+def _encoder(tp: Any) -> Encoder:
+    """Return the function that encodes values of type `tp`, worked out once per type.
+
+    A poll that queues thousands of alerts encodes each message's fields; reading the type
+    hints again for every value took most of that time (issue 24).
+    """
     if tp is Any:
-        return _checked_json(value)
+        return _checked_json
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
-        if value is None:
-            return None
-        options = [a for a in args if a is not type(None)]
-        for option in options:
-            if _is_instance(value, option):
-                return encode(value, option)
-        raise CodecError(f"{value!r} is none of {tp}")
+        return _union_encoder(tp, [a for a in args if a is not type(None)])
     if origin is typing.Literal:
-        return value
+        return _same
     if origin in (list, tuple, set, frozenset):
-        items = list(value)
         if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis) and args:
-            return [encode(v, a) for v, a in zip(items, args, strict=True)]
-        item = args[0] if args else Any
-        encoded = [encode(v, item) for v in items]
-        if origin in (set, frozenset):
-            encoded.sort(key=repr)
-        return encoded
+            return _fixed_tuple_encoder(args)
+        return _sequence_encoder(args[0] if args else Any, sort=origin in (set, frozenset))
     if origin is dict:
         key_tp, value_tp = args or (Any, Any)
-        return {_encode_key(k, key_tp): encode(v, value_tp) for k, v in value.items()}
+        return _dict_encoder(key_tp, value_tp)
     if not isinstance(tp, type):
-        raise CodecError(f"cannot encode type {tp!r}")
+        return _refuse(f"cannot encode type {tp!r}")
     if issubclass(tp, enum.Enum):
-        return tp(value).value  # a StrEnum field may hold its plain value; it compares equal
-    if not isinstance(value, tp):
-        raise CodecError(f"{value!r} is not a {tp.__name__}")
+        return lambda value: tp(value).value  # a StrEnum field may hold its plain value
     if dataclasses.is_dataclass(tp):
-        hints = _hints(tp)
-        return {f.name: encode(getattr(value, f.name), hints[f.name]) for f in _init_fields(tp)}
+        return _dataclass_encoder(tp)
     if tp is Decimal:
-        return str(value)
-    if isinstance(value, dt.date):  # a datetime too
-        return value.isoformat()
+        return _instance_of(tp, str)
+    if issubclass(tp, dt.date):  # a datetime too
+        return _instance_of(tp, lambda value: value.isoformat())
     if tp in (str, int, float, bool, type(None)):
-        return value
-    raise CodecError(f"cannot encode a {tp.__name__}")
+        return _instance_of(tp, _same)
+    return _instance_of(tp, _refuse(f"cannot encode a {tp.__name__}"))
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _refuse(message: str) -> Encoder:
+    def refuse(value: Any) -> JSON:
+        raise CodecError(message)
+
+    return refuse
+
+
+def _instance_of(tp: type, then: Encoder) -> Encoder:
+    def encode_instance(value: Any) -> JSON:
+        if not isinstance(value, tp):
+            raise CodecError(f"{value!r} is not a {tp.__name__}")
+        return then(value)
+
+    return encode_instance
+
+
+def _union_encoder(tp: Any, options: list[Any]) -> Encoder:
+    def encode_union(value: Any) -> JSON:
+        if value is None:
+            return None
+        for option in options:
+            if _is_instance(value, option):
+                return _encoder(option)(value)
+        raise CodecError(f"{value!r} is none of {tp}")
+
+    return encode_union
+
+
+def _fixed_tuple_encoder(args: tuple[Any, ...]) -> Encoder:
+    def encode_tuple(value: Any) -> JSON:
+        return [_encoder(a)(v) for v, a in zip(list(value), args, strict=True)]
+
+    return encode_tuple
+
+
+def _sequence_encoder(item: Any, *, sort: bool) -> Encoder:
+    def encode_sequence(value: Any) -> JSON:
+        encode_item = _encoder(item)
+        encoded = [encode_item(v) for v in value]
+        if sort:
+            encoded.sort(key=repr)
+        return encoded
+
+    return encode_sequence
+
+
+def _dict_encoder(key_tp: Any, value_tp: Any) -> Encoder:
+    def encode_dict(value: Any) -> JSON:
+        encode_value = _encoder(value_tp)
+        return {_encode_key(k, key_tp): encode_value(v) for k, v in value.items()}
+
+    return encode_dict
+
+
+def _dataclass_encoder(tp: type) -> Encoder:
+    # the fields' encoders are looked up when first used, not here: a dataclass may hold itself.
+    # The list is assigned whole, so another thread sees none of it or all of it.
+    fields: list[tuple[str, Encoder]] | None = None
+
+    def encode_dataclass(value: Any) -> JSON:
+        nonlocal fields
+        if not isinstance(value, tp):
+            raise CodecError(f"{value!r} is not a {tp.__name__}")
+        if fields is None:
+            hints = _hints(tp)
+            fields = [(f.name, _encoder(hints[f.name])) for f in _init_fields(tp)]
+        return {name: encode_field(getattr(value, name)) for name, encode_field in fields}
+
+    return encode_dataclass
 
 
 def decode(tp: Any, data: JSON) -> Any:
