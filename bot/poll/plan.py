@@ -269,7 +269,8 @@ def plan_unallocated_post(
 def plan_waste_posts(
     *, session: Session, settings: AlertSettings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
-    """Return the weekly waste digests for the last complete week: one per channel.
+    """Return the weekly waste digests for the last complete week: one per channel, planned
+    once a week (none once any of the week's digests is in the outbox).
 
     A ledger finding goes where its model's alerts go; one with no model (spend tagged for an
     unregistered model) goes to the FinOps channel. An open resource finding not marked Keep or
@@ -277,6 +278,11 @@ def plan_waste_posts(
     team's, else FinOps; a channel's closed resource findings add what they saved so far.
     """
     monday, sunday = last_complete_week(as_of)
+    if recorded_keys(session, f"waste:{monday.isoformat()}:%"):
+        # the week's digest is out: the checks read the week's ledger nine times (seconds at
+        # scale), so the polls after it skip them until the next week. A channel whose first
+        # finding shows up after the digest hears of it in next week's.
+        return [], []
     first_day = ledger_first_day(session)
     if first_day is None or first_day > monday:
         return [], []  # the ledger begins after this week: there is nothing to say about it

@@ -7,6 +7,7 @@ import json
 import logging
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -16,6 +17,7 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.db.schema import IngestionRun, Review, ReviewItem
 from bot.notify.outbox import PlannedPost
+from bot.poll import plan as poll_plan
 from bot.poll.cycle import queue_posts
 from bot.poll.plan import plan_alerts
 from bot.registry.spec import parse_registry
@@ -170,6 +172,47 @@ def test_weekly_waste_digests_go_to_the_owners_channels_once_a_week(session: Ses
     assert queue_posts(session, posts.values()) == 3
     assert plan(AS_OF + dt.timedelta(days=3)) == {}  # the same week: already queued
     assert plan(AS_OF - dt.timedelta(days=40)) == {}  # the ledger does not cover that week
+
+
+def test_a_week_whose_digest_is_queued_runs_no_waste_checks_again(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the digest is weekly, the poll every few hours: at 100x the nine checks read the week's
+    # ledger for seconds on every poll (issue 24). Once any of the week's digests is in the
+    # outbox, later polls of that week skip them; the next week's digest runs them again.
+    import_registry(parse_registry(ALERT_REGISTRY), session=session, actor="test")
+    run = ledger(session)
+    spend(session, run, None, "storage", "arn:aws:s3:::legacy", "10", tag="legacy-ranker")
+    session.flush()
+    settings = Settings(database_url="sqlite://")
+    now = dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)
+
+    def plan(as_of: dt.date) -> list[str]:
+        report = plan_alerts(
+            session=session, settings=settings, as_of=as_of, now=now, checks=("waste",)
+        )
+        queue_posts(session, report.planned)
+        return [p.dedupe_key for p in report.planned]
+
+    assert plan(AS_OF) == ["waste:2026-11-23:C0FINOPS"]
+    checked: list[dt.date] = []
+    real_overview = poll_plan.waste_overview
+
+    def counting_overview(**kwargs: Any) -> Any:
+        checked.append(kwargs["as_of"])
+        return real_overview(**kwargs)
+
+    monkeypatch.setattr(poll_plan, "waste_overview", counting_overview)
+    assert plan(AS_OF + dt.timedelta(days=2)) == []  # Wednesday of the same week
+    assert checked == []
+    for day in range(1, 7):  # the ledger reaches Sunday Dec 6
+        when = AS_OF + dt.timedelta(days=day)
+        record = spend_record(run, when, "10", resource_id="arn:aws:s3:::legacy", stage="storage")
+        record.model_tag_value = "legacy-ranker"
+        session.add(record)
+    session.flush()
+    assert plan(AS_OF + dt.timedelta(days=7)) == ["waste:2026-11-30:C0FINOPS"]
+    assert checked == [dt.date(2026, 12, 6)]  # the next week's digest ran them, once
 
 
 FEED = {
