@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import case, func, literal, or_, select
+from sqlalchemy import func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from bot.budgets.evaluate import ZERO, BudgetStatus, scope_sums
+from bot.db.engine import among
 from bot.db.schema import DailySpend, SpendRollup
 from bot.money import CostBasis
 from bot.spend.reports import cost_column
@@ -155,12 +156,12 @@ def _add_resource_drivers(
         select(
             *columns,
             resource,
-            *(func.sum(case((DailySpend.day >= p.start, cost))).label(column[p]) for p in periods),
+            *(func.sum(cost).filter(DailySpend.day >= p.start).label(column[p]) for p in periods),
         )
         .where(
             DailySpend.day >= periods[0].start,
             DailySpend.day <= as_of,
-            _scopes_condition(wanted),
+            _scopes_condition(session, wanted),
         )
         .group_by(*columns, resource)
     )
@@ -189,7 +190,7 @@ def _add_resource_drivers(
                 ]
 
 
-def _scopes_condition(wanted: list[BudgetStatus]) -> Any:
+def _scopes_condition(session: Session, wanted: list[BudgetStatus]) -> Any:
     """Return the ledger condition selecting the rows of the budgets' scopes (a superset)."""
     models = sorted({s.model_name for s in wanted if s.model_name is not None})
     teams = sorted({s.team_name for s in wanted if s.model_name is None and s.team_name})
@@ -197,8 +198,8 @@ def _scopes_condition(wanted: list[BudgetStatus]) -> Any:
         {s.stage for s in wanted if s.model_name is None and s.team_name is None and s.stage}
     )
     parts = [
-        *([DailySpend.model.in_(models)] if models else []),
-        *([DailySpend.team.in_(teams)] if teams else []),
-        *([DailySpend.stage.in_(stages)] if stages else []),
+        *([among(session, DailySpend.model, models)] if models else []),
+        *([among(session, DailySpend.team, teams)] if teams else []),
+        *([among(session, DailySpend.stage, stages)] if stages else []),
     ]
     return or_(*parts) if parts else literal(False)

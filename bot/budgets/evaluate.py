@@ -36,6 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
+from bot.db.engine import among
 from bot.db.schema import Budget, SpendRollup
 from bot.money import CostBasis
 from bot.periods import DAILY, MONTHLY, Period, budget_period
@@ -163,6 +164,8 @@ def scope_sums(
         .group_by(SpendRollup.model, SpendRollup.team, SpendRollup.stage, SpendRollup.currency)
         .cte("base")
     )
+    # the same parameter in every shape's select: one array on PostgreSQL, not five IN lists
+    among_ids = among(session, Budget.id, budget_ids) if budget_ids is not None else None
     selects = []
     for shape in SHAPES:
         keys = [Budget.id, base.c.stage] if by_stage else [Budget.id]
@@ -176,7 +179,7 @@ def scope_sums(
             .join(base, _join_condition(base.c, shape))
             .where(
                 *_shape_of(Budget.model_name, Budget.team_name, Budget.stage, shape),
-                *([Budget.id.in_(budget_ids)] if budget_ids is not None else []),
+                *([among_ids] if among_ids is not None else []),
             )
             .group_by(*keys)
         )
