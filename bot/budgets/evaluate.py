@@ -370,6 +370,8 @@ def _period_so_far(
 ) -> tuple[Decimal, BudgetForecast | None]:
     """Return one budget's spend to date and its forecast (None for a daily budget)."""
     to_date = values.get(to_date_bucket(kind), ZERO)
+    if kind == DAILY:
+        return to_date, None  # the day evaluated is complete: nothing to learn a shape for
     shape_days, weekday_totals = weekday_shape_of(
         history, [values.get(name, ZERO) for name in _HISTORY_BUCKETS[: len(history)]]
     )
@@ -382,4 +384,4 @@ def _period_so_far(
         period=period,
         shape_days=shape_days,
     )
-    return to_date, None if kind == DAILY else forecast_month_end(summary)
+    return to_date, forecast_month_end(summary)
