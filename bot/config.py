@@ -321,12 +321,14 @@ class SettingsSlice:
     """
 
     _setting_fields: ClassVar[dict[str, SettingField] | None] = None
+    _field_of_variable: ClassVar[dict[str, str] | None] = None
     _validators: ClassVar[dict[tuple[str, str], list[Any]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         dataclass(frozen=True, init=False)(cls)
         cls._setting_fields = None  # resolved on first use: annotations are text until then
+        cls._field_of_variable = None
         validators: dict[tuple[str, str], list[Any]] = {}
         for klass in reversed(cls.__mro__):
             for function in vars(klass).values():
@@ -357,10 +359,18 @@ class SettingsSlice:
             cls._setting_fields = found
         return cls._setting_fields
 
+    @classmethod
+    def field_of_variable(cls) -> dict[str, str]:
+        """Return each setting's field name by its environment variable (worked out once)."""
+        if cls._field_of_variable is None:
+            fields = cls.setting_fields()
+            cls._field_of_variable = {f.info.variable: name for name, f in fields.items()}
+        return cls._field_of_variable
+
     def _assign(self, values: dict[str, Any], *, fill_defaults: bool) -> None:
         """Read `values` (by field name or variable) into this instance, or raise SettingsError."""
         fields = self.setting_fields()
-        by_variable = {f.info.variable: name for name, f in fields.items()}
+        by_variable = self.field_of_variable()
         given: dict[str, Any] = {}
         for key, value in values.items():
             name = key if key in fields else by_variable.get(key)
@@ -995,7 +1005,7 @@ class Settings(  # every slice, through the features that build on the others
 
     def __init__(self, **values: Any) -> None:
         fields = self.setting_fields()
-        field_of = {field.info.variable: name for name, field in fields.items()}
+        field_of = self.field_of_variable()
         environment: dict[str, Any] = {
             variable: value
             for variable, value in read_environment(fields).items()
