@@ -51,7 +51,7 @@ ZERO = Decimal(0)
 NOT_ENOUGH_HISTORY = "not enough history to forecast"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # tens of thousands per evaluation: slots build faster
 class SpendSummary:
     """What a forecast needs to know about one budget's spend, as of a day."""
 
@@ -102,7 +102,7 @@ def _covered_between(covered: tuple[dt.date, ...], start: dt.date, end: dt.date)
     return sum(1 for day in covered if start <= day <= end)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # tens of thousands per evaluation: slots build faster
 class BudgetForecast:
     """A period-end estimate, with the method that produced it in words.
 
