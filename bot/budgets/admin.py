@@ -12,7 +12,8 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from bot.db.engine import dialect_insert
 from bot.db.locks import claim_row, hold_registry_lock
-from bot.db.schema import AuditLog, Budget, utcnow
+from bot.db.schema import AuditLog, Budget
+from bot.db.tables import utcnow
 from bot.errors import PermissionDenied, UsageError
 from bot.money import MAX_BUDGET
 from bot.periods import MONTHLY

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Date, Table, insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
-from bot.db.schema import ExactDecimal
+from bot.db.tables import ExactDecimal
 
 CHUNK_ROWS = 20_000
 # SQLite's page cache for a bulk load, in KiB. At SQLite's default (2 MiB) a load larger than the

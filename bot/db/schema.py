@@ -1,155 +1,33 @@
-"""The database schema: registry, ledger, alerts outbox, value metrics and reviews.
+"""The ORM's classes for the services that write: each maps one table of bot/db/tables.py.
+
+The tables (columns, types, defaults, constraints, indexes) are defined once, in Core, in
+bot/db/tables.py; here each class names its Table, types its attributes for mypy and adds the
+relationships. Commands that only read use the tables without this module (issue 24).
 
 No `from __future__ import annotations` here: with string annotations SQLAlchemy has to evaluate
-each `Mapped[...]` again when it declares the classes (about 12 ms, a seventh of this module's
-import time, in every command that opens the database; issue 24). Forward references are quoted.
+each `Mapped[...]` again when it declares the classes. Forward references are quoted.
 """
 
 import datetime as dt
-from decimal import ROUND_HALF_EVEN, Decimal
-from enum import StrEnum
+from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Boolean,
-    Date,
-    DateTime,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    Numeric,
-    String,
-    Text,
-    TypeDecorator,
-    UniqueConstraint,
-    false,
-    text,
-)
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, relationship
 
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-STAGES = ("training", "serving", "storage", "data", "other")
-
-
-class UTCDateTime(TypeDecorator[dt.datetime]):
-    """A timezone-aware datetime stored as UTC on every dialect (SQLite drops offsets)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given; use an aware datetime")
-        return value.astimezone(dt.UTC)
-
-    def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=dt.UTC)
-        return value.astimezone(dt.UTC)
-
-
-NUMERIC_OID = 1700  # PostgreSQL's type code for NUMERIC in a result's description
-
-
-class ExactDecimal(TypeDecorator[Decimal]):
-    """NUMERIC on PostgreSQL; on SQLite (no decimal type) a scaled BIGINT, so sums stay exact.
-
-    SQLite's limit is therefore 9.2e18 scaled units per value or SUM: $922M at 10 places.
-    """
-
-    impl = Numeric
-    cache_ok = True
-
-    def __init__(self, precision: int, scale: int) -> None:
-        super().__init__(precision, scale, asdecimal=True)
-        self.precision = precision
-        self.scale = scale
-
-    def load_dialect_impl(self, dialect: Any) -> Any:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(BigInteger())
-        return dialect.type_descriptor(Numeric(self.precision, self.scale, asdecimal=True))
-
-    def process_bind_param(self, value: Any, dialect: Any) -> Any:
-        if value is None:
-            return None
-        exact = value if isinstance(value, Decimal) else Decimal(str(value))
-        if dialect.name == "sqlite":
-            return int(exact.scaleb(self.scale).to_integral_value(ROUND_HALF_EVEN))
-        return exact
-
-    def result_processor(self, dialect: Any, coltype: Any) -> Any:
-        # PostgreSQL's NUMERIC arrives as a Decimal already (psycopg): no call per value, which
-        # budget evaluation at scale makes 400,000 times (issue 24)
-        if dialect.name == "postgresql" and coltype == NUMERIC_OID:
-            return None
-        return super().result_processor(dialect, coltype)
-
-    def process_result_value(self, value: Any, dialect: Any) -> Decimal | None:
-        if value is None:
-            return None
-        if dialect.name == "sqlite":
-            return Decimal(int(value)).scaleb(-self.scale)
-        return value if isinstance(value, Decimal) else Decimal(str(value))
-
-
-Money = ExactDecimal(24, 10)
-# A budget has at most 4 decimals (what a BudgetSpec allows): scaled by 10^4 on SQLite it holds
-# the $1,000,000,000,000 limit (bot/budgets/admin.py), which 10 places ($922M) could not.
-BudgetMoney = ExactDecimal(24, 4)
-Quantity = ExactDecimal(28, 6)
-
-
-class JSONType(TypeDecorator[Any]):
-    """JSON, stored as JSONB on PostgreSQL (as migration 0001 made the columns).
-
-    The JSONB type is looked up when a PostgreSQL connection first needs it, so defining the
-    tables does not import PostgreSQL's dialect package (its drivers' modules, 40 ms).
-    """
-
-    impl = JSON
-    cache_ok = True
-    # As JSON: None is stored as JSON's null, and an unset column is left out of the INSERT.
-    should_evaluate_none = True
-
-    def load_dialect_impl(self, dialect: Any) -> Any:
-        if dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import JSONB
-
-            return dialect.type_descriptor(JSONB())
-        return dialect.type_descriptor(JSON())
-
-
-def utcnow() -> dt.datetime:
-    """Return the current time, aware, in UTC."""
-    return dt.datetime.now(dt.UTC)
+from bot.db import tables
 
 
 class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    metadata = tables.metadata
 
 
 class Team(Base):
-    __tablename__ = "teams"
+    __table__ = tables.teams
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
-    channel: Mapped[str | None] = mapped_column(String(40))
-    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    id: Mapped[int]
+    name: Mapped[str]
+    channel: Mapped[str | None]
+    created_at: Mapped[dt.datetime]
 
     models: Mapped[list["MLModel"]] = relationship(back_populates="team")
     owners: Mapped[list["Owner"]] = relationship(
@@ -158,18 +36,18 @@ class Team(Base):
 
 
 class MLModel(Base):
-    __tablename__ = "models"
+    __table__ = tables.models
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
-    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
-    channel: Mapped[str | None] = mapped_column(String(40))
-    match: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    description: Mapped[str | None] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(20), default="active")
-    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    id: Mapped[int]
+    name: Mapped[str]
+    team_id: Mapped[int]
+    channel: Mapped[str | None]
+    match: Mapped[dict[str, Any]]
+    description: Mapped[str | None]
+    status: Mapped[str]
+    created_at: Mapped[dt.datetime]
     # the registry's `gate:` policy (bot.registry.spec.GatePolicySpec as JSON); None: no policy
-    gate_policy: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    gate_policy: Mapped[dict[str, Any] | None]
 
     team: Mapped[Team] = relationship(back_populates="models")
     owners: Mapped[list["Owner"]] = relationship(
@@ -185,148 +63,136 @@ class MLModel(Base):
 class Owner(Base):
     """A Slack user who owns a team or a model."""
 
-    __tablename__ = "owners"
-    __table_args__ = (UniqueConstraint("team_id", "model_id", "user_id", name="uq_owners_scope"),)
+    __table__ = tables.owners
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
-    model_id: Mapped[int | None] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
-    user_id: Mapped[str] = mapped_column(String(40))
+    id: Mapped[int]
+    team_id: Mapped[int | None]
+    model_id: Mapped[int | None]
+    user_id: Mapped[str]
 
 
 class Admin(Base):
-    __tablename__ = "admins"
+    __table__ = tables.admins
 
-    user_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str]
 
 
 class RegistrySetting(Base):
     """Organisation-wide settings from the registry: FinOps channel, tag keys, stage rules."""
 
-    __tablename__ = "registry_settings"
+    __table__ = tables.registry_settings
 
-    key: Mapped[str] = mapped_column(String(100), primary_key=True)
-    value: Mapped[Any] = mapped_column(JSONType)
+    key: Mapped[str]
+    value: Mapped[Any]
 
 
 class Budget(Base):
-    __tablename__ = "budgets"
+    __table__ = tables.budgets
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    scope: Mapped[str] = mapped_column(String(250), unique=True)
-    model_name: Mapped[str | None] = mapped_column(String(100))
-    team_name: Mapped[str | None] = mapped_column(String(100))
-    stage: Mapped[str | None] = mapped_column(String(20))
+    id: Mapped[int]
+    scope: Mapped[str]
+    model_name: Mapped[str | None]
+    team_name: Mapped[str | None]
+    stage: Mapped[str | None]
     # the amount per `period` (the column predates periods other than the month)
-    monthly_amount: Mapped[Decimal] = mapped_column(BudgetMoney)
+    monthly_amount: Mapped[Decimal]
     # daily, weekly (ISO, Monday to Sunday), monthly or quarterly (calendar quarters)
-    period: Mapped[str] = mapped_column(String(10), default="monthly", server_default="monthly")
-    thresholds: Mapped[list[int]] = mapped_column(JSONType, default=list)
-    forecast: Mapped[bool] = mapped_column(Boolean, default=False)
-    forecast_threshold: Mapped[int] = mapped_column(Integer, default=100)
+    period: Mapped[str]
+    thresholds: Mapped[list[int]]
+    forecast: Mapped[bool]
+    forecast_threshold: Mapped[int]
     # bumped whenever monthly_amount changes: the alerts of a new amount are new alerts
-    amount_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    amount_revision: Mapped[int]
     # the amount's currency: only spend billed in it counts against the budget
-    currency: Mapped[str] = mapped_column(String(3), default="USD", server_default="USD")
-    updated_by: Mapped[str | None] = mapped_column(String(40))
-    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    currency: Mapped[str]
+    updated_by: Mapped[str | None]
+    updated_at: Mapped[dt.datetime]
     # bumped by every change from Slack, under the row's lock (bot/db/locks.py: claim_row)
-    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    version: Mapped[int]
 
 
 class IngestionRun(Base):
-    __tablename__ = "ingestion_runs"
+    __table__ = tables.ingestion_runs
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    source: Mapped[str] = mapped_column(String(40))
-    location: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(20), default="running")
-    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
-    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    rows_read: Mapped[int] = mapped_column(Integer, default=0)
-    rows_written: Mapped[int] = mapped_column(Integer, default=0)
-    api_requests: Mapped[int] = mapped_column(Integer, default=0)
+    id: Mapped[int]
+    source: Mapped[str]
+    location: Mapped[str]
+    status: Mapped[str]
+    started_at: Mapped[dt.datetime]
+    finished_at: Mapped[dt.datetime | None]
+    rows_read: Mapped[int]
+    rows_written: Mapped[int]
+    api_requests: Mapped[int]
     # these four are 0 for a run billed in several currencies: see currency_totals
-    billed_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
-    effective_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
-    attributed_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
-    unallocated_total: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    billed_total: Mapped[Decimal]
+    effective_total: Mapped[Decimal]
+    attributed_total: Mapped[Decimal]
+    unallocated_total: Mapped[Decimal]
     # currency -> {"billed", "effective", "attributed", "unallocated"} as exact strings
-    currency_totals: Mapped[dict[str, dict[str, str]] | None] = mapped_column(JSONType)
-    replaced_rows: Mapped[int] = mapped_column(Integer, default=0)
-    scopes: Mapped[list[dict[str, str]]] = mapped_column(JSONType, default=list)
-    error: Mapped[str | None] = mapped_column(Text)
+    currency_totals: Mapped[dict[str, dict[str, str]] | None]
+    replaced_rows: Mapped[int]
+    scopes: Mapped[list[dict[str, str]]]
+    error: Mapped[str | None]
     # the same dollars also billed by another source (bot.ingest.overlap.Overlap.as_dict)
-    overlaps: Mapped[list[dict[str, str]] | None] = mapped_column(JSONType)
+    overlaps: Mapped[list[dict[str, str]] | None]
 
 
 class SourceFailure(Base):
     """A poll source whose last fetch failed: which, when, and a short safe reason (/healthz)."""
 
-    __tablename__ = "source_failures"
+    __table__ = tables.source_failures
 
-    source: Mapped[str] = mapped_column(String(300), primary_key=True)
-    failed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
-    error: Mapped[str] = mapped_column(String(100))
-    message: Mapped[str] = mapped_column(Text)
+    source: Mapped[str]
+    failed_at: Mapped[dt.datetime]
+    error: Mapped[str]
+    message: Mapped[str]
 
 
 class LedgerLine:
     """The columns of one ledger line: what daily_spend counts and overlapping_spend sets aside."""
 
-    day: Mapped[dt.date] = mapped_column(Date)
-    billing_period: Mapped[dt.date] = mapped_column(Date)
-    provider: Mapped[str] = mapped_column(String(60))
-    billing_account: Mapped[str] = mapped_column(String(200))
-    sub_account: Mapped[str | None] = mapped_column(String(200))
-    service: Mapped[str] = mapped_column(String(200))
-    service_category: Mapped[str | None] = mapped_column(String(100))
-    usage_type: Mapped[str | None] = mapped_column(String(200))
-    region: Mapped[str | None] = mapped_column(String(60))
-    resource_id: Mapped[str | None] = mapped_column(String(1024))
-    instance_type: Mapped[str | None] = mapped_column(String(60))
-    charge_category: Mapped[str] = mapped_column(String(30), default="Usage")
+    day: Mapped[dt.date]
+    billing_period: Mapped[dt.date]
+    provider: Mapped[str]
+    billing_account: Mapped[str]
+    sub_account: Mapped[str | None]
+    service: Mapped[str]
+    service_category: Mapped[str | None]
+    usage_type: Mapped[str | None]
+    region: Mapped[str | None]
+    resource_id: Mapped[str | None]
+    instance_type: Mapped[str | None]
+    charge_category: Mapped[str]
     # the ISO 4217 code the row was billed in; amounts in different currencies are never added
     # (rows from before the column existed are USD: see migration 0005)
-    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
-    model: Mapped[str | None] = mapped_column(String(100))
-    stage: Mapped[str] = mapped_column(String(20))
-    team: Mapped[str | None] = mapped_column(String(100))
-    model_tag_value: Mapped[str | None] = mapped_column(String(256))
-    attribution: Mapped[str] = mapped_column(String(40))
+    currency: Mapped[str]
+    model: Mapped[str | None]
+    stage: Mapped[str]
+    team: Mapped[str | None]
+    model_tag_value: Mapped[str | None]
+    attribution: Mapped[str]
     # the training run (ml:run tag or SageMaker training job), not the ingestion run (run_id)
-    run: Mapped[str | None] = mapped_column(String(256))
-    billed_cost: Mapped[Decimal] = mapped_column(Money)
-    effective_cost: Mapped[Decimal] = mapped_column(Money)
-    usage_quantity: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
-    gpu_hours: Mapped[Decimal] = mapped_column(Quantity, default=Decimal(0))
-    estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+    run: Mapped[str | None]
+    billed_cost: Mapped[Decimal]
+    effective_cost: Mapped[Decimal]
+    usage_quantity: Mapped[Decimal]
+    gpu_hours: Mapped[Decimal]
+    estimated: Mapped[bool]
     # the EC2 instance a Kubernetes allocation ran on (from its providerID), or that a
     # node_offset row is for: bot.ingest.nodes counts the node's dollars once
-    node: Mapped[str | None] = mapped_column(String(200))
+    node: Mapped[str | None]
     # mlcost's own row, not a source's: it moves a billed node's cost to the allocations on it
     # (bill side) or takes off allocations above the bill; recomputed on every ingestion
-    node_offset: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    node_offset: Mapped[bool]
 
 
 class DailySpend(LedgerLine, Base):
     """One day of attributed spend for one resource, service and attribution."""
 
-    __tablename__ = "daily_spend"
-    __table_args__ = (
-        Index("ix_daily_spend_day_model", "day", "model"),
-        Index("ix_daily_spend_day_team", "day", "team"),
-        Index("ix_daily_spend_scope", "provider", "billing_account", "day"),
-        # a model's runs over a window: its month's runs, the run behind an anomaly
-        Index("ix_daily_spend_model_day_run", "model", "day", "run"),
-        # covered days and the ledger's currencies, one index probe each (bot/spend/coverage.py)
-        Index("ix_daily_spend_coverage", "currency", "charge_category", "day"),
-    )
+    __table__ = tables.daily_spend
 
-    id: Mapped[int] = mapped_column(primary_key=True, sort_order=-2)
-    run_id: Mapped[int] = mapped_column(
-        ForeignKey("ingestion_runs.id", ondelete="CASCADE"), index=True, sort_order=-1
-    )
+    id: Mapped[int]
+    run_id: Mapped[int]
 
 
 class OverlappingSpend(LedgerLine, Base):
@@ -336,15 +202,12 @@ class OverlappingSpend(LedgerLine, Base):
     this table to sum spend, so every report, budget and chargeback counts each dollar once.
     """
 
-    __tablename__ = "overlapping_spend"
-    __table_args__ = (Index("ix_overlapping_spend_scope", "provider", "billing_account", "day"),)
+    __table__ = tables.overlapping_spend
 
-    id: Mapped[int] = mapped_column(primary_key=True, sort_order=-3)
-    run_id: Mapped[int] = mapped_column(
-        ForeignKey("ingestion_runs.id", ondelete="CASCADE"), index=True, sort_order=-2
-    )
+    id: Mapped[int]
+    run_id: Mapped[int]
     # the source kind whose rows count for these dollars (`cur`, `focus`, ...)
-    counted_by: Mapped[str] = mapped_column(String(40), sort_order=-1)
+    counted_by: Mapped[str]
 
 
 class SpendRollup(Base):
@@ -354,131 +217,101 @@ class SpendRollup(Base):
     same transaction (bot.ingest.rollup.refresh_rollup).
     """
 
-    __tablename__ = "spend_rollup"
-    __table_args__ = (
-        # budget evaluation groups a window by (model, team, stage): with this order the grouping
-        # streams from the index, which holds every column it reads
-        Index(
-            "ix_spend_rollup_scan",
-            "model",
-            "team",
-            "stage",
-            "currency",
-            "day",
-            "billed_cost",
-            "effective_cost",
-            "gpu_hours",
-        ),
-        Index("ix_spend_rollup_day", "day"),
-    )
+    __table__ = tables.spend_rollup
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    day: Mapped[dt.date] = mapped_column(Date)
-    model: Mapped[str | None] = mapped_column(String(100))
-    team: Mapped[str | None] = mapped_column(String(100))
-    stage: Mapped[str] = mapped_column(String(20))
-    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
-    billed_cost: Mapped[Decimal] = mapped_column(Money)
-    effective_cost: Mapped[Decimal] = mapped_column(Money)
-    gpu_hours: Mapped[Decimal] = mapped_column(Quantity)
+    id: Mapped[int]
+    day: Mapped[dt.date]
+    model: Mapped[str | None]
+    team: Mapped[str | None]
+    stage: Mapped[str]
+    currency: Mapped[str]
+    billed_cost: Mapped[Decimal]
+    effective_cost: Mapped[Decimal]
+    gpu_hours: Mapped[Decimal]
 
 
 class AuditLog(Base):
-    __tablename__ = "audit_log"
+    __table__ = tables.audit_log
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
-    actor: Mapped[str] = mapped_column(String(40))
-    action: Mapped[str] = mapped_column(String(60))
-    target: Mapped[str] = mapped_column(String(250))
-    detail: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-
-
-class OutboxStatus(StrEnum):
-    """Where an outbox message stands; stored as its plain string value."""
-
-    PENDING = "pending"  # waiting for its first or next attempt
-    SENDING = "sending"  # claimed by a worker until its lease runs out
-    DELIVERED = "delivered"
-    FAILED = "failed"  # Slack refused it for good; not retried
-    UPLOADING = "uploading"  # a review chart claimed for upload (review/service.py)
+    id: Mapped[int]
+    at: Mapped[dt.datetime]
+    actor: Mapped[str]
+    action: Mapped[str]
+    target: Mapped[str]
+    detail: Mapped[dict[str, Any]]
 
 
 class OutboxMessage(Base):
     """A Slack post recorded before it is sent, so it is delivered once even across restarts."""
 
-    __tablename__ = "outbox"
+    __table__ = tables.outbox
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    dedupe_key: Mapped[str] = mapped_column(String(300), unique=True)
-    kind: Mapped[str] = mapped_column(String(40))
-    channel: Mapped[str] = mapped_column(String(40))
-    thread_key: Mapped[str | None] = mapped_column(String(300))
-    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    status: Mapped[str] = mapped_column(String(20), default=OutboxStatus.PENDING)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    last_error: Mapped[str | None] = mapped_column(Text)
-    next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
-    delivered_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    slack_ts: Mapped[str | None] = mapped_column(String(40))
-    slack_channel: Mapped[str | None] = mapped_column(String(40))
+    id: Mapped[int]
+    dedupe_key: Mapped[str]
+    kind: Mapped[str]
+    channel: Mapped[str]
+    thread_key: Mapped[str | None]
+    payload: Mapped[dict[str, Any]]
+    status: Mapped[str]
+    attempts: Mapped[int]
+    last_error: Mapped[str | None]
+    next_attempt_at: Mapped[dt.datetime | None]
+    created_at: Mapped[dt.datetime]
+    delivered_at: Mapped[dt.datetime | None]
+    slack_ts: Mapped[str | None]
+    slack_channel: Mapped[str | None]
 
 
 class AlertSilence(Base):
     """An Acknowledge or Snooze on a budget, recorded with who and when."""
 
-    __tablename__ = "alert_silences"
+    __table__ = tables.alert_silences
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    budget_scope: Mapped[str] = mapped_column(String(250), index=True)
+    id: Mapped[int]
+    budget_scope: Mapped[str]
     # the budget period's label: `2026-11`, or `w2026-11-23` (bot.periods.budget_period)
-    period: Mapped[str] = mapped_column(String(20))
-    kind: Mapped[str] = mapped_column(String(20))
-    until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    user_id: Mapped[str] = mapped_column(String(40))
-    at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
-    reason: Mapped[str | None] = mapped_column(Text)
+    period: Mapped[str]
+    kind: Mapped[str]
+    until: Mapped[dt.datetime | None]
+    user_id: Mapped[str]
+    at: Mapped[dt.datetime]
+    reason: Mapped[str | None]
     # the budget's amount_revision when given: a changed amount is not silenced by it
-    budget_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    budget_revision: Mapped[int]
 
 
 class ValueMetric(Base):
     """Value a model created on a day: predictions, decisions or any named unit."""
 
-    __tablename__ = "value_metrics"
-    __table_args__ = (
-        UniqueConstraint("model_name", "day", "metric", "source", name="uq_value_metrics_key"),
-    )
+    __table__ = tables.value_metrics
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    model_name: Mapped[str] = mapped_column(String(100), index=True)
-    day: Mapped[dt.date] = mapped_column(Date)
-    metric: Mapped[str] = mapped_column(String(60))
-    units: Mapped[Decimal] = mapped_column(Quantity)
-    revenue: Mapped[Decimal | None] = mapped_column(Money)
-    source: Mapped[str] = mapped_column(String(40), default="manual")
-    recorded_by: Mapped[str | None] = mapped_column(String(40))
-    recorded_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    id: Mapped[int]
+    model_name: Mapped[str]
+    day: Mapped[dt.date]
+    metric: Mapped[str]
+    units: Mapped[Decimal]
+    revenue: Mapped[Decimal | None]
+    source: Mapped[str]
+    recorded_by: Mapped[str | None]
+    recorded_at: Mapped[dt.datetime]
 
 
 class Review(Base):
     """A team's monthly kill-or-keep review thread."""
 
-    __tablename__ = "reviews"
-    __table_args__ = (UniqueConstraint("month", "team_name", name="uq_reviews_month_team"),)
+    __table__ = tables.reviews
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    month: Mapped[str] = mapped_column(String(7))
-    team_name: Mapped[str] = mapped_column(String(100))
-    channel: Mapped[str] = mapped_column(String(40))
-    parent_ts: Mapped[str | None] = mapped_column(String(40))
-    status: Mapped[str] = mapped_column(String(20), default="open")
-    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
-    closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    id: Mapped[int]
+    month: Mapped[str]
+    team_name: Mapped[str]
+    channel: Mapped[str]
+    parent_ts: Mapped[str | None]
+    status: Mapped[str]
+    created_at: Mapped[dt.datetime]
+    closed_at: Mapped[dt.datetime | None]
     # bumped by every decision under the review's row lock (compare-and-set; see record_decision)
     # and by every thread refresh that could not confirm what Slack shows (see refresh_messages)
-    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    version: Mapped[int]
 
     items: Mapped[list["ReviewItem"]] = relationship(
         back_populates="review", cascade="all, delete-orphan"
@@ -488,25 +321,22 @@ class Review(Base):
 class ReviewItem(Base):
     """One model in a review, with its recorded decision."""
 
-    __tablename__ = "review_items"
-    __table_args__ = (
-        UniqueConstraint("review_id", "model_name", name="uq_review_items_review_model"),
-    )
+    __table__ = tables.review_items
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    review_id: Mapped[int] = mapped_column(ForeignKey("reviews.id", ondelete="CASCADE"))
-    model_name: Mapped[str] = mapped_column(String(100))
-    message_ts: Mapped[str | None] = mapped_column(String(40))
-    snapshot: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    decision: Mapped[str | None] = mapped_column(String(20))
-    decided_by: Mapped[str | None] = mapped_column(String(40))
-    decided_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    reason: Mapped[str | None] = mapped_column(Text)
-    reminded_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    id: Mapped[int]
+    review_id: Mapped[int]
+    model_name: Mapped[str]
+    message_ts: Mapped[str | None]
+    snapshot: Mapped[dict[str, Any]]
+    decision: Mapped[str | None]
+    decided_by: Mapped[str | None]
+    decided_at: Mapped[dt.datetime | None]
+    reason: Mapped[str | None]
+    reminded_at: Mapped[dt.datetime | None]
     # set with a decision, cleared once Slack shows it; the delivery job retries what is still set
-    refresh_pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    refresh_pending: Mapped[bool]
     # why Slack refused the refresh for good (the flag is then cleared); reset by a new decision
-    refresh_error: Mapped[str | None] = mapped_column(Text)
+    refresh_error: Mapped[str | None]
 
     review: Mapped[Review] = relationship(back_populates="items")
 
@@ -514,14 +344,13 @@ class ReviewItem(Base):
 class SignOff(Base):
     """An owner's weekly sign-off of a model's spend."""
 
-    __tablename__ = "signoffs"
-    __table_args__ = (UniqueConstraint("model_name", "week_start", name="uq_signoffs_week"),)
+    __table__ = tables.signoffs
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    model_name: Mapped[str] = mapped_column(String(100))
-    week_start: Mapped[dt.date] = mapped_column(Date)
-    user_id: Mapped[str] = mapped_column(String(40))
-    signed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    id: Mapped[int]
+    model_name: Mapped[str]
+    week_start: Mapped[dt.date]
+    user_id: Mapped[str]
+    signed_at: Mapped[dt.datetime]
 
 
 class ResourceFindingRecord(Base):
@@ -533,50 +362,44 @@ class ResourceFindingRecord(Base):
     finding closes; reports compute it again as time passes (lifecycle.saved_so_far).
     """
 
-    __tablename__ = "resource_findings"
-    __table_args__ = (
-        UniqueConstraint(
-            "account", "region", "kind", "resource_id", name="uq_resource_findings_key"
-        ),
-        Index("ix_resource_findings_status", "status", "account"),
-    )
+    __table__ = tables.resource_findings
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    account: Mapped[str] = mapped_column(String(40))
-    region: Mapped[str] = mapped_column(String(40))
-    kind: Mapped[str] = mapped_column(String(40))
-    resource_id: Mapped[str] = mapped_column(String(1024))
-    status: Mapped[str] = mapped_column(String(10), default="open")
-    first_seen: Mapped[dt.datetime] = mapped_column(UTCDateTime)
-    last_seen: Mapped[dt.datetime] = mapped_column(UTCDateTime)
-    monthly_cost: Mapped[Decimal] = mapped_column(Money)
-    raised_monthly_cost: Mapped[Decimal] = mapped_column(Money)
-    last_posted_monthly_cost: Mapped[Decimal | None] = mapped_column(Money)
-    post_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
-    last_posted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    currency: Mapped[str] = mapped_column(String(3), default="USD", server_default="USD")
-    model: Mapped[str | None] = mapped_column(String(100))
-    team: Mapped[str | None] = mapped_column(String(100))
-    channel: Mapped[str | None] = mapped_column(String(40))
-    reason: Mapped[str] = mapped_column(String(40))
-    action: Mapped[str] = mapped_column(String(40))
-    target: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    id: Mapped[int]
+    account: Mapped[str]
+    region: Mapped[str]
+    kind: Mapped[str]
+    resource_id: Mapped[str]
+    status: Mapped[str]
+    first_seen: Mapped[dt.datetime]
+    last_seen: Mapped[dt.datetime]
+    monthly_cost: Mapped[Decimal]
+    raised_monthly_cost: Mapped[Decimal]
+    last_posted_monthly_cost: Mapped[Decimal | None]
+    post_count: Mapped[int]
+    last_posted_at: Mapped[dt.datetime | None]
+    currency: Mapped[str]
+    model: Mapped[str | None]
+    team: Mapped[str | None]
+    channel: Mapped[str | None]
+    reason: Mapped[str]
+    action: Mapped[str]
+    target: Mapped[dict[str, Any]]
     # the finding as the last scan saw it (ResourceFinding.to_dict()): what the post shows
-    details: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    decision: Mapped[str] = mapped_column(String(20), default="none", server_default="none")
-    decided_by: Mapped[str | None] = mapped_column(String(40))
-    decided_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    keep_until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    decision_monthly_cost: Mapped[Decimal | None] = mapped_column(Money)
-    closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    saved_so_far: Mapped[Decimal | None] = mapped_column(Money)
+    details: Mapped[dict[str, Any]]
+    decision: Mapped[str]
+    decided_by: Mapped[str | None]
+    decided_at: Mapped[dt.datetime | None]
+    keep_until: Mapped[dt.datetime | None]
+    decision_monthly_cost: Mapped[Decimal | None]
+    closed_at: Mapped[dt.datetime | None]
+    saved_so_far: Mapped[Decimal | None]
     # "acting" while a Stop it runs (claimed, so a retried press cannot act again), then
     # "done: ...", "refused: protected ...", "disabled: approval recorded only", "failed: CODE"
-    action_result: Mapped[str | None] = mapped_column(Text)
-    action_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
-    action_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    action_result: Mapped[str | None]
+    action_count: Mapped[int]
+    action_at: Mapped[dt.datetime | None]
     # bumped by every decision and Stop it step, under the row's lock (bot/db/locks.py: claim_row)
-    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    version: Mapped[int]
 
 
 class AnomalyExpectation(Base):
@@ -588,22 +411,21 @@ class AnomalyExpectation(Base):
     to `level` no longer makes the scope's spend anomalous (bot/anomalies/drivers.py).
     """
 
-    __tablename__ = "anomaly_expectations"
-    __table_args__ = (Index("ix_anomaly_expectations_scope", "scope", "month"),)
+    __table__ = tables.anomaly_expectations
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    anomaly_key: Mapped[str] = mapped_column(String(300), unique=True)
-    kind: Mapped[str] = mapped_column(String(20))
-    scope: Mapped[str] = mapped_column(String(250))
-    answer: Mapped[str] = mapped_column(String(20))  # expected | not_expected
-    month: Mapped[str] = mapped_column(String(7))
-    anomaly_day: Mapped[dt.date] = mapped_column(Date)
-    amount: Mapped[Decimal] = mapped_column(Money)  # the scope's spend that day
-    excess: Mapped[Decimal] = mapped_column(Money)  # and how far above usual
-    dimension: Mapped[str | None] = mapped_column(String(40))
-    value: Mapped[str | None] = mapped_column(String(1024))
-    level: Mapped[Decimal | None] = mapped_column(Money)
-    usual: Mapped[Decimal | None] = mapped_column(Money)
-    currency: Mapped[str] = mapped_column(String(3), default="USD", server_default="USD")
-    user_id: Mapped[str] = mapped_column(String(40))
-    at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    id: Mapped[int]
+    anomaly_key: Mapped[str]
+    kind: Mapped[str]
+    scope: Mapped[str]
+    answer: Mapped[str]
+    month: Mapped[str]
+    anomaly_day: Mapped[dt.date]
+    amount: Mapped[Decimal]
+    excess: Mapped[Decimal]
+    dimension: Mapped[str | None]
+    value: Mapped[str | None]
+    level: Mapped[Decimal | None]
+    usual: Mapped[Decimal | None]
+    currency: Mapped[str]
+    user_id: Mapped[str]
+    at: Mapped[dt.datetime]

@@ -23,7 +23,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.db.engine import dialect_insert
-from bot.db.schema import MLModel, ValueMetric, utcnow
+from bot.db.schema import MLModel, ValueMetric
+from bot.db.tables import utcnow
 from bot.errors import IngestError, UsageError
 from bot.periods import Period
 

@@ -15,8 +15,10 @@ from sqlalchemy import and_, delete, func, or_, select, text
 from sqlalchemy.orm import Session
 
 from bot.config import AttributionSettings
+from bot.db import tables
 from bot.db.bulk_insert import insert_arrow
-from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend, utcnow
+from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
+from bot.db.tables import utcnow
 from bot.errors import IngestError
 from bot.ingest.attribution import IDLE, AttributionRules, Attributor, ChargeFacts
 from bot.ingest.gpu import gpus_per_unit
@@ -287,7 +289,7 @@ def _write_ledger(
     touched: tuple[dt.date, dt.date] | None,
 ) -> _Written:
     """Attribute the charges and insert the ledger rows; widen `touched` by the days written."""
-    target = DailySpend.metadata.tables[DailySpend.__tablename__]
+    target = tables.daily_spend
     written = _Written(touched=touched)
     billed, attributed = written.billed, written.attributed
     for ledger in attribute_charges(data.charge_parts(), rules):

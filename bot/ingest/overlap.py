@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, literal, select
 from sqlalchemy.orm import Session
 
+from bot.db import tables
 from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
 from bot.money import format_money_places
 
@@ -253,8 +254,8 @@ def _move(
     counted_by: str,
 ) -> None:
     """Move one source kind's rows of a provider account's day to or from overlapping_spend."""
-    ledger = DailySpend.metadata.tables[DailySpend.__tablename__]
-    set_aside = OverlappingSpend.metadata.tables[OverlappingSpend.__tablename__]
+    ledger = tables.daily_spend
+    set_aside = tables.overlapping_spend
     source, target = (ledger, set_aside) if aside else (set_aside, ledger)
     runs = select(IngestionRun.id).where(IngestionRun.source == kind)
     where = (

@@ -45,7 +45,8 @@ from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from bot.config import DeliverySettings
 from bot.db.engine import database_now, session_scope
-from bot.db.schema import OutboxMessage, OutboxStatus
+from bot.db.schema import OutboxMessage
+from bot.db.tables import OutboxStatus
 from bot.notify.outbox import METADATA_EVENT, FindPosted, Rendered, Renderer, render_payload
 from bot.slack.errors import describe, is_permanent, is_transient, send_shrinking
 from bot.slack.notifier import Notifier, Posted

@@ -21,7 +21,8 @@ from sqlalchemy import Table
 from sqlalchemy.orm import Session
 
 from bot.db.engine import dialect_insert
-from bot.db.schema import OutboxMessage, OutboxStatus
+from bot.db.schema import OutboxMessage
+from bot.db.tables import OutboxStatus
 from bot.notify.codec import decode, encode
 from bot.slack.notifier import Posted
 

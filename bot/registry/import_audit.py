@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from bot.db.schema import AuditLog, utcnow
+from bot.db.schema import AuditLog
+from bot.db.tables import utcnow
 from bot.periods import MONTHLY
 
 if TYPE_CHECKING:  # the audit trail reads IMPORT_ACTION without loading the registry's models

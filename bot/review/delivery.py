@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session, selectinload, sessionmaker
 
 from bot.config import ReviewSettings
 from bot.db.engine import dialect_insert, session_scope
-from bot.db.schema import OutboxMessage, OutboxStatus, Review
+from bot.db.schema import OutboxMessage, Review
+from bot.db.tables import OutboxStatus
 from bot.notify.delivery import DeliveryEdge, OutboxTiming, deliver_pending, outbox_timing
 from bot.periods import Period
 from bot.review.open import open_reviews

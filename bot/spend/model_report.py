@@ -10,7 +10,8 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import STAGES, Budget, DailySpend
+from bot.db.schema import Budget, DailySpend
+from bot.db.tables import STAGES
 from bot.money import CostBasis, percent_of
 from bot.periods import MONTHLY
 from bot.registry.catalog import find_model, model_owner_ids

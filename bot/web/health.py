@@ -8,7 +8,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from bot.db.schema import IngestionRun, OutboxMessage, OutboxStatus, Review, ReviewItem
+from bot.db.schema import IngestionRun, OutboxMessage, Review, ReviewItem
+from bot.db.tables import OutboxStatus
 from bot.notify.source_health import source_failures
 
 RECENT_FAILURES = 5

@@ -12,8 +12,10 @@ from sqlalchemy import Boolean, select
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
+from bot.db import tables
 from bot.db.bulk_insert import insert_arrow, sqlite_values
-from bot.db.schema import DailySpend, ExactDecimal, IngestionRun, Money, Quantity
+from bot.db.schema import DailySpend, IngestionRun
+from bot.db.tables import ExactDecimal, Money, Quantity
 
 AWKWARD_TEXT = ['comma, "quoted"', "line\nbreak", "", "naïve ☃", "\\N", "NULL"]
 
@@ -53,7 +55,7 @@ def test_arrow_rows_round_trip_exactly(session: Session) -> None:
         else:
             columns[column.name] = pa.array([f"{column.name}-{i}" for i in range(n)])
     insert_arrow(
-        DailySpend.metadata.tables[DailySpend.__tablename__],
+        tables.daily_spend,
         pa.table(columns),
         connection=session.connection(),
     )
@@ -121,7 +123,7 @@ def test_a_sqlite_load_gets_a_page_cache_that_holds_its_pages(session: Session) 
         },
     }
     insert_arrow(
-        DailySpend.metadata.tables[DailySpend.__tablename__],
+        tables.daily_spend,
         pa.table(rows),
         connection=connection,
     )
@@ -129,7 +131,7 @@ def test_a_sqlite_load_gets_a_page_cache_that_holds_its_pages(session: Session) 
     assert connection.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2  # FULL, as before
     connection.exec_driver_sql("PRAGMA cache_size = -200000")
     insert_arrow(
-        DailySpend.metadata.tables[DailySpend.__tablename__],
+        tables.daily_spend,
         pa.table(rows),
         connection=connection,
     )

@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bot.db.schema import STAGES
+from bot.db.tables import STAGES
 from bot.slack.charts.colours import STAGE_COLOURS
 from bot.slack.charts.ticks import money_axis
 
