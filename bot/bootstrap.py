@@ -16,14 +16,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from bot.config import Settings
 from bot.db.engine import session_scope
 from bot.errors import AwsUnavailable, aws_error_reason
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
+    from sqlalchemy.orm import Session, sessionmaker
 
     from bot.notify.delivery import DeliveryEdge
     from bot.notify.outbox import FindPosted, Renderer

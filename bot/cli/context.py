@@ -7,15 +7,17 @@ is parsed, and command modules only for type checking, so `--help` stays fast.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.orm import Session, sessionmaker
 
-from bot.bootstrap import AppServices, build_services
+from bot import bootstrap
+from bot.bootstrap import build_services
 from bot.config import Settings
 from bot.db.engine import (
     database_unavailable,
@@ -23,6 +25,16 @@ from bot.db.engine import (
     make_session_factory,
     upgrade,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from bot.bootstrap import AppServices
+
+
+def cli_clock() -> dt.datetime:
+    """Return the commands' time now: the composition root's clock (tests freeze this one)."""
+    return bootstrap.system_clock()
 
 
 @dataclass
@@ -68,7 +80,7 @@ class CliContext:
         commands that post check for the token first.
         """
         if self._services is None:
-            self._services = build_services(self.settings, self.session_factory)
+            self._services = build_services(self.settings, self.session_factory, clock=cli_clock)
         return self._services
 
     @contextmanager
@@ -76,6 +88,20 @@ class CliContext:
         """Open one transaction: committed on success, rolled back on any error."""
         with self.services.unit_of_work() as session:
             yield session
+
+    @contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """Open a connection for a command that only reads: no ORM, nothing written or committed.
+
+        The services a report, the gate or the audit trail call take a `bot.db.reading.Reader`,
+        which a Connection is; not loading SQLAlchemy's ORM saves about 0.12 s (issue 24).
+        """
+        with self.engine.connect() as connection:
+            yield connection
+
+    def now(self) -> dt.datetime:
+        """Return the time now (aware, UTC), as the services' clock says, without building them."""
+        return cli_clock()
 
     def close(self) -> None:
         """Dispose of the engine's connections."""

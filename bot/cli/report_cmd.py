@@ -74,16 +74,16 @@ def run_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print spend per group for a month."""
     from bot.ingest.rollup import ledger_day_range
     from bot.periods import month_of, month_period
-    from bot.registry.catalog import find_model
+    from bot.registry.names import model_name
     from bot.spend.reports import check_currency_setting, parse_dimensions, spend_report
     from bot.spend.runs import run_report
 
     if args.totals and args.format != "csv":
         raise UsageError("--totals goes with --format csv (the table and JSON carry the totals)")
-    period = month_period(args.month) if args.month else month_of(ctx.services.clock().date())
+    period = month_period(args.month) if args.month else month_of(ctx.now().date())
     by = parse_dimensions(args.by, allow_run=True)
-    with ctx.session() as session:
-        model = find_model(session, args.model).name if args.model else None
+    with ctx.reading() as session:
+        model = model_name(session, args.model) if args.model else None
         check_currency_setting(session, ctx.settings.currency)
         if by == ["run"]:
             report = run_report(

@@ -22,23 +22,24 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
-from sqlalchemy.orm import Session, sessionmaker
 
+from bot.db.reading import Reader, dialect_name
 from bot.errors import MlcostError
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
-def dialect_insert(session: Session) -> Any:
+def dialect_insert(session: Reader) -> Any:
     """Return the session's dialect `insert`, which has ON CONFLICT (upserts, insert-if-absent).
 
     Each dialect's module is imported on first use: a command on SQLite never loads
     PostgreSQL's dialect package (its drivers' modules, 40 ms).
     """
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect_name(session) == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
         return pg_insert
@@ -47,19 +48,19 @@ def dialect_insert(session: Session) -> Any:
     return sqlite_insert
 
 
-def among(session: Session, column: Any, values: Sequence[Any]) -> Any:
+def among(session: Reader, column: Any, values: Sequence[Any]) -> Any:
     """Return `column IN values`; on PostgreSQL `column = ANY(:array)`, one parameter.
 
     An IN list is one parameter per value: thousands of them (the budgets of a burst of alerts)
     cost seconds in compiling and in psycopg's parsing of the statement (issue 24). The values
     must be of the column's type.
     """
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect_name(session) == "postgresql":
         return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))
     return column.in_(values)
 
 
-def database_now(session: Session) -> dt.datetime:
+def database_now(session: Reader) -> dt.datetime:
     """Return the database's clock (aware, UTC): the time every process and host agrees on.
 
     Leases and retry times several processes compare are taken from it, never from the host's
@@ -67,7 +68,7 @@ def database_now(session: Session) -> dt.datetime:
     with milliseconds; PostgreSQL's clock_timestamp() is the time now, not the transaction's
     start.
     """
-    if session.get_bind().dialect.name == "sqlite":
+    if dialect_name(session) == "sqlite":
         now = session.execute(select(func.strftime("%Y-%m-%d %H:%M:%f", "now"))).scalar_one()
         return dt.datetime.fromisoformat(str(now)).replace(tzinfo=dt.UTC)
     value: dt.datetime = session.execute(select(func.clock_timestamp())).scalar_one()
@@ -127,7 +128,9 @@ def _create_engine(url: str) -> Engine:
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
-    """Return a session factory bound to the engine."""
+    """Return a session factory bound to the engine (the ORM is loaded here, not at import)."""
+    from sqlalchemy.orm import sessionmaker
+
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 

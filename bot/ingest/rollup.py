@@ -3,35 +3,41 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, insert, select
-from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend, SpendRollup
+from bot.db.tables import daily_spend, spend_rollup
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from bot.db.reading import Reader
 
 _KEYS = ("day", "model", "team", "stage", "currency")
 _SUMS = ("billed_cost", "effective_cost", "gpu_hours")
 
 
-def ledger_day_range(session: Session, *conditions: Any) -> tuple[dt.date, dt.date] | None:
+def ledger_day_range(session: Reader, *conditions: Any) -> tuple[dt.date, dt.date] | None:
     """Return the first and last day of the ledger rows matching the conditions."""
     first, last = session.execute(
-        select(func.min(DailySpend.day), func.max(DailySpend.day)).where(*conditions)
+        select(func.min(daily_spend.c.day), func.max(daily_spend.c.day)).where(*conditions)
     ).one()
     return None if first is None else (first, last)
 
 
 def refresh_rollup(session: Session, start: dt.date, end: dt.date) -> None:
     """Sum the ledger again for the days start..end (inclusive), replacing the rollup's rows."""
-    session.execute(delete(SpendRollup).where(SpendRollup.day >= start, SpendRollup.day <= end))
-    keys = [getattr(DailySpend, k) for k in _KEYS]
-    sums = [func.sum(getattr(DailySpend, k)) for k in _SUMS]
     session.execute(
-        insert(SpendRollup).from_select(
+        delete(spend_rollup).where(spend_rollup.c.day >= start, spend_rollup.c.day <= end)
+    )
+    keys = [daily_spend.c[k] for k in _KEYS]
+    sums = [func.sum(daily_spend.c[k]) for k in _SUMS]
+    session.execute(
+        insert(spend_rollup).from_select(
             [*_KEYS, *_SUMS],
             select(*keys, *sums)
-            .where(DailySpend.day >= start, DailySpend.day <= end)
+            .where(daily_spend.c.day >= start, daily_spend.c.day <= end)
             .group_by(*keys),
         )
     )
@@ -40,6 +46,6 @@ def refresh_rollup(session: Session, start: dt.date, end: dt.date) -> None:
 def rebuild_rollup(session: Session) -> None:
     """Sum the whole ledger again (after loading rows by other means than an ingestion)."""
     span = ledger_day_range(session)
-    session.execute(delete(SpendRollup))
+    session.execute(delete(spend_rollup))
     if span is not None:
         refresh_rollup(session, *span)

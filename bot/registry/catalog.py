@@ -1,21 +1,13 @@
-"""Look up models and teams by name, with suggestions for a misspelt one."""
+"""Look up models and teams (ORM objects, with their owners) by name; suggest a misspelt one."""
 
 from __future__ import annotations
-
-import difflib
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from bot.db.schema import Admin, MLModel, Team
 from bot.errors import NotFoundError
-
-
-def _suggestion(name: str, names: list[str], kind: str) -> str:
-    close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.5)
-    if close:
-        return f"No {kind} named `{name}`. Did you mean " + ", ".join(f"`{c}`" for c in close) + "?"
-    return f"No {kind} named `{name}`. Known {kind}s: " + ", ".join(f"`{n}`" for n in names[:10])
+from bot.registry.names import suggestion
 
 
 def find_model(session: Session, name: str) -> MLModel:
@@ -26,7 +18,7 @@ def find_model(session: Session, name: str) -> MLModel:
         .options(selectinload(MLModel.owners), selectinload(MLModel.team).selectinload(Team.owners))
     ).first()
     if model is None:
-        raise NotFoundError(_suggestion(name, list(session.scalars(select(MLModel.name))), "model"))
+        raise NotFoundError(suggestion(name, list(session.scalars(select(MLModel.name))), "model"))
     return model
 
 
@@ -36,7 +28,7 @@ def find_team(session: Session, name: str) -> Team:
         select(Team).where(Team.name == name.lower()).options(selectinload(Team.owners))
     ).first()
     if team is None:
-        raise NotFoundError(_suggestion(name, list(session.scalars(select(Team.name))), "team"))
+        raise NotFoundError(suggestion(name, list(session.scalars(select(Team.name))), "team"))
     return team
 
 

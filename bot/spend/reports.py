@@ -9,9 +9,9 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import and_, func, select
-from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend
+from bot.db.reading import Reader
+from bot.db.tables import daily_spend
 from bot.errors import CurrencyError, UsageError
 from bot.ingest.attribution import IDLE
 from bot.money import CostBasis
@@ -19,21 +19,21 @@ from bot.periods import Period
 
 # The usage account: AWS linked account, Google Cloud project, Azure subscription, OpenCost
 # namespace; a charge whose source names none is its billing account's.
-USAGE_ACCOUNT = func.coalesce(DailySpend.sub_account, DailySpend.billing_account)
+USAGE_ACCOUNT = func.coalesce(daily_spend.c.sub_account, daily_spend.c.billing_account)
 
 DIMENSIONS: dict[str, Any] = {
-    "model": DailySpend.model,
-    "stage": DailySpend.stage,
-    "team": DailySpend.team,
-    "service": DailySpend.service,
-    "provider": DailySpend.provider,
+    "model": daily_spend.c.model,
+    "stage": daily_spend.c.stage,
+    "team": daily_spend.c.team,
+    "service": daily_spend.c.service,
+    "provider": daily_spend.c.provider,
     "account": USAGE_ACCOUNT,
-    "billing_account": DailySpend.billing_account,  # the payer / billing account
-    "region": DailySpend.region,
-    "resource": DailySpend.resource_id,
-    "day": DailySpend.day,
-    "category": DailySpend.charge_category,
-    "tag": DailySpend.model_tag_value,
+    "billing_account": daily_spend.c.billing_account,  # the payer / billing account
+    "region": daily_spend.c.region,
+    "resource": daily_spend.c.resource_id,
+    "day": daily_spend.c.day,
+    "category": daily_spend.c.charge_category,
+    "tag": daily_spend.c.model_tag_value,
 }
 
 
@@ -45,13 +45,13 @@ def taggable() -> Any:
     (bot/spend/chargeback.py names the same pools).
     """
     return and_(
-        DailySpend.attribution != IDLE,
-        DailySpend.charge_category != "Tax",
-        func.lower(DailySpend.service).not_like("%support%"),
+        daily_spend.c.attribution != IDLE,
+        daily_spend.c.charge_category != "Tax",
+        func.lower(daily_spend.c.service).not_like("%support%"),
     )
 
 
-def cost_column(basis: CostBasis, table: Any = DailySpend) -> Any:
+def cost_column(basis: CostBasis, table: Any = daily_spend.c) -> Any:
     """Return the ledger's (or the rollup's) column for a cost basis."""
     if basis not in tuple(CostBasis):  # a plain string from a caller outside the type checker
         raise UsageError(f"cost basis must be billed or effective, not {basis!r}")
@@ -203,7 +203,7 @@ def parse_dimensions(text: str, *, allow_run: bool = False) -> list[str]:
 
 def spend_report(
     *,
-    session: Session,
+    session: Reader,
     period: Period,
     by: list[str],
     basis: CostBasis = CostBasis.BILLED,
@@ -215,7 +215,7 @@ def spend_report(
     `only_taggable=True` leaves out the spend no tag could claim (see `taggable`).
     """
     cost = cost_column(basis)
-    in_period = [DailySpend.day >= period.start, DailySpend.day < period.end]
+    in_period = [daily_spend.c.day >= period.start, daily_spend.c.day < period.end]
     if only_taggable:
         in_period.append(taggable())
     for name, value in (where or {}).items():
@@ -224,16 +224,16 @@ def spend_report(
         )
     columns = [DIMENSIONS[name].label(name) for name in by]
     # grouped by model, idle cluster cost is a line of its own, not part of "(unallocated)"
-    idle = (DailySpend.attribution == IDLE).label("idle")
+    idle = (daily_spend.c.attribution == IDLE).label("idle")
     split = [idle] if "model" in by else []
-    currency = DailySpend.currency.label("currency")
+    currency = daily_spend.c.currency.label("currency")
     query = (
         select(
             *columns,
             *split,
             currency,
             func.sum(cost).label("cost"),
-            func.sum(DailySpend.gpu_hours).label("gpu"),
+            func.sum(daily_spend.c.gpu_hours).label("gpu"),
         )
         .where(*in_period)
         .group_by(*columns, *split, currency)
@@ -257,28 +257,28 @@ def spend_report(
     return report
 
 
-def estimated_days(session: Session, in_period: Sequence[Any]) -> int:
+def estimated_days(session: Reader, in_period: Sequence[Any]) -> int:
     """Count the days in the conditions whose spend includes provider estimates."""
-    query = select(func.count(func.distinct(DailySpend.day))).where(
-        *in_period, DailySpend.estimated.is_(True)
+    query = select(func.count(func.distinct(daily_spend.c.day))).where(
+        *in_period, daily_spend.c.estimated.is_(True)
     )
     return int(session.scalar(query) or 0)
 
 
-def _totals(session: Session, in_period: list[Any], basis: CostBasis) -> list[SpendTotals]:
+def _totals(session: Reader, in_period: list[Any], basis: CostBasis) -> list[SpendTotals]:
     """Return the period's totals per currency: billed, effective, attributed, unallocated, idle."""
     cost = cost_column(basis)
-    no_model = DailySpend.model.is_(None)
-    idle = and_(no_model, DailySpend.attribution == IDLE)
-    currency = DailySpend.currency.label("currency")
+    no_model = daily_spend.c.model.is_(None)
+    idle = and_(no_model, daily_spend.c.attribution == IDLE)
+    currency = daily_spend.c.currency.label("currency")
     totals = []
     for row in session.execute(
         select(
             currency,
-            func.sum(DailySpend.billed_cost),
-            func.sum(DailySpend.effective_cost),
-            func.sum(cost).filter(DailySpend.model.is_not(None)),
-            func.sum(cost).filter(no_model, DailySpend.attribution != IDLE),
+            func.sum(daily_spend.c.billed_cost),
+            func.sum(daily_spend.c.effective_cost),
+            func.sum(cost).filter(daily_spend.c.model.is_not(None)),
+            func.sum(cost).filter(no_model, daily_spend.c.attribution != IDLE),
             func.sum(cost).filter(idle),
         )
         .where(*in_period)
@@ -301,31 +301,31 @@ def _totals(session: Session, in_period: list[Any], basis: CostBasis) -> list[Sp
 
 
 def ledger_currencies(
-    session: Session, *, period: Period | None = None, where: Sequence[Any] = ()
+    session: Reader, *, period: Period | None = None, where: Sequence[Any] = ()
 ) -> list[str]:
     """Return the currencies the ledger's spend (in a period, matching conditions) is billed in."""
     conditions = list(where)
     if period is None and not conditions:
         return _all_currencies(session)
     if period is not None:
-        conditions += [DailySpend.day >= period.start, DailySpend.day < period.end]
-    query = select(DailySpend.currency).where(*conditions).distinct()
+        conditions += [daily_spend.c.day >= period.start, daily_spend.c.day < period.end]
+    query = select(daily_spend.c.currency).where(*conditions).distinct()
     return sorted(session.scalars(query))
 
 
-def _all_currencies(session: Session) -> list[str]:
+def _all_currencies(session: Reader) -> list[str]:
     """Return every currency of the ledger, each found from the one before it as the least
     greater one: one probe of the index led by currency per currency (a DISTINCT would read
     every row of the ledger)."""
-    found = select(func.min(DailySpend.currency).label("code")).cte("currencies", recursive=True)
+    found = select(func.min(daily_spend.c.currency).label("code")).cte("currencies", recursive=True)
     following = (
-        select(func.min(DailySpend.currency)).where(DailySpend.currency > found.c.code)
+        select(func.min(daily_spend.c.currency)).where(daily_spend.c.currency > found.c.code)
     ).scalar_subquery()
     found = found.union_all(select(following).where(found.c.code.is_not(None)))
     return sorted(session.scalars(select(found.c.code).where(found.c.code.is_not(None))))
 
 
-def check_currency_setting(session: Session, setting: str) -> None:
+def check_currency_setting(session: Reader, setting: str) -> None:
     """Refuse an organisation currency (MLCOST_CURRENCY) in which the ledger holds no spend.
 
     mlcost never converts or relabels money: a setting of EUR over a ledger billed in USD would
@@ -344,7 +344,7 @@ def check_currency_setting(session: Session, setting: str) -> None:
 
 
 def display_currency(
-    session: Session, *, setting: str, period: Period, where: Sequence[Any] = (), what: str
+    session: Reader, *, setting: str, period: Period, where: Sequence[Any] = (), what: str
 ) -> str:
     """Return the one currency a single-currency view shows: that of its spend, else the setting.
 

@@ -9,9 +9,9 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend
+from bot.db.reading import Reader
+from bot.db.tables import daily_spend
 from bot.money import CostBasis
 from bot.periods import Period
 from bot.spend.reports import SpendLine, SpendReport, _totals, cost_column, estimated_days
@@ -43,7 +43,7 @@ class RunCost:
 
 def run_costs(
     *,
-    session: Session,
+    session: Reader,
     start: dt.date,
     end: dt.date,
     basis: CostBasis = CostBasis.BILLED,
@@ -53,22 +53,24 @@ def run_costs(
     cost = cost_column(basis)
     rows = session.execute(
         select(
-            DailySpend.currency,
-            DailySpend.model,
-            DailySpend.run,
-            DailySpend.stage,
-            func.min(DailySpend.day),
-            func.max(DailySpend.day),
+            daily_spend.c.currency,
+            daily_spend.c.model,
+            daily_spend.c.run,
+            daily_spend.c.stage,
+            func.min(daily_spend.c.day),
+            func.max(daily_spend.c.day),
             func.sum(cost),
-            func.sum(DailySpend.gpu_hours),
+            func.sum(daily_spend.c.gpu_hours),
         )
         .where(
-            DailySpend.day >= start,
-            DailySpend.day < end,
-            DailySpend.run.is_not(None),
+            daily_spend.c.day >= start,
+            daily_spend.c.day < end,
+            daily_spend.c.run.is_not(None),
             *where,
         )
-        .group_by(DailySpend.currency, DailySpend.model, DailySpend.run, DailySpend.stage)
+        .group_by(
+            daily_spend.c.currency, daily_spend.c.model, daily_spend.c.run, daily_spend.c.stage
+        )
     ).all()
     # one run may span stages (training, then its checkpoints' storage): fold them into one line
     parts: dict[tuple[str, str | None, str], list[tuple[str, dt.date, dt.date, Decimal, Decimal]]]
@@ -98,7 +100,7 @@ def run_costs(
 
 def model_top_runs(
     *,
-    session: Session,
+    session: Reader,
     model: str,
     start: dt.date,
     end: dt.date,
@@ -107,14 +109,14 @@ def model_top_runs(
 ) -> list[RunCost]:
     """Return a model's most expensive runs in [start, end)."""
     found = run_costs(
-        session=session, start=start, end=end, basis=basis, where=[DailySpend.model == model]
+        session=session, start=start, end=end, basis=basis, where=[daily_spend.c.model == model]
     )
     return sorted(found, key=lambda r: -r.cost)[:limit]
 
 
 def run_report(
     *,
-    session: Session,
+    session: Reader,
     period: Period,
     basis: CostBasis = CostBasis.BILLED,
     model: str | None = None,
@@ -124,8 +126,8 @@ def run_report(
     The lines add up to the totals to the cent: spend without a run is a line of its own, never
     dropped. `model` limits the runs, the `(no run)` line and the totals to one model's spend.
     """
-    where = [] if model is None else [DailySpend.model == model]
-    in_period = [DailySpend.day >= period.start, DailySpend.day < period.end, *where]
+    where = [] if model is None else [daily_spend.c.model == model]
+    in_period = [daily_spend.c.day >= period.start, daily_spend.c.day < period.end, *where]
     report = SpendReport(period=period, by=list(RUN_COLUMNS), basis=basis)
     lines_by_currency: dict[str, list[SpendLine]] = {}
     for run in run_costs(
@@ -144,14 +146,14 @@ def run_report(
     cost = cost_column(basis)
     for currency, first, last, total, gpu in session.execute(
         select(
-            DailySpend.currency,
-            func.min(DailySpend.day),
-            func.max(DailySpend.day),
+            daily_spend.c.currency,
+            func.min(daily_spend.c.day),
+            func.max(daily_spend.c.day),
             func.sum(cost),
-            func.sum(DailySpend.gpu_hours),
+            func.sum(daily_spend.c.gpu_hours),
         )
-        .where(*in_period, DailySpend.run.is_(None))
-        .group_by(DailySpend.currency)
+        .where(*in_period, daily_spend.c.run.is_(None))
+        .group_by(daily_spend.c.currency)
     ):
         group = {"model": model, "run": None, "stage": None, "first_day": first, "last_day": last}
         lines_by_currency.setdefault(currency, []).append(

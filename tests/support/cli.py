@@ -83,12 +83,7 @@ def days_back(last: dt.date, count: int) -> list[dt.date]:
 
 
 def freeze_cli_clock(monkeypatch: pytest.MonkeyPatch, when: dt.datetime) -> None:
-    """Make `mlcost` commands in this process read `when` from their services' clock."""
+    """Make `mlcost` commands in this process read `when` from their clock (and services')."""
     import bot.cli.context
-    from bot.bootstrap import build_services
 
-    monkeypatch.setattr(
-        bot.cli.context,
-        "build_services",
-        lambda settings, factory: build_services(settings, factory, clock=lambda: when),
-    )
+    monkeypatch.setattr(bot.cli.context, "cli_clock", lambda: when)

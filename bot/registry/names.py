@@ -1,0 +1,42 @@
+"""Models and teams by name on the tables, without the ORM: what reading commands look up.
+
+A misspelt name is refused with the closest names (bot/registry/catalog.py says the same for
+the ORM's lookups, which Slack's handlers use to change what they find).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+
+from bot.db.tables import models, teams
+from bot.errors import NotFoundError
+
+if TYPE_CHECKING:
+    from bot.db.reading import Reader
+
+
+def suggestion(name: str, names: list[str], kind: str) -> str:
+    """Say there is no `kind` called `name`, naming the closest (or the first ten) known names."""
+    close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.5)
+    if close:
+        return f"No {kind} named `{name}`. Did you mean " + ", ".join(f"`{c}`" for c in close) + "?"
+    return f"No {kind} named `{name}`. Known {kind}s: " + ", ".join(f"`{n}`" for n in names[:10])
+
+
+def model_name(reader: Reader, name: str) -> str:
+    """Return the registered model's name, or raise NotFoundError naming the closest names."""
+    found = reader.scalar(select(models.c.name).where(models.c.name == name.lower()))
+    if found is None:
+        raise NotFoundError(suggestion(name, list(reader.scalars(select(models.c.name))), "model"))
+    return str(found)
+
+
+def team_name(reader: Reader, name: str) -> str:
+    """Return the registered team's name, or raise NotFoundError naming the closest names."""
+    found = reader.scalar(select(teams.c.name).where(teams.c.name == name.lower()))
+    if found is None:
+        raise NotFoundError(suggestion(name, list(reader.scalars(select(teams.c.name))), "team"))
+    return str(found)
