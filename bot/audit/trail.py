@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Row, and_, func, or_, select
 
-from bot.db.schema import AuditLog, Budget, MLModel, ResourceFindingRecord, Team
+from bot.db.reading import Reader
+from bot.db.tables import audit_log, budgets, models, resource_findings, teams
 from bot.errors import NotFoundError, UsageError
 from bot.money import format_money_exact, format_money_places
 from bot.registry.import_audit import IMPORT_ACTION
@@ -243,7 +243,7 @@ REVIEW = "review:" + "_" * 7 + ":"
 
 
 def _model_terms(name: str) -> list[ColumnElement[bool]]:
-    target, n = AuditLog.target, _like(name)
+    target, n = audit_log.c.target, _like(name)
     return [
         target == f"model:{name}",
         target.like(f"model:{n}/%", escape="\\"),  # its stage budgets
@@ -252,7 +252,7 @@ def _model_terms(name: str) -> list[ColumnElement[bool]]:
 
 
 def _team_terms(name: str) -> list[ColumnElement[bool]]:
-    target, n = AuditLog.target, _like(name)
+    target, n = audit_log.c.target, _like(name)
     return [
         target == f"team:{name}",
         target.like(f"team:{n}/%", escape="\\"),
@@ -263,14 +263,14 @@ def _team_terms(name: str) -> list[ColumnElement[bool]]:
 
 def _resource_keys(*, model: str | None = None, team: str | None = None) -> Any:
     """Select the keys (as the audit stores them) of resource findings of a model or team."""
-    record = ResourceFindingRecord
+    record = resource_findings.c
     key = record.account + "/" + record.region + "/" + record.kind + "/" + record.resource_id
     column = record.model if model is not None else record.team
     return select(func.substr(key, 1, 250)).where(column == (model or team))
 
 
 def subject_condition(
-    session: Session, subject: str, kind: str | None = None
+    session: Reader, subject: str, kind: str | None = None
 ) -> ColumnElement[bool]:
     """Return the filter for `--subject`.
 
@@ -284,34 +284,36 @@ def subject_condition(
     if not text:
         raise UsageError("--subject needs a model, team, budget scope or resource")
     if ":" in text or "/" in text:
-        return AuditLog.target == text
+        return audit_log.c.target == text
     name = text.lower()
-    terms: list[ColumnElement[bool]] = [AuditLog.target == text]
+    terms: list[ColumnElement[bool]] = [audit_log.c.target == text]
     if kind in (None, MODEL):
         terms.extend(_model_terms(name))
-        terms.append(AuditLog.target.in_(_resource_keys(model=name)))
+        terms.append(audit_log.c.target.in_(_resource_keys(model=name)))
     if kind in (None, TEAM):
         terms.extend(_team_terms(name))
-        terms.append(AuditLog.target.in_(_resource_keys(team=name)))
-        models = session.scalars(select(MLModel.name).join(Team).where(Team.name == name)).all()
-        for model in models:
+        terms.append(audit_log.c.target.in_(_resource_keys(team=name)))
+        query = select(models.c.name).join(teams, teams.c.id == models.c.team_id)
+        for model in session.scalars(query.where(teams.c.name == name)).all():
             terms.extend(_model_terms(model))
-            terms.append(AuditLog.target.in_(_resource_keys(model=model)))
+            terms.append(audit_log.c.target.in_(_resource_keys(model=model)))
     return or_(*terms)
 
 
-def resolve_subject(session: Session, name: str) -> AuditSubject:
+def resolve_subject(session: Reader, name: str) -> AuditSubject:
     """Return the model (first) or team with this name, or NotFoundError with close names."""
     wanted = name.strip().lower()
-    if session.scalars(select(MLModel.id).where(MLModel.name == wanted)).first() is not None:
+    if session.scalars(select(models.c.id).where(models.c.name == wanted)).first() is not None:
         return AuditSubject(MODEL, wanted)
-    if session.scalars(select(Team.id).where(Team.name == wanted)).first() is not None:
+    if session.scalars(select(teams.c.id).where(teams.c.name == wanted)).first() is not None:
         return AuditSubject(TEAM, wanted)
     for kind in (MODEL, TEAM):  # removed since, but its records remain
         target = f"{kind}:{wanted}"
-        if session.scalars(select(AuditLog.id).where(AuditLog.target == target)).first():
+        if session.scalars(select(audit_log.c.id).where(audit_log.c.target == target)).first():
             return AuditSubject(kind, wanted, removed=True)
-    names = sorted({*session.scalars(select(MLModel.name)), *session.scalars(select(Team.name))})
+    names = sorted(
+        {*session.scalars(select(models.c.name)), *session.scalars(select(teams.c.name))}
+    )
     close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.5)
     shown = name.replace("`", "'")[:60]
     if close:
@@ -323,7 +325,7 @@ def resolve_subject(session: Session, name: str) -> AuditSubject:
 
 def audit_trail(
     *,
-    session: Session,
+    session: Reader,
     since: dt.date | None = None,
     until: dt.date | None = None,
     actor: str | None = None,
@@ -347,25 +349,25 @@ def audit_trail(
         raise UsageError(f"--until {until} is before --since {since}")
     conditions: list[ColumnElement[bool]] = []
     if since is not None:
-        conditions.append(AuditLog.at >= _midnight(since))
+        conditions.append(audit_log.c.at >= _midnight(since))
     if until is not None:
-        conditions.append(AuditLog.at < _midnight(until + dt.timedelta(days=1)))
+        conditions.append(audit_log.c.at < _midnight(until + dt.timedelta(days=1)))
     if actor is not None:
-        conditions.append(AuditLog.actor == actor.strip().lstrip("@"))
+        conditions.append(audit_log.c.actor == actor.strip().lstrip("@"))
     if subject is not None:
         conditions.append(subject_condition(session, subject, subject_kind))
     if import_id is not None:
         conditions.append(
             or_(
-                and_(AuditLog.id == import_id, AuditLog.action == IMPORT_ACTION),
-                AuditLog.detail["import"].as_integer() == import_id,
+                and_(audit_log.c.id == import_id, audit_log.c.action == IMPORT_ACTION),
+                audit_log.c.detail["import"].as_integer() == import_id,
             )
         )
-    total = session.scalar(select(func.count(AuditLog.id)).where(*conditions)) or 0
-    rows = session.scalars(
-        select(AuditLog)
+    total = session.scalar(select(func.count(audit_log.c.id)).where(*conditions)) or 0
+    rows = session.execute(
+        select(audit_log)
         .where(*conditions)
-        .order_by(AuditLog.id.desc())  # the order written, not the writers' clocks (see above)
+        .order_by(audit_log.c.id.desc())  # the order written, not the writers' clocks (see above)
         .limit(limit)
     ).all()
     currencies = _budget_currencies(session, rows)
@@ -373,12 +375,12 @@ def audit_trail(
     return AuditPage(entries, int(total))
 
 
-def _budget_currencies(session: Session, rows: Sequence[AuditLog]) -> dict[str, str]:
+def _budget_currencies(session: Reader, rows: Sequence[Row[Any]]) -> dict[str, str]:
     """Return the currency of each budget the rows change (a budget keeps its currency)."""
     scopes = {row.target for row in rows if row.action in MONEY_ACTIONS}
     if not scopes:
         return {}
-    query = select(Budget.scope, Budget.currency).where(Budget.scope.in_(scopes))
+    query = select(budgets.c.scope, budgets.c.currency).where(budgets.c.scope.in_(scopes))
     return {scope: code for scope, code in session.execute(query)}
 
 
@@ -386,7 +388,7 @@ def _midnight(day: dt.date) -> dt.datetime:
     return dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
 
 
-def _entry(row: AuditLog, currency: str) -> AuditEntry:
+def _entry(row: Row[Any], currency: str) -> AuditEntry:
     detail = dict(row.detail or {})
     if row.action in MONEY_ACTIONS:
         for side in ("before", "after"):

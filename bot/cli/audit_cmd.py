@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Print the matching changes as a table or as JSON."""
     from bot.audit.trail import audit_trail
 
-    with ctx.session() as session:
+    with ctx.reading() as session:
         page = audit_trail(
             session=session,
             since=args.since,

@@ -52,9 +52,9 @@ def run_chargeback(args: argparse.Namespace, ctx: CliContext) -> int:
 
     if args.totals and args.format != "csv":
         raise UsageError("--totals goes with --format csv (the table and JSON carry the totals)")
-    today = ctx.services.clock().date()
+    today = ctx.now().date()
     period = month_period(args.month) if args.month else previous_month(month_of(today))
-    with ctx.session() as session:
+    with ctx.reading() as session:
         check_currency_setting(session, ctx.settings.currency)
         charges = chargeback_report(
             session=session,

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import insert, update
 
-from bot.db.schema import AuditLog
-from bot.db.tables import utcnow
+from bot.db.tables import audit_log, utcnow
 from bot.periods import MONTHLY
 
 if TYPE_CHECKING:  # the audit trail reads IMPORT_ACTION without loading the registry's models
+    from sqlalchemy.orm import Session
+
     from bot.registry.spec import BudgetSpec, ModelSpec, RegistrySpec, TeamSpec
 
 IMPORT_ACTION = "registry.import"
@@ -219,25 +220,29 @@ def record_import(
     if not changes:
         return None
     at = utcnow()  # one time for the whole import: its records list in the order written
-    summary = AuditLog(at=at, actor=actor, action=IMPORT_ACTION, target="registry", detail={})
-    session.add(summary)
-    session.flush()
-    detail: dict[str, Any] = {"import": summary.id, **count_changes(changes)}
+    summary = insert(audit_log).values(
+        at=at, actor=actor, action=IMPORT_ACTION, target="registry", detail={}
+    )
+    import_id: int = session.execute(summary.returning(audit_log.c.id)).scalar_one()
+    detail: dict[str, Any] = {"import": import_id, **count_changes(changes)}
     if kept:
         detail[KEPT_SLACK_CHANGES] = list(kept)
-    summary.detail = detail
-    session.add_all(
-        AuditLog(
-            at=at,
-            actor=actor,
-            action=change.action,
-            target=change.target,
-            detail={
-                "import": summary.id,
-                "before": _stored_order(change.before),
-                "after": _stored_order(change.after),
-            },
-        )
-        for change in changes
+    session.execute(update(audit_log).where(audit_log.c.id == import_id).values(detail=detail))
+    session.execute(
+        insert(audit_log),
+        [
+            {
+                "at": at,
+                "actor": actor,
+                "action": change.action,
+                "target": change.target,
+                "detail": {
+                    "import": import_id,
+                    "before": _stored_order(change.before),
+                    "after": _stored_order(change.after),
+                },
+            }
+            for change in changes
+        ],
     )
-    return summary.id
+    return import_id

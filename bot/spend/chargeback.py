@@ -20,9 +20,9 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, Protocol
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend, RegistrySetting, Team
+from bot.db.reading import Reader
+from bot.db.tables import daily_spend, registry_settings, teams
 from bot.errors import UsageError
 from bot.ingest.attribution import IDLE
 from bot.money import CENT, ZERO, CostBasis, largest_remainder
@@ -69,9 +69,11 @@ class ChargebackPolicy:
         return self.pools.get(pool, self.split)
 
 
-def load_chargeback_policy(*, session: Session) -> ChargebackPolicy:
+def load_chargeback_policy(*, session: Reader) -> ChargebackPolicy:
     """Return how the registry splits shared costs (proportionally when it says nothing)."""
-    setting = session.get(RegistrySetting, "chargeback")
+    setting = session.execute(
+        select(registry_settings.c.value).where(registry_settings.c.key == "chargeback")
+    ).first()
     return ChargebackPolicy.from_stored(setting.value if setting else {})
 
 
@@ -203,7 +205,7 @@ class _MonthSpend:
 
 def chargeback_report(
     *,
-    session: Session,
+    session: Reader,
     period: Period,
     policy: SplitPolicy,
     basis: CostBasis = CostBasis.BILLED,
@@ -217,17 +219,17 @@ def chargeback_report(
         raise UsageError(f"cannot detail a chargeback by {detail!r}; choose {', '.join(DETAILS)}")
     cost = cost_column(basis)
     groups = [
-        DailySpend.currency,
-        DailySpend.team,
-        DailySpend.charge_category,
-        DailySpend.service,
-        DailySpend.attribution,
+        daily_spend.c.currency,
+        daily_spend.c.team,
+        daily_spend.c.charge_category,
+        daily_spend.c.service,
+        daily_spend.c.attribution,
         USAGE_ACCOUNT.label("account") if detail else None,
     ]
     keys = [g for g in groups if g is not None]
     rows = session.execute(
         select(*keys, func.sum(cost))
-        .where(DailySpend.day >= period.start, DailySpend.day < period.end)
+        .where(daily_spend.c.day >= period.start, daily_spend.c.day < period.end)
         .group_by(*keys)
     )
     spend: dict[str, _MonthSpend] = {}
@@ -246,7 +248,7 @@ def chargeback_report(
             owner = f"pool:{pool}"
         if detail:
             month.add(owner, row.account, value)
-    registry_teams = sorted(session.scalars(select(Team.name)))
+    registry_teams = sorted(session.scalars(select(teams.c.name)))
     charges = []
     for currency, month in sorted(spend.items()):
         charge = allocate(
