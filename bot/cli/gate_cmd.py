@@ -82,8 +82,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Evaluate the gate and print the reasons."""
     from bot.economics.gate import evaluate_gate
 
-    as_of = args.as_of or ctx.services.clock().date()
-    with ctx.session() as session:
+    as_of = args.as_of or ctx.now().date()
+    with ctx.reading() as session:
         result = evaluate_gate(
             session=session, model_name=args.model, as_of=as_of, settings=ctx.settings.economics
         )

@@ -8,17 +8,16 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Row, func, select
 
 from bot.config import EconomicsSettings
-from bot.db.schema import AlertSilence, Budget, DailySpend
+from bot.db.reading import Reader
+from bot.db.tables import alert_silences, budgets, daily_spend, review_items, reviews
 from bot.economics.unit_costs import ModelEconomics, economics_for
 from bot.economics.verdicts import unit_cost_gate_failure
 from bot.money import format_money_places
 from bot.periods import Period, budget_period, month_of, period_words
-from bot.registry.catalog import find_model, model_owner_ids
-from bot.review.summary import latest_decision
+from bot.registry.names import model_owners, model_row
 from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
 
 WINDOW_DAYS = 30
@@ -178,36 +177,36 @@ def _markdown_cell(text: str) -> str:
 
 
 def evaluate_gate(
-    *, session: Session, model_name: str, as_of: dt.date, settings: EconomicsSettings
+    *, session: Reader, model_name: str, as_of: dt.date, settings: EconomicsSettings
 ) -> GateResult:
     """Run every check for the model with data up to and including as_of.
 
     On a ledger whose newest day is more than MLCOST_GATE_MAX_DATA_AGE_DAYS before as_of no
     check runs: the result is unknown (could not evaluate), never a pass on data it cannot see.
     """
-    model = find_model(session, model_name)
+    model = model_row(session, model_name)
     freshness = ledger_freshness(
         session=session, today=as_of, max_age_days=settings.gate_max_data_age_days
     )
     result = GateResult(model=model.name, as_of=as_of, freshness=freshness)
     if freshness.stale:
         return result
-    owners = sorted(model_owner_ids(model))
+    owners = sorted(model_owners(session, model))
     result.checks.append(
         GateCheck("owner", True, "owned by " + ", ".join(owners))
         if owners
         else GateCheck("owner", False, f"{model.name} has no owner (set one in the registry)")
     )
-    budgets = session.scalars(
-        select(Budget).where(Budget.model_name == model.name).order_by(Budget.scope)
+    scopes = session.execute(
+        select(budgets).where(budgets.c.model_name == model.name).order_by(budgets.c.scope)
     ).all()
-    if not budgets:
+    if not scopes:
         result.checks.append(GateCheck("budget", False, f"{model.name} has no budget"))
     else:
         result.checks.append(
-            GateCheck("budget", True, ", ".join(b.scope for b in budgets) + " budgeted")
+            GateCheck("budget", True, ", ".join(b.scope for b in scopes) + " budgeted")
         )
-        result.checks.append(_over_budget_check(session, budgets, as_of))
+        result.checks.append(_over_budget_check(session, scopes, as_of))
     result.checks.append(_decision_check(session, model.name))
     policy = GatePolicy.from_stored(model.gate_policy)
     current, previous = _windows(as_of)
@@ -242,7 +241,7 @@ def _windows(as_of: dt.date) -> tuple[Period, Period]:
 
 
 def _value_check(
-    session: Session, model: str, economics: ModelEconomics | None, current: Period
+    session: Reader, model: str, economics: ModelEconomics | None, current: Period
 ) -> GateCheck:
     """Fail a model that cost money over the whole window and recorded no value in it."""
     if economics is None or economics.current.cost <= 0:
@@ -255,7 +254,7 @@ def _value_check(
             f"{usage.units.normalize():,f} {economics.metric or 'units'} "
             f"in the last {WINDOW_DAYS} days",
         )
-    first = session.scalar(select(func.min(DailySpend.day)).where(DailySpend.model == model))
+    first = session.scalar(select(func.min(daily_spend.c.day)).where(daily_spend.c.model == model))
     had_value = economics.previous.units > 0
     if not had_value and first is not None and first > current.start:
         return GateCheck(
@@ -273,29 +272,29 @@ def _value_check(
     )
 
 
-def _over_budget_check(session: Session, budgets: Sequence[Budget], as_of: dt.date) -> GateCheck:
+def _over_budget_check(session: Reader, scopes: Sequence[Row[Any]], as_of: dt.date) -> GateCheck:
     month = month_of(as_of)
     over = []
-    for budget in budgets:
+    for budget in scopes:
         period = budget_period(budget.period, as_of)  # a weekly budget: this week so far
         spend_filter = [
-            DailySpend.day >= period.start,
-            DailySpend.day <= as_of,
-            DailySpend.model == budget.model_name,
-            DailySpend.currency == budget.currency,  # a budget counts spend in its currency
+            daily_spend.c.day >= period.start,
+            daily_spend.c.day <= as_of,
+            daily_spend.c.model == budget.model_name,
+            daily_spend.c.currency == budget.currency,  # a budget counts spend in its currency
         ]
         if budget.stage:
-            spend_filter.append(DailySpend.stage == budget.stage)
+            spend_filter.append(daily_spend.c.stage == budget.stage)
         spent = Decimal(
-            session.scalar(select(func.sum(DailySpend.billed_cost)).where(*spend_filter)) or 0
+            session.scalar(select(func.sum(daily_spend.c.billed_cost)).where(*spend_filter)) or 0
         )
         if spent <= budget.monthly_amount:
             continue
-        acknowledged = session.scalars(
-            select(AlertSilence).where(
-                AlertSilence.budget_scope == budget.scope,
-                AlertSilence.period == period.label,
-                AlertSilence.kind == "ack",
+        acknowledged = session.execute(
+            select(alert_silences.c.id).where(
+                alert_silences.c.budget_scope == budget.scope,
+                alert_silences.c.period == period.label,
+                alert_silences.c.kind == "ack",
             )
         ).first()
         if acknowledged is None:
@@ -311,20 +310,29 @@ def _over_budget_check(session: Session, budgets: Sequence[Budget], as_of: dt.da
     return GateCheck("over budget", True, f"within budget (or acknowledged) in {month.label}")
 
 
-def _decision_check(session: Session, model: str) -> GateCheck:
-    item = latest_decision(session=session, model=model)
+def latest_decision(session: Reader, model: str) -> Row[Any] | None:
+    """Return the model's most recent decided review item, with its review's month."""
+    return session.execute(
+        select(review_items, reviews.c.month)
+        .join(reviews, reviews.c.id == review_items.c.review_id)
+        .where(review_items.c.model_name == model, review_items.c.decision.is_not(None))
+        .order_by(reviews.c.month.desc(), review_items.c.decided_at.desc())
+    ).first()
+
+
+def _decision_check(session: Reader, model: str) -> GateCheck:
+    item = latest_decision(session, model)
     if item is not None and item.decision == "kill":
         when = item.decided_at.date().isoformat() if item.decided_at else "?"
         reason = f" ({item.reason})" if item.reason else ""
         return GateCheck(
             "review",
             False,
-            f"decided Kill in the {item.review.month} review by {item.decided_by} on {when}"
-            f"{reason}",
+            f"decided Kill in the {item.month} review by {item.decided_by} on {when}{reason}",
         )
     if item is None:
         return GateCheck("review", True, "no review decision yet")
-    return GateCheck("review", True, f"last decision: {item.decision} ({item.review.month})")
+    return GateCheck("review", True, f"last decision: {item.decision} ({item.month})")
 
 
 def _unit_cost_check(
@@ -371,7 +379,7 @@ def instance_family(instance_type: str) -> str:
 
 
 def _policy_checks(
-    session: Session, model: str, policy: GatePolicy, current: Period, currency: str
+    session: Reader, model: str, policy: GatePolicy, current: Period, currency: str
 ) -> list[GateCheck]:
     """Run the registry's per-model limits: spend over the window, instance families."""
     checks = []
@@ -383,16 +391,16 @@ def _policy_checks(
 
 
 def _max_monthly_check(
-    session: Session, model: str, limit: Decimal, current: Period, currency: str
+    session: Reader, model: str, limit: Decimal, current: Period, currency: str
 ) -> GateCheck:
     rows = session.execute(
-        select(DailySpend.currency, func.sum(DailySpend.billed_cost))
+        select(daily_spend.c.currency, func.sum(daily_spend.c.billed_cost))
         .where(
-            DailySpend.model == model,
-            DailySpend.day >= current.start,
-            DailySpend.day < current.end,
+            daily_spend.c.model == model,
+            daily_spend.c.day >= current.start,
+            daily_spend.c.day < current.end,
         )
-        .group_by(DailySpend.currency)
+        .group_by(daily_spend.c.currency)
     ).all()
     spent = {code: Decimal(total or 0) for code, total in rows}
     other = sorted(code for code in spent if code != currency)
@@ -419,17 +427,19 @@ def _max_monthly_check(
     )
 
 
-def _families_check(session: Session, model: str, allowed: list[str], current: Period) -> GateCheck:
+def _families_check(session: Reader, model: str, allowed: list[str], current: Period) -> GateCheck:
     rows = session.execute(
-        select(DailySpend.instance_type, DailySpend.currency, func.sum(DailySpend.billed_cost))
-        .where(
-            DailySpend.model == model,
-            DailySpend.day >= current.start,
-            DailySpend.day < current.end,
-            DailySpend.instance_type.is_not(None),
-            DailySpend.instance_type != "",
+        select(
+            daily_spend.c.instance_type, daily_spend.c.currency, func.sum(daily_spend.c.billed_cost)
         )
-        .group_by(DailySpend.instance_type, DailySpend.currency)
+        .where(
+            daily_spend.c.model == model,
+            daily_spend.c.day >= current.start,
+            daily_spend.c.day < current.end,
+            daily_spend.c.instance_type.is_not(None),
+            daily_spend.c.instance_type != "",
+        )
+        .group_by(daily_spend.c.instance_type, daily_spend.c.currency)
     ).all()
     outside: dict[tuple[str, str], Decimal] = {}
     types: dict[str, set[str]] = {}

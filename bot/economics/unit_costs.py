@@ -11,10 +11,10 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from bot.config import EconomicsSettings
-from bot.db.schema import Budget, DailySpend, MLModel, Team
+from bot.db.reading import Reader
+from bot.db.tables import budgets, daily_spend, models, teams
 from bot.economics.value_metrics import ValueTotal, primary_metric, value_totals
 from bot.economics.verdicts import Usage, Verdict, VerdictRules, change_pct, judge
 from bot.errors import CurrencyError
@@ -133,20 +133,20 @@ class ModelEconomics:
 
 
 def _spend_by_model_stage(
-    session: Session, period: Period, models: list[str] | None, basis: CostBasis
+    session: Reader, period: Period, models: list[str] | None, basis: CostBasis
 ) -> dict[str, dict[str, Decimal]]:
     cost = cost_column(basis)
     query = (
-        select(DailySpend.model, DailySpend.stage, func.sum(cost))
+        select(daily_spend.c.model, daily_spend.c.stage, func.sum(cost))
         .where(
-            DailySpend.day >= period.start,
-            DailySpend.day < period.end,
-            DailySpend.model.is_not(None),
+            daily_spend.c.day >= period.start,
+            daily_spend.c.day < period.end,
+            daily_spend.c.model.is_not(None),
         )
-        .group_by(DailySpend.model, DailySpend.stage)
+        .group_by(daily_spend.c.model, daily_spend.c.stage)
     )
     if models is not None:
-        query = query.where(DailySpend.model.in_(models))
+        query = query.where(daily_spend.c.model.in_(models))
     result: dict[str, dict[str, Decimal]] = defaultdict(dict)
     for model, stage, total in session.execute(query):
         result[model][stage] = Decimal(total or 0)
@@ -155,7 +155,7 @@ def _spend_by_model_stage(
 
 def economics_for(
     *,
-    session: Session,
+    session: Reader,
     period: Period,
     previous: Period,
     models: Iterable[str] | None = None,
@@ -228,10 +228,10 @@ def _leave_out_mixed(mixed: dict[str, str], names: list[str] | None) -> None:
         log.warning("unit economics: %s; the model is left out", message)
 
 
-def _model_teams(session: Session) -> dict[str, str | None]:
+def _model_teams(session: Reader) -> dict[str, str | None]:
     """Return each model's team name (None for a model without a team)."""
     teams = {
-        name: team_id for name, team_id in session.execute(select(MLModel.name, MLModel.team_id))
+        name: team_id for name, team_id in session.execute(select(models.c.name, models.c.team_id))
     }
     team_names = _team_names(session)
     return {
@@ -240,13 +240,15 @@ def _model_teams(session: Session) -> dict[str, str | None]:
     }
 
 
-def _model_budgets(session: Session, currencies: dict[str, str]) -> dict[str | None, Decimal]:
+def _model_budgets(session: Reader, currencies: dict[str, str]) -> dict[str | None, Decimal]:
     """Return each model's whole-model budget, if it is in the model's billing currency."""
     return {
         b.model_name: b.monthly_amount
-        for b in session.scalars(
-            select(Budget).where(
-                Budget.model_name.is_not(None), Budget.stage.is_(None), Budget.period == MONTHLY
+        for b in session.execute(
+            select(budgets).where(
+                budgets.c.model_name.is_not(None),
+                budgets.c.stage.is_(None),
+                budgets.c.period == MONTHLY,
             )
         )
         if b.currency == currencies.get(b.model_name or "", b.currency)
@@ -269,16 +271,18 @@ def _period_usage(
 
 
 def _model_currencies(
-    session: Session, start: dt.date, end: dt.date, models: list[str] | None
+    session: Reader, start: dt.date, end: dt.date, models: list[str] | None
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Return each model's billing currency in [start, end), and why each mixed model is not."""
     query = (
-        select(DailySpend.model, DailySpend.currency)
-        .where(DailySpend.day >= start, DailySpend.day < end, DailySpend.model.is_not(None))
+        select(daily_spend.c.model, daily_spend.c.currency)
+        .where(
+            daily_spend.c.day >= start, daily_spend.c.day < end, daily_spend.c.model.is_not(None)
+        )
         .distinct()
     )
     if models is not None:
-        query = query.where(DailySpend.model.in_(models))
+        query = query.where(daily_spend.c.model.in_(models))
     found: dict[str, list[str]] = defaultdict(list)
     for model, code in session.execute(query):
         found[str(model)].append(code)
@@ -294,12 +298,12 @@ def _model_currencies(
     return {model: codes[0] for model, codes in found.items() if model not in mixed}, mixed
 
 
-def _team_names(session: Session) -> dict[int, str]:
-    return {team_id: name for team_id, name in session.execute(select(Team.id, Team.name))}
+def _team_names(session: Reader) -> dict[int, str]:
+    return {team_id: name for team_id, name in session.execute(select(teams.c.id, teams.c.name))}
 
 
 def month_economics(
-    *, session: Session, month: Period, settings: EconomicsSettings
+    *, session: Reader, month: Period, settings: EconomicsSettings
 ) -> dict[str, ModelEconomics]:
     """Return every model's economics for the month against the one before, by the settings."""
     return economics_for(

@@ -18,15 +18,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Row, select
 
 from bot.db.engine import dialect_insert
-from bot.db.schema import MLModel, ValueMetric
-from bot.db.tables import utcnow
+from bot.db.reading import Reader
+from bot.db.tables import models, utcnow, value_metrics
 from bot.errors import IngestError, UsageError
 from bot.periods import Period
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 METRIC_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,59}$")
 SOURCE_PRECEDENCE = ("slack", "cli", "csv", "cloudwatch")
@@ -90,7 +93,7 @@ def record_values(
     count = 0
     now = utcnow()
     for row in rows:
-        statement = insert_fn(ValueMetric).values(
+        statement = insert_fn(value_metrics).values(
             model_name=row.model,
             day=row.day,
             metric=row.metric,
@@ -186,9 +189,9 @@ def _parse_csv_row(
     return None, ValueRow(model, day, metric, units, revenue)
 
 
-def known_model_names(session: Session) -> set[str]:
+def known_model_names(session: Reader) -> set[str]:
     """Return every registered model name."""
-    return set(session.scalars(select(MLModel.name)))
+    return set(session.scalars(select(models.c.name)))
 
 
 @dataclass
@@ -202,18 +205,20 @@ class ValueTotal:
 
 
 def daily_values(
-    *, session: Session, period: Period, models: Iterable[str] | None = None
-) -> dict[tuple[str, dt.date, str], ValueMetric]:
+    *, session: Reader, period: Period, models: Iterable[str] | None = None
+) -> dict[tuple[str, dt.date, str], Row[Any]]:
     """Return the value recorded per (model, day, metric) in the period, one source each.
 
     When several sources recorded the same day (Slack, CLI, CSV, CloudWatch), the first in
     SOURCE_PRECEDENCE wins, so nothing is counted twice.
     """
-    query = select(ValueMetric).where(ValueMetric.day >= period.start, ValueMetric.day < period.end)
+    query = select(value_metrics).where(
+        value_metrics.c.day >= period.start, value_metrics.c.day < period.end
+    )
     if models is not None:
-        query = query.where(ValueMetric.model_name.in_(list(models)))
-    chosen: dict[tuple[str, dt.date, str], ValueMetric] = {}
-    for row in session.scalars(query):
+        query = query.where(value_metrics.c.model_name.in_(list(models)))
+    chosen: dict[tuple[str, dt.date, str], Row[Any]] = {}
+    for row in session.execute(query):
         key = (row.model_name, row.day, row.metric)
         current = chosen.get(key)
         if current is None or _rank(row.source) < _rank(current.source):
@@ -222,7 +227,7 @@ def daily_values(
 
 
 def value_totals(
-    *, session: Session, period: Period, models: Iterable[str] | None = None
+    *, session: Reader, period: Period, models: Iterable[str] | None = None
 ) -> dict[str, dict[str, ValueTotal]]:
     """Return {model: {metric: total}} over the period, one source per model, day and metric."""
     totals: dict[str, dict[str, ValueTotal]] = defaultdict(dict)

@@ -1,11 +1,11 @@
-"""Where the reviews stand: each review's progress, a model's latest decision, who may post."""
+"""Where the reviews stand: each review's progress, and who may post them."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from bot.db.schema import Review, ReviewItem, Team
+from bot.db.schema import Review, Team
 from bot.registry.catalog import is_admin
 
 
@@ -18,17 +18,6 @@ def review_status(*, session: Session, month: str) -> list[tuple[Review, int, in
         .order_by(Review.team_name)
     ).all()
     return [(r, sum(1 for i in r.items if i.decision), len(r.items)) for r in reviews]
-
-
-def latest_decision(*, session: Session, model: str) -> ReviewItem | None:
-    """Return the model's most recent decided review item."""
-    return session.scalars(
-        select(ReviewItem)
-        .join(Review)
-        .where(ReviewItem.model_name == model, ReviewItem.decision.is_not(None))
-        .order_by(Review.month.desc(), ReviewItem.decided_at.desc())
-        .options(selectinload(ReviewItem.review))
-    ).first()
 
 
 def may_post_reviews(session: Session, user_id: str) -> set[str] | None:

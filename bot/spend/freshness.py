@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
-from bot.db.schema import DailySpend, IngestionRun
+from bot.db.reading import Reader
+from bot.db.tables import daily_spend, ingestion_runs
 
 MAX_AGE_SETTING = "MLCOST_GATE_MAX_DATA_AGE_DAYS"
 
@@ -64,24 +64,24 @@ class LedgerFreshness:
         }
 
 
-def ledger_freshness(*, session: Session, today: dt.date, max_age_days: int) -> LedgerFreshness:
+def ledger_freshness(*, session: Reader, today: dt.date, max_age_days: int) -> LedgerFreshness:
     """Read the newest usage day up to today; when stale, which sources fed it and until when.
 
     Only usage counts (as for anomaly baselines' covered days): tax, support or a reservation fee
     billed on the 1st, credits and adjustments say nothing about whether usage data still arrives.
     """
-    usage = (DailySpend.day <= today, DailySpend.charge_category == "Usage")
-    last = session.scalar(select(func.max(DailySpend.day)).where(*usage))
+    usage = (daily_spend.c.day <= today, daily_spend.c.charge_category == "Usage")
+    last = session.scalar(select(func.max(daily_spend.c.day)).where(*usage))
     fresh = LedgerFreshness(today=today, last_day=last, max_age_days=max_age_days)
     if not fresh.stale or last is None:
         return fresh
-    newest = func.max(DailySpend.day)
+    newest = func.max(daily_spend.c.day)
     rows = session.execute(
-        select(IngestionRun.source, newest)
-        .join(IngestionRun, IngestionRun.id == DailySpend.run_id)
+        select(ingestion_runs.c.source, newest)
+        .join(ingestion_runs, ingestion_runs.c.id == daily_spend.c.run_id)
         .where(*usage)
-        .group_by(IngestionRun.source)
-        .order_by(newest.desc(), IngestionRun.source)
+        .group_by(ingestion_runs.c.source)
+        .order_by(newest.desc(), ingestion_runs.c.source)
     ).all()
     sources = tuple(SourceLastDay(str(source), day) for source, day in rows)
     return LedgerFreshness(today=today, last_day=last, max_age_days=max_age_days, sources=sources)

@@ -1,7 +1,7 @@
 """Each command imports only what it runs (issue 24, item 1).
 
 A report, the gate or the audit trail on a database at head loads no Slack SDK, no charts, no
-AWS SDK, no scheduler, no pandas or pyarrow and no Alembic; an ingestion of a local file loads no
+AWS SDK, no scheduler, no pandas or pyarrow, no Alembic and no ORM; an ingestion of a local file loads no
 Slack SDK, charts, AWS SDK, scheduler, Alembic or pandas (issue 24, item 2: pandas alone took
 about 0.2 s and 50 MB of `ingest cur`, which reads with pyarrow only). Measured as
 `python -X importtime` of the real command line, like the --help test, on the demo's database.
@@ -38,6 +38,10 @@ NOT_FOR_READING = (
     "psycopg",
     # settings are read by bot/config.py itself (pydantic's import took about 0.08 s)
     "pydantic",
+    # the tables are read on a Core Connection (bot/db/reading.py): importing the ORM, declaring
+    # its classes and configuring their mappers took about 0.12 s of every reading command
+    "sqlalchemy.orm",
+    "bot.db.schema",
 )
 # an ingestion reads with pyarrow and numpy, and nothing of pandas (pyarrow would import it on its
 # first conversion of a Python value, were it not told there is none: bot/cli/ingest_cmd.py).
