@@ -149,7 +149,7 @@ class SourceFailure(Base):
 
 
 class LedgerLine:
-    """The columns of one ledger line: what daily_spend counts and overlapping_spend sets aside."""
+    """The typed columns of one ledger line (bot.db.tables.ledger_line_columns: what each is)."""
 
     day: Mapped[dt.date]
     billing_period: Mapped[dt.date]
@@ -163,26 +163,19 @@ class LedgerLine:
     resource_id: Mapped[str | None]
     instance_type: Mapped[str | None]
     charge_category: Mapped[str]
-    # the ISO 4217 code the row was billed in; amounts in different currencies are never added
-    # (rows from before the column existed are USD: see migration 0005)
     currency: Mapped[str]
     model: Mapped[str | None]
     stage: Mapped[str]
     team: Mapped[str | None]
     model_tag_value: Mapped[str | None]
     attribution: Mapped[str]
-    # the training run (ml:run tag or SageMaker training job), not the ingestion run (run_id)
     run: Mapped[str | None]
     billed_cost: Mapped[Decimal]
     effective_cost: Mapped[Decimal]
     usage_quantity: Mapped[Decimal]
     gpu_hours: Mapped[Decimal]
     estimated: Mapped[bool]
-    # the EC2 instance a Kubernetes allocation ran on (from its providerID), or that a
-    # node_offset row is for: bot.ingest.nodes counts the node's dollars once
     node: Mapped[str | None]
-    # mlcost's own row, not a source's: it moves a billed node's cost to the allocations on it
-    # (bill side) or takes off allocations above the bill; recomputed on every ingestion
     node_offset: Mapped[bool]
 
 

@@ -260,43 +260,62 @@ source_failures = Table(
 )
 
 
-daily_spend = Table(
-    "daily_spend",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    Column(
+def ledger_line_columns() -> list[Column[Any]]:
+    """Return new columns of a ledger line: what daily_spend counts and overlapping_spend holds."""
+    return [
+        Column("day", Date, nullable=False),
+        Column("billing_period", Date, nullable=False),
+        Column("provider", String(60), nullable=False),
+        Column("billing_account", String(200), nullable=False),
+        Column("sub_account", String(200)),
+        Column("service", String(200), nullable=False),
+        Column("service_category", String(100)),
+        Column("usage_type", String(200)),
+        Column("region", String(60)),
+        Column("resource_id", String(1024)),
+        Column("instance_type", String(60)),
+        Column("charge_category", String(30), nullable=False, default="Usage"),
+        # the ISO 4217 code the row was billed in; amounts in different currencies are never
+        # added (rows from before the column existed are USD: see migration 0005)
+        Column("currency", String(3), nullable=False, server_default="USD"),
+        Column("model", String(100)),
+        Column("stage", String(20), nullable=False),
+        Column("team", String(100)),
+        Column("model_tag_value", String(256)),
+        Column("attribution", String(40), nullable=False),
+        # the training run (ml:run tag or SageMaker training job), not the ingestion run (run_id)
+        Column("run", String(256)),
+        Column("billed_cost", Money, nullable=False),
+        Column("effective_cost", Money, nullable=False),
+        Column("usage_quantity", Quantity, nullable=False, default=Decimal(0)),
+        Column("gpu_hours", Quantity, nullable=False, default=Decimal(0)),
+        Column("estimated", Boolean, nullable=False, default=False),
+        # the EC2 instance a Kubernetes allocation ran on (from its providerID), or that a
+        # node_offset row is for: bot.ingest.nodes counts the node's dollars once
+        Column("node", String(200)),
+        # mlcost's own row, not a source's: it moves a billed node's cost to the allocations on
+        # it (bill side) or takes off allocations above the bill; recomputed on every ingestion
+        Column("node_offset", Boolean, nullable=False, server_default=false()),
+    ]
+
+
+def _ingestion_run_id() -> Column[Any]:
+    return Column(
         "run_id",
         Integer,
         ForeignKey("ingestion_runs.id", ondelete="CASCADE"),
         nullable=False,
         index=True,
-    ),
-    Column("day", Date, nullable=False),
-    Column("billing_period", Date, nullable=False),
-    Column("provider", String(60), nullable=False),
-    Column("billing_account", String(200), nullable=False),
-    Column("sub_account", String(200)),
-    Column("service", String(200), nullable=False),
-    Column("service_category", String(100)),
-    Column("usage_type", String(200)),
-    Column("region", String(60)),
-    Column("resource_id", String(1024)),
-    Column("instance_type", String(60)),
-    Column("charge_category", String(30), nullable=False, default="Usage"),
-    Column("currency", String(3), nullable=False, server_default="USD"),
-    Column("model", String(100)),
-    Column("stage", String(20), nullable=False),
-    Column("team", String(100)),
-    Column("model_tag_value", String(256)),
-    Column("attribution", String(40), nullable=False),
-    Column("run", String(256)),
-    Column("billed_cost", Money, nullable=False),
-    Column("effective_cost", Money, nullable=False),
-    Column("usage_quantity", Quantity, nullable=False, default=Decimal(0)),
-    Column("gpu_hours", Quantity, nullable=False, default=Decimal(0)),
-    Column("estimated", Boolean, nullable=False, default=False),
-    Column("node", String(200)),
-    Column("node_offset", Boolean, nullable=False, server_default=false()),
+    )
+
+
+# One day of attributed spend for one resource, service and attribution.
+daily_spend = Table(
+    "daily_spend",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    _ingestion_run_id(),
+    *ledger_line_columns(),
     Index("ix_daily_spend_model_day_run", "model", "day", "run"),
     Index("ix_daily_spend_coverage", "currency", "charge_category", "day"),
     Index("ix_daily_spend_day_model", "day", "model"),
@@ -305,44 +324,15 @@ daily_spend = Table(
 )
 
 
+# Ledger rows set aside: the same dollars are in the ledger from a source that counts first
+# (bot.ingest.overlap); `counted_by` names the source kind whose rows count for them.
 overlapping_spend = Table(
     "overlapping_spend",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column(
-        "run_id",
-        Integer,
-        ForeignKey("ingestion_runs.id", ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
+    _ingestion_run_id(),
     Column("counted_by", String(40), nullable=False),
-    Column("day", Date, nullable=False),
-    Column("billing_period", Date, nullable=False),
-    Column("provider", String(60), nullable=False),
-    Column("billing_account", String(200), nullable=False),
-    Column("sub_account", String(200)),
-    Column("service", String(200), nullable=False),
-    Column("service_category", String(100)),
-    Column("usage_type", String(200)),
-    Column("region", String(60)),
-    Column("resource_id", String(1024)),
-    Column("instance_type", String(60)),
-    Column("charge_category", String(30), nullable=False, default="Usage"),
-    Column("currency", String(3), nullable=False, server_default="USD"),
-    Column("model", String(100)),
-    Column("stage", String(20), nullable=False),
-    Column("team", String(100)),
-    Column("model_tag_value", String(256)),
-    Column("attribution", String(40), nullable=False),
-    Column("run", String(256)),
-    Column("billed_cost", Money, nullable=False),
-    Column("effective_cost", Money, nullable=False),
-    Column("usage_quantity", Quantity, nullable=False, default=Decimal(0)),
-    Column("gpu_hours", Quantity, nullable=False, default=Decimal(0)),
-    Column("estimated", Boolean, nullable=False, default=False),
-    Column("node", String(200)),
-    Column("node_offset", Boolean, nullable=False, server_default=false()),
+    *ledger_line_columns(),
     Index("ix_overlapping_spend_scope", "provider", "billing_account", "day"),
 )
 
