@@ -1,9 +1,9 @@
 """Each command imports only what it runs (issue 24, item 1).
 
 A report, the gate or the audit trail on a database at head loads no Slack SDK, no charts, no
-AWS SDK, no scheduler, no pandas or pyarrow, no Alembic and no ORM; an ingestion of a local file loads no
-Slack SDK, charts, AWS SDK, scheduler, Alembic or pandas (issue 24, item 2: pandas alone took
-about 0.2 s and 50 MB of `ingest cur`, which reads with pyarrow only). Measured as
+AWS SDK, no scheduler, no pandas or pyarrow, no Alembic and no ORM; an ingestion of a local file
+loads no Slack SDK, charts, AWS SDK, scheduler, Alembic or pandas (issue 24, item 2: pandas alone
+took about 0.2 s and 50 MB of `ingest cur`, which reads with pyarrow only). Measured as
 `python -X importtime` of the real command line, like the --help test, on the demo's database.
 """
 
