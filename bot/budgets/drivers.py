@@ -12,10 +12,11 @@ from typing import Any
 from sqlalchemy import func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from bot.budgets.evaluate import ZERO, BudgetStatus, scope_sums
+from bot.budgets.evaluate import ZERO, BudgetStatus, Evaluation, scope_sums
 from bot.db.engine import among
 from bot.db.schema import DailySpend, SpendRollup
 from bot.money import CostBasis
+from bot.periods import Period
 from bot.spend.reports import cost_column
 
 
@@ -50,25 +51,30 @@ def top_drivers(
     statuses: Iterable[BudgetStatus],
     basis: CostBasis = CostBasis.BILLED,
     limit: int = 3,
+    evaluation: Evaluation | None = None,
 ) -> dict[int, Drivers]:
     """Return the top stages, resources and days of each budget's period so far.
 
-    Stages and days come from the rollup, a period at a time (all the monthly budgets, then the
-    weekly ones, ...): one sum per budget and stage, one per budget and day. Resources come from
-    one pass over the ledger for every period at once, summed by (model, team, stage, currency,
-    resource) with one sum per period, reading only the rows of the scopes asked about; each
-    budget's are ranked here, so no ledger row is joined to the budgets table.
+    Stages come from the rollup, one sum per budget and stage for every period at once. Days
+    come from `evaluation` (the evaluation these statuses are from, in the same basis), which
+    summed each covered day of the last 28 already; the rollup is read only for the days of a
+    period it does not hold (a quarter's first weeks). Resources come from one pass over the
+    ledger for every period at once, summed by (model, team, stage, currency, resource) with one
+    sum per period, reading only the rows of the scopes asked about; each budget's are ranked
+    here, so no ledger row is joined to the budgets table.
     """
     wanted = list(statuses)
     drivers: dict[int, Drivers] = {s.budget_id: Drivers() for s in wanted}
     if not wanted:
         return drivers
-    _add_stage_and_day_drivers(session, wanted, drivers, basis=basis, limit=limit)
+    known = evaluation if evaluation is not None and evaluation.basis == basis else None
+    _add_stage_drivers(session, wanted, drivers, basis=basis, limit=limit)
+    _add_day_drivers(session, wanted, drivers, known, basis=basis, limit=limit)
     _add_resource_drivers(session, wanted, drivers, basis=basis, limit=limit)
     return drivers
 
 
-def _add_stage_and_day_drivers(
+def _add_stage_drivers(
     session: Session,
     wanted: list[BudgetStatus],
     drivers: dict[int, Drivers],
@@ -76,27 +82,23 @@ def _add_stage_and_day_drivers(
     basis: CostBasis,
     limit: int,
 ) -> None:
-    """Add each budget's top stages and days of its period so far, from the rollup.
+    """Add each budget's top stages of its period so far, from the rollup.
 
-    Two statements for every period at once: per budget and stage, one sum per period; per
-    budget, one sum per day from the earliest period's first day. Each budget keeps its own.
+    One statement for every period at once: per budget and stage, one sum per period; each
+    budget keeps its own period's.
     """
     as_of = wanted[0].as_of
     periods = sorted({s.month for s in wanted}, key=lambda p: p.start)
     column = {p: f"p{i}" for i, p in enumerate(periods)}
-    first = periods[0].start
-    days = [first + dt.timedelta(days=i) for i in range((as_of - first).days + 1)]
-    cost = cost_column(basis, SpendRollup)
-    ids = [s.budget_id for s in wanted]
     period_of = {s.budget_id: s.month for s in wanted}
     stages: dict[int, dict[str, Decimal]] = {}
     for row in scope_sums(
         session,
         buckets={column[p]: SpendRollup.day >= p.start for p in periods},
-        cost=cost,
-        start=first,
+        cost=cost_column(basis, SpendRollup),
+        start=periods[0].start,
         end=as_of,
-        budget_ids=ids,
+        budget_ids=[s.budget_id for s in wanted],
         by_stage=True,
     ):
         values = row._mapping
@@ -105,21 +107,59 @@ def _add_stage_and_day_drivers(
         stages.setdefault(budget_id, {})[str(values["stage"])] = Decimal(total or 0)
     for budget_id, totals in stages.items():
         drivers[budget_id].stages = [Driver(k, v) for k, v in _top(totals, limit)]
-    for row in scope_sums(
-        session,
-        buckets={f"d{i}": SpendRollup.day == day for i, day in enumerate(days)},
-        cost=cost,
-        start=first,
-        end=as_of,
-        budget_ids=ids,
-    ):
-        values = row._mapping
-        budget_id = int(values["budget_id"])
-        start = period_of[budget_id].start
-        in_period = {
-            day: Decimal(values[f"d{i}"] or 0) for i, day in enumerate(days) if day >= start
-        }
-        drivers[budget_id].days = [Driver(f"{k:%a %b %-d}", v) for k, v in _top(in_period, limit)]
+
+
+def _add_day_drivers(
+    session: Session,
+    wanted: list[BudgetStatus],
+    drivers: dict[int, Drivers],
+    known: Evaluation | None,
+    *,
+    basis: CostBasis,
+    limit: int,
+) -> None:
+    """Add each budget's top days of its period so far.
+
+    The days `known` summed are taken from it; the rest of each period (every day without an
+    evaluation) comes from the rollup, in one statement with one sum per such day.
+    """
+    as_of = wanted[0].as_of
+    # the days of a period that the evaluation did not sum, worked out once per period and currency
+    unknown: dict[tuple[Period, str], list[dt.date]] = {}
+    for status in wanted:
+        key = (status.month, status.currency)
+        if key not in unknown:
+            have = set(known.known_days(status.currency)) if known is not None else set()
+            span = (as_of - status.month.start).days + 1
+            every = (status.month.start + dt.timedelta(days=i) for i in range(span))
+            unknown[key] = [day for day in every if day not in have]
+    sums: dict[int, dict[dt.date, Decimal]] = {
+        s.budget_id: known.day_sums(s.budget_id, s.currency) if known is not None else {}
+        for s in wanted
+    }
+    asked = [s for s in wanted if unknown[s.month, s.currency]]
+    if asked:
+        days = sorted({day for s in asked for day in unknown[s.month, s.currency]})
+        missing = {s.budget_id: set(unknown[s.month, s.currency]) for s in asked}
+        for row in scope_sums(
+            session,
+            buckets={f"d{i}": SpendRollup.day == day for i, day in enumerate(days)},
+            cost=cost_column(basis, SpendRollup),
+            start=days[0],
+            end=days[-1],
+            budget_ids=[s.budget_id for s in asked],
+        ):
+            budget_id, *values = row  # one sum per day, in the order of `days`
+            own = missing[budget_id]
+            sums[budget_id].update(
+                (day, Decimal(v)) for day, v in zip(days, values, strict=True) if v and day in own
+            )
+    for status in wanted:
+        start = status.month.start
+        in_period = {day: v for day, v in sorted(sums[status.budget_id].items()) if day >= start}
+        drivers[status.budget_id].days = [
+            Driver(f"{k:%a %b %-d}", v) for k, v in _top(in_period, limit)
+        ]
 
 
 def _add_resource_drivers(

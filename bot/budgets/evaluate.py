@@ -259,6 +259,34 @@ def budget_sums(
     }
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """Every budget's status, with the daily sums the evaluation read on the way.
+
+    `day_sums` gives a budget's spend on each covered day of the history window (the last 28
+    days): what its alert's top days come from, without reading the window again
+    (bot/budgets/drivers.py).
+    """
+
+    statuses: list[BudgetStatus]
+    basis: CostBasis
+    _sums: dict[int, dict[str, Decimal]]
+    _histories: dict[str, tuple[dt.date, ...]]
+
+    def known_days(self, currency: str) -> tuple[dt.date, ...]:
+        """Return the days `day_sums` holds for a budget in this currency."""
+        return self._histories.get(currency, ())
+
+    def day_sums(self, budget_id: int, currency: str) -> dict[dt.date, Decimal]:
+        """Return the budget's spend on each of `known_days` (a day without spend: no entry)."""
+        values = self._sums.get(budget_id)
+        if not values:
+            return {}
+        days = self.known_days(currency)
+        found = (values.get(name) for name in _HISTORY_BUCKETS[: len(days)])
+        return {day: v for day, v in zip(days, found, strict=True) if v}
+
+
 def evaluate_budgets(
     *,
     session: Session,
@@ -267,6 +295,17 @@ def evaluate_budgets(
     scopes: list[str] | None = None,
 ) -> list[BudgetStatus]:
     """Return the status of every budget (or of these scopes) as of a day, through that day."""
+    return evaluate(session=session, as_of=as_of, basis=basis, scopes=scopes).statuses
+
+
+def evaluate(
+    *,
+    session: Session,
+    as_of: dt.date,
+    basis: CostBasis = CostBasis.BILLED,
+    scopes: list[str] | None = None,
+) -> Evaluation:
+    """Evaluate every budget (or these scopes) as of a day, through that day."""
     query = select(
         Budget.id,
         Budget.scope,
@@ -287,7 +326,7 @@ def evaluate_budgets(
     # plain tuples: a Row's attribute lookups cost more than the rest of this loop (50,000 rows)
     rows = [tuple(row) for row in session.execute(query)]
     if not rows:
-        return []
+        return Evaluation([], basis, {}, {})
     periods = tuple(sorted({row[6] or MONTHLY for row in rows}))
     # the forecast's history: the days some source covered, in each budget's currency
     start = min(budget_period(kind, as_of).start for kind in periods)
@@ -348,7 +387,7 @@ def evaluate_budgets(
                 period_kind=kind,
             )
         )
-    return statuses
+    return Evaluation(statuses, basis, sums, histories)
 
 
 @lru_cache(maxsize=256)

@@ -20,6 +20,8 @@ class Router:
         self.finops_channel: str | None = finops.value if finops is not None else None
         self._models: dict[str, MLModel | None] = {}
         self._teams: dict[str, Team | None] = {}
+        # a burst routes thousands of alerts to a few thousand scopes: each is worked out once
+        self._routes: dict[tuple[str | None, str | None], tuple[str | None, frozenset[str]]] = {}
 
     def preload(self, models: Iterable[str], teams: Iterable[str]) -> None:
         """Load the named models and teams with their owners in two queries."""
@@ -49,6 +51,14 @@ class Router:
         self, model_name: str | None, team_name: str | None
     ) -> tuple[str | None, frozenset[str]]:
         """Return (channel, owners): the model's channel, else its team's, else FinOps."""
+        key = (model_name, team_name)
+        if key not in self._routes:
+            self._routes[key] = self._route(model_name, team_name)
+        return self._routes[key]
+
+    def _route(
+        self, model_name: str | None, team_name: str | None
+    ) -> tuple[str | None, frozenset[str]]:
         if model_name is not None:
             self.preload([model_name], [])
             model = self._models.get(model_name)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from bot.anomalies.detect import scan_anomalies
 from bot.anomalies.messages import AnomalyAlertMessage
 from bot.budgets.drivers import Drivers, top_drivers
-from bot.budgets.evaluate import evaluate_budgets
+from bot.budgets.evaluate import evaluate
 from bot.budgets.messages import AlertContext, BudgetAlertMessage
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
 from bot.config import AlertSettings
@@ -113,7 +113,8 @@ def plan_budget_posts(
 ) -> tuple[list[PlannedPost], list[str], int]:
     """Evaluate every budget and return (posts due, unroutable keys, budgets evaluated)."""
     basis = settings.budget_cost_basis
-    statuses = evaluate_budgets(session=session, as_of=as_of, basis=basis)
+    evaluation = evaluate(session=session, as_of=as_of, basis=basis)
+    statuses = evaluation.statuses
     if not statuses:
         return [], [], 0
     periods = {s.scope: s.month.label for s in statuses}  # each budget's current period
@@ -135,7 +136,9 @@ def plan_budget_posts(
     if not due:
         return [], [], len(statuses)
     alerting = {a.status.budget_id: a.status for a in due}
-    drivers = top_drivers(session=session, statuses=alerting.values(), basis=basis)
+    drivers = top_drivers(
+        session=session, statuses=alerting.values(), basis=basis, evaluation=evaluation
+    )
     router.preload(
         [s.model_name for s in alerting.values() if s.model_name],
         [s.team_name for s in alerting.values() if s.team_name],

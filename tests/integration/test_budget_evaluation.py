@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from bot.anomalies.detect import find_anomalies
 from bot.budgets.drivers import Drivers, top_drivers
-from bot.budgets.evaluate import evaluate_budgets
+from bot.budgets.evaluate import evaluate, evaluate_budgets
 from bot.db.schema import Budget, ValueMetric
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
@@ -158,3 +158,63 @@ def test_gpu_hours_rising_beyond_the_workload_is_an_anomaly(session: Session) ->
     assert gpu[0].excess_cost >= 100
     assert gpu[0].resources[0][0] == "pod-orphan-7" and gpu[0].resources[0][2] is True
     assert not [a for a in found if a.kind == "spend" and a.scope == "model:alpha"]
+
+
+def test_alert_days_from_the_evaluation_match_days_read_from_the_rollup(session: Session) -> None:
+    # the poll takes a budget's top days from the sums its evaluation already read (the covered
+    # days of the last 28) and reads the rollup only for the rest of a period: a quarter's first
+    # weeks, and a day no source covered (here a tax charge alone, which the forecast does not
+    # count as coverage); each budget's top days are the same either way, and are right
+    import_registry(parse_registry(ALERT_REGISTRY), session=session, actor="test")
+    for scope, model, period in (
+        ("model:alpha/q", "alpha", "quarterly"),
+        ("model:beta/w", "beta", "weekly"),
+        ("model:gamma/d", "gamma", "daily"),
+    ):
+        session.add(
+            Budget(
+                scope=scope,
+                model_name=model,
+                period=period,
+                monthly_amount=Decimal(1),
+                thresholds=[100],
+                forecast=True,
+            )
+        )
+    rng = random.Random(11)
+    tax_day = dt.date(2026, 11, 3)
+    rows = []
+    for day in days(dt.date(2026, 9, 25), AS_OF + dt.timedelta(days=1)):
+        for model in TEAMS:
+            cost = f"{rng.randint(1, 90_000) / 100:.2f}"
+            row = spend_row(day, model, "training", TEAMS[model], cost)
+            if day == tax_day:
+                row["charge_category"] = "Tax"
+                row["billed_cost"] = row["effective_cost"] = Decimal("5000.00")  # the top day
+            rows.append(row)
+    add_spend(session, rows)
+    session.flush()
+
+    evaluation = evaluate(session=session, as_of=AS_OF)
+    assert tax_day not in evaluation.known_days("USD")  # so it is read from the rollup
+    statuses = evaluation.statuses
+    read = top_drivers(session=session, statuses=statuses)
+    reused = top_drivers(session=session, statuses=statuses, evaluation=evaluation)
+    assert {k: v.days for k, v in reused.items()} == {k: v.days for k, v in read.items()}
+    for status in statuses:
+        totals: dict[dt.date, Decimal] = {}
+        for r in rows:
+            in_scope = (
+                status.model_name in (None, r["model"])
+                and status.team_name in (None, r["team"])
+                and status.stage in (None, r["stage"])
+            )
+            if in_scope and status.month.start <= r["day"] <= AS_OF:
+                totals[r["day"]] = totals.get(r["day"], Decimal(0)) + r["billed_cost"]
+        expected = sorted(totals.items(), key=lambda t: (-t[1], t[0]))[:3]
+        got = reused[status.budget_id].days
+        assert [d.cost for d in got] == [c for _, c in expected], status.scope
+        assert [d.label for d in got] == [f"{k:%a %b %-d}" for k, _ in expected], status.scope
+    quarterly = next(s for s in statuses if s.scope == "model:alpha/q")
+    assert reused[quarterly.budget_id].days[0].label == f"{tax_day:%a %b %-d}"
+    assert dt.date(2026, 10, 1) < evaluation.known_days("USD")[0]  # the quarter needed the rollup
