@@ -43,11 +43,11 @@ from bot.periods import DAILY, MONTHLY, Period, budget_period
 from bot.spend.coverage import covered_days
 from bot.spend.forecast import (
     HISTORY_DAYS,
+    RUN_RATE_DAYS,
     BudgetForecast,
     SpendSummary,
     forecast_month_end,
     history_days,
-    run_rate_days,
     weekday_shape_of,
 )
 from bot.spend.reports import cost_column
@@ -224,10 +224,11 @@ def budget_sums(
     basis: CostBasis = CostBasis.BILLED,
     periods: tuple[str, ...] = (MONTHLY,),
 ) -> dict[int, dict[str, Decimal]]:
-    """Return, per budget id, each period's to-date sum, the run-rate days' and each history day's.
+    """Return, per budget id, each period's to-date sum and each covered history day's.
 
-    `covered` holds, per currency, the ledger's covered days: the run-rate and history-day buckets
-    count only those of the history window (a day no source had data for is unknown, not $0).
+    `covered` holds, per currency, the ledger's covered days: the history-day buckets (the
+    run-rate is their last seven) count only those of the history window (a day no source had
+    data for is unknown, not $0).
     `periods` are the kinds of budget period in use: the window read reaches back to the
     earliest of their first days (a quarter's, when there is a quarterly budget).
     """
@@ -235,7 +236,6 @@ def budget_sums(
     starts = {kind: budget_period(kind, as_of).start for kind in periods}
     conditions: dict[str, Any] = {
         **{to_date_bucket(kind): SpendRollup.day >= start for kind, start in starts.items()},
-        "last7": _on_days({code: run_rate_days(days) for code, days in history.items()}),
     }
     # one bucket per covered day of the history (its n-th, per currency): the weekday pattern
     # is learned from the usual ones (bot/spend/forecast.weekday_shape)
@@ -411,14 +411,14 @@ def _period_so_far(
     to_date = values.get(to_date_bucket(kind), ZERO)
     if kind == DAILY:
         return to_date, None  # the day evaluated is complete: nothing to learn a shape for
-    shape_days, weekday_totals = weekday_shape_of(
-        history, [values.get(name, ZERO) for name in _HISTORY_BUCKETS[: len(history)]]
-    )
+    daily = [values.get(name, ZERO) for name in _HISTORY_BUCKETS[: len(history)]]
+    shape_days, weekday_totals = weekday_shape_of(history, daily)
     summary = SpendSummary(
         as_of=as_of,
         covered=tuple(covered),
         month_to_date=to_date,
-        last_7_days=values.get("last7", ZERO),
+        # the run-rate's days are the history's last seven (forecast.run_rate_days)
+        last_7_days=sum(daily[-RUN_RATE_DAYS:], ZERO),
         weekday_totals=weekday_totals,
         period=period,
         shape_days=shape_days,
