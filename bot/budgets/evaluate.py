@@ -37,6 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from bot.db.engine import among
+from bot.db.reading import dialect_name
 from bot.db.schema import Budget, SpendRollup
 from bot.money import CostBasis
 from bot.periods import DAILY, MONTHLY, Period, budget_period
@@ -147,7 +148,7 @@ def scope_sums(
     `by_stage` each budget gets one row per stage it spans.
     """
     day: Any = SpendRollup.day
-    if session.get_bind().dialect.name == "sqlite":
+    if dialect_name(session) == "sqlite":
         # SQLite would pick the day index and sort; `+day` steers it to the covering scan
         # index, whose (model, team, stage) order lets the grouping stream.
         day = literal_column("+spend_rollup.day", Date)
@@ -183,7 +184,7 @@ def scope_sums(
             )
             .group_by(*keys)
         )
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect_name(session) == "postgresql":
         # the window's groups fit in memory: hash them without spilling to disk
         session.execute(text("SET LOCAL work_mem = '64MB'"))
     return list(session.execute(union_all(*selects)))

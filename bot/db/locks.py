@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
+from bot.db.reading import dialect_name
 from bot.errors import MlcostError
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ def hold_registry_lock(session: Session, *, exclusive: bool) -> None:
     PostgreSQL: a transaction-level advisory lock (Slack changes share it with each other).
     SQLite: the database's one write lock, taken now (BEGIN IMMEDIATE), for both.
     """
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect_name(session) == "postgresql":
         function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         session.execute(text(f"SELECT {function}(:key)"), {"key": REGISTRY_LOCK_KEY})
         return

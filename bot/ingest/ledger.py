@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from bot.config import AttributionSettings
 from bot.db import tables
 from bot.db.bulk_insert import insert_arrow
+from bot.db.reading import dialect_name
 from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
 from bot.db.tables import utcnow
 from bot.errors import IngestError
@@ -359,7 +360,7 @@ LEDGER_LOCK_KEY = int.from_bytes(hashlib.sha256(b"mlcost:ledger").digest()[:8], 
 
 def lock_ledger(session: Session) -> None:
     """Wait until no other transaction writes the ledger; held until this one ends."""
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect_name(session) == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK_KEY})
 
 

@@ -45,6 +45,7 @@ from sqlalchemy.orm import Session, aliased, sessionmaker
 
 from bot.config import DeliverySettings
 from bot.db.engine import database_now, session_scope
+from bot.db.reading import dialect_name
 from bot.db.schema import OutboxMessage
 from bot.db.tables import OutboxStatus
 from bot.notify.outbox import METADATA_EVENT, FindPosted, Rendered, Renderer, render_payload
@@ -353,7 +354,7 @@ def _claim(
     with session_scope(factory) as session:
         now = time_in(session)  # the lease is read and written by the same clock
         query = _due(now, kinds)
-        if session.get_bind().dialect.name == "postgresql":
+        if dialect_name(session) == "postgresql":
             query = query.with_for_update(skip_locked=True)
         for row in session.scalars(query).all():
             thread_ts = None
