@@ -19,7 +19,8 @@ from sqlalchemy import Select, func, or_, select
 from sqlalchemy.orm import Session
 
 from bot.counts import counted
-from bot.db.schema import DailySpend, Review, ReviewItem, ValueMetric
+from bot.db.engine import among
+from bot.db.schema import DailySpend, Review, ReviewItem, SpendRollup, ValueMetric
 from bot.economics.value_metrics import daily_values, primary_metric
 from bot.ingest.attribution import IDLE
 from bot.periods import Period, trailing_days
@@ -131,24 +132,35 @@ def orphaned(
 def stale_checkpoints(
     session: Session, week: tuple[dt.date, dt.date], as_of: dt.date, currency: str
 ) -> Iterable[WasteFinding]:
-    """Storage of models that have not trained for 30 days: checkpoints nobody reads."""
+    """Storage of models that have not trained for 30 days: checkpoints nobody reads.
+
+    Which models trained and which stored anything come from the rollup (the ledger summed by
+    day, model, team, stage and currency: a group per model and stage that had rows, whatever
+    they cost); only the storage of the models that did not train is read from the ledger.
+    """
     month_ago = as_of - dt.timedelta(days=30)
     trained = set(
         session.scalars(
-            select(DailySpend.model)
+            select(SpendRollup.model)
             .where(
-                DailySpend.day > month_ago,
-                DailySpend.day <= as_of,
-                DailySpend.stage == "training",
-                DailySpend.model.is_not(None),
+                SpendRollup.day > month_ago,
+                SpendRollup.day <= as_of,
+                SpendRollup.stage == "training",
+                SpendRollup.model.is_not(None),
             )
             .distinct()
         )
     )
-    rows = session.execute(_stage_spend(week, currency, "storage", DailySpend.resource_id))
+    storing = set(session.scalars(_rolled_up(week, currency, "storage")))
+    stale = sorted(storing - trained)
+    if not stale:
+        return
+    rows = session.execute(
+        _stage_spend(week, currency, "storage", DailySpend.resource_id).where(
+            among(session, DailySpend.model, stale)
+        )
+    )
     for model, resource, cost in rows:
-        if model in trained:
-            continue
         yield WasteFinding(
             "stale_checkpoints",
             f"{model} · {resource or 'storage'}",
@@ -169,7 +181,8 @@ def idle_cluster_capacity(
     is_idle = DailySpend.attribution == IDLE
     clusters = (
         select(DailySpend.billing_account)
-        .where(*spend_in(week, currency), is_idle)
+        # idle rows have no model (bot.ingest.attribution): the model index finds them
+        .where(*spend_in(week, currency), DailySpend.model.is_(None), is_idle)
         .distinct()
         .scalar_subquery()
     )
@@ -208,11 +221,27 @@ def _stage_spend(week: tuple[dt.date, dt.date], currency: str, stage: str, *by: 
     )
 
 
+def _rolled_up(week: tuple[dt.date, dt.date], currency: str, stage: str, *by: Any) -> Select[Any]:
+    """Select each model's cost in one stage over the week, per `by` columns, from the rollup
+    (a model with rows in the stage is there even when they cost nothing)."""
+    return (
+        select(SpendRollup.model, *by, func.sum(SpendRollup.billed_cost))
+        .where(
+            SpendRollup.day >= week[0],
+            SpendRollup.day < week[1],
+            SpendRollup.currency == currency,
+            SpendRollup.stage == stage,
+            SpendRollup.model.is_not(None),
+        )
+        .group_by(SpendRollup.model, *by)
+    )
+
+
 def idle_endpoints(
     session: Session, week: tuple[dt.date, dt.date], currency: str
 ) -> Iterable[WasteFinding]:
     """Serving spend for a model that recorded no predictions all week (while others did)."""
-    serving = session.execute(_stage_spend(week, currency, "serving")).all()
+    serving = session.execute(_rolled_up(week, currency, "serving")).all()
     if not serving:
         return
     with_value = set(
@@ -436,15 +465,7 @@ def _serving_cost_and_traffic(
 ) -> tuple[dict[str, dict[dt.date, Decimal]], dict[str, dict[str, dict[dt.date, Decimal]]]]:
     """Return each model's daily serving cost, and its daily units per value metric."""
     rows = session.execute(
-        select(DailySpend.model, DailySpend.day, func.sum(DailySpend.billed_cost))
-        .where(
-            DailySpend.day >= window.start,
-            DailySpend.day < window.end,
-            DailySpend.stage == "serving",
-            DailySpend.model.is_not(None),
-            DailySpend.currency == currency,
-        )
-        .group_by(DailySpend.model, DailySpend.day)
+        _rolled_up((window.start, window.end), currency, "serving", SpendRollup.day)
     ).all()
     cost: dict[str, dict[dt.date, Decimal]] = {}
     for model, day, amount in rows:

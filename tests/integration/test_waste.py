@@ -26,7 +26,7 @@ from bot.waste.findings import find_waste
 from bot.waste.spot import SpotAdvisor
 from tests.support.alert_walk import ALERT_REGISTRY
 from tests.support.economics_seed import add_value
-from tests.support.ledger import ingestion_run, spend_record
+from tests.support.ledger import ingestion_run, roll_up, spend_record
 from tests.support.outbox import rendered
 
 AS_OF = dt.date(2026, 11, 30)
@@ -88,7 +88,7 @@ def test_findings_with_known_run_rates(session: Session) -> None:
             decided_at=dt.datetime(2026, 11, 27, 9, tzinfo=dt.UTC),
         )
     )
-    session.flush()
+    roll_up(session)
 
     found = {
         (f.kind, f.model or f.subject): f.monthly_cost
@@ -144,7 +144,7 @@ def test_weekly_waste_digests_go_to_the_owners_channels_once_a_week(session: Ses
     spend(session, run, "gamma", "serving", "arn:endpoint/gamma", "14")  # serving, with value
     for i in range(14):
         add_value(session, "gamma", AS_OF - dt.timedelta(days=i), 1000, source="manual")
-    session.flush()
+    roll_up(session)
     settings = Settings(database_url="sqlite://")
     now = dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)
 
@@ -345,7 +345,7 @@ def test_serving_that_does_not_follow_a_weekly_traffic_swing(session: Session) -
                 team="t",
             )
         )
-    session.flush()
+    roll_up(session)
 
     found = [f for f in find_waste(session=session, as_of=AS_OF) if f.kind == "fixed_serving"]
     assert [f.model for f in found] == ["steady"]

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.schema import DailySpend, IngestionRun, SpendRollup
+from bot.ingest.rollup import rebuild_rollup
 
 
 def ingestion_run(session: Session, **fields: Any) -> IngestionRun:
@@ -40,6 +41,13 @@ def spend_record(
         effective_cost=Decimal(billed if effective is None else effective),
         **values,
     )
+
+
+def roll_up(session: Session) -> None:
+    """Flush rows added straight to daily_spend and sum the rollup again, as an ingestion does
+    for the days it writes (budgets and some waste checks read the rollup)."""
+    session.flush()
+    rebuild_rollup(session)
 
 
 def ledger_totals(session: Session) -> tuple[Decimal, Decimal, int]:

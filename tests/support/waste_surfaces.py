@@ -37,7 +37,7 @@ from bot.waste.scan.model import (
 )
 from tests.support.alert_walk import ALERT_REGISTRY
 from tests.support.economics_seed import add_value
-from tests.support.ledger import ingestion_run, spend_record
+from tests.support.ledger import ingestion_run, roll_up, spend_record
 
 AS_OF = dt.date(2026, 11, 30)
 ACCOUNT = "123456789012"
@@ -98,7 +98,7 @@ def seed_ledger(session: Session) -> None:
             )
     for i in range(14):
         add_value(session, "gamma", AS_OF - dt.timedelta(days=i), 1000, source="manual")
-    session.flush()
+    roll_up(session)
 
 
 def seed_findings(session: Session) -> None:
