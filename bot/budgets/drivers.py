@@ -100,6 +100,7 @@ def _add_stage_drivers(
         end=as_of,
         budget_ids=[s.budget_id for s in wanted],
         by_stage=True,
+        within=_scopes_condition(session, wanted, SpendRollup),
     ):
         values = row._mapping
         budget_id = int(values["budget_id"])
@@ -148,6 +149,7 @@ def _add_day_drivers(
             start=days[0],
             end=days[-1],
             budget_ids=[s.budget_id for s in asked],
+            within=_scopes_condition(session, asked, SpendRollup),
         ):
             budget_id, *values = row  # one sum per day, in the order of `days`
             own = missing[budget_id]
@@ -201,7 +203,7 @@ def _add_resource_drivers(
         .where(
             DailySpend.day >= periods[0].start,
             DailySpend.day <= as_of,
-            _scopes_condition(session, wanted),
+            _scopes_condition(session, wanted, DailySpend),
         )
         .group_by(*columns, resource)
     )
@@ -230,16 +232,17 @@ def _add_resource_drivers(
                 ]
 
 
-def _scopes_condition(session: Session, wanted: list[BudgetStatus]) -> Any:
-    """Return the ledger condition selecting the rows of the budgets' scopes (a superset)."""
+def _scopes_condition(session: Session, wanted: list[BudgetStatus], table: Any) -> Any:
+    """Return the condition on the ledger (DailySpend) or its rollup (SpendRollup) selecting the
+    rows of the budgets' scopes (a superset)."""
     models = sorted({s.model_name for s in wanted if s.model_name is not None})
     teams = sorted({s.team_name for s in wanted if s.model_name is None and s.team_name})
     stages = sorted(
         {s.stage for s in wanted if s.model_name is None and s.team_name is None and s.stage}
     )
     parts = [
-        *([among(session, DailySpend.model, models)] if models else []),
-        *([among(session, DailySpend.team, teams)] if teams else []),
-        *([among(session, DailySpend.stage, stages)] if stages else []),
+        *([among(session, table.model, models)] if models else []),
+        *([among(session, table.team, teams)] if teams else []),
+        *([among(session, table.stage, stages)] if stages else []),
     ]
     return or_(*parts) if parts else literal(False)

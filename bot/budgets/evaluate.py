@@ -140,12 +140,15 @@ def scope_sums(
     end: dt.date,
     budget_ids: list[int] | None = None,
     by_stage: bool = False,
+    within: Any = None,
 ) -> list[Any]:
     """Sum the rollup over [start, end] into named buckets for every budget, in one statement.
 
     `buckets` maps a name to a condition on SpendRollup. The window is summed once by (model,
     team, stage, currency) and rolled up to each budget shape with equality joins; with
-    `by_stage` each budget gets one row per stage it spans.
+    `by_stage` each budget gets one row per stage it spans. `within`, a condition on
+    SpendRollup, keeps only the rows of the scopes asked about (`budget_ids`' scopes) before
+    summing.
     """
     day: Any = SpendRollup.day
     if dialect_name(session) == "sqlite":
@@ -161,7 +164,7 @@ def scope_sums(
             # FILTER, not sum(CASE ...): PostgreSQL then adds only the rows each bucket holds
             *(func.sum(cost).filter(condition).label(name) for name, condition in buckets.items()),
         )
-        .where(day >= start, day <= end)
+        .where(day >= start, day <= end, *([within] if within is not None else []))
         .group_by(SpendRollup.model, SpendRollup.team, SpendRollup.stage, SpendRollup.currency)
         .cte("base")
     )
@@ -184,10 +187,17 @@ def scope_sums(
             )
             .group_by(*keys)
         )
-    if dialect_name(session) == "postgresql":
-        # the window's groups fit in memory: hash them without spilling to disk
-        session.execute(text("SET LOCAL work_mem = '64MB'"))
-    return list(session.execute(union_all(*selects)))
+    if dialect_name(session) != "postgresql":
+        return list(session.execute(union_all(*selects)))
+    # the window's groups fit in memory: hash them without spilling to disk
+    session.execute(text("SET LOCAL work_mem = '64MB'"))
+    # One process streams the window from the covering index in (model, team, stage, currency)
+    # order and groups it as it goes; the parallel plan PostgreSQL otherwise picks sorts each
+    # worker's share first: 1.09 s against 0.63 s for the evaluation at 100x on 2 cores.
+    session.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
+    rows = list(session.execute(union_all(*selects)))
+    session.execute(text("RESET max_parallel_workers_per_gather"))
+    return rows
 
 
 def to_date_bucket(kind: str) -> str:

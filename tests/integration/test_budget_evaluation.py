@@ -186,13 +186,15 @@ def test_alert_days_from_the_evaluation_match_days_read_from_the_rollup(session:
     rows = []
     for day in days(dt.date(2026, 9, 25), AS_OF + dt.timedelta(days=1)):
         for model in TEAMS:
-            cost = f"{rng.randint(1, 90_000) / 100:.2f}"
-            resource = f"r-{rng.randint(1, 5)}"
-            row = spend_row(day, model, "training", TEAMS[model], cost, resource=resource)
-            if day == tax_day:
-                row["charge_category"] = "Tax"
-                row["billed_cost"] = row["effective_cost"] = Decimal("5000.00")  # the top day
-            rows.append(row)
+            # a day's spend in two stages: its top days add the stages' sums up
+            for stage in ("training", rng.choice(("serving", "storage"))):
+                cost = f"{rng.randint(1, 90_000) / 100:.2f}"
+                resource = f"r-{rng.randint(1, 5)}"
+                row = spend_row(day, model, stage, TEAMS[model], cost, resource=resource)
+                if day == tax_day:
+                    row["charge_category"] = "Tax"
+                    row["billed_cost"] = row["effective_cost"] = Decimal("5000.00")  # top day
+                rows.append(row)
     add_spend(session, rows)
     session.flush()
 
@@ -205,6 +207,7 @@ def test_alert_days_from_the_evaluation_match_days_read_from_the_rollup(session:
     for status in statuses:
         totals: dict[dt.date, Decimal] = {}
         resources: dict[str, Decimal] = {}
+        stages: dict[str, Decimal] = {}
         for r in rows:
             in_scope = (
                 status.model_name in (None, r["model"])
@@ -215,9 +218,12 @@ def test_alert_days_from_the_evaluation_match_days_read_from_the_rollup(session:
                 totals[r["day"]] = totals.get(r["day"], Decimal(0)) + r["billed_cost"]
                 label = r["resource_id"]
                 resources[label] = resources.get(label, Decimal(0)) + r["billed_cost"]
+                stages[r["stage"]] = stages.get(r["stage"], Decimal(0)) + r["billed_cost"]
         # the resources of each budget's own period: a quarter's reach back to October 1
         top = sorted(resources.items(), key=lambda t: (-t[1], t[0]))[:3]
         assert [(d.label, d.cost) for d in reused[status.budget_id].resources] == top
+        ranked_stages = sorted(stages.items(), key=lambda t: -t[1])
+        assert [(d.label, d.cost) for d in reused[status.budget_id].stages] == ranked_stages
         expected = sorted(totals.items(), key=lambda t: (-t[1], t[0]))[:3]
         got = reused[status.budget_id].days
         assert [d.cost for d in got] == [c for _, c in expected], status.scope
