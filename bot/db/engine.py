@@ -82,6 +82,44 @@ class DatabaseError(MlcostError):
 URL_EXAMPLE = "e.g. sqlite:///mlcost.db or postgresql+psycopg://user@host:5432/mlcost"
 
 
+@contextmanager
+def snapshot_reader(session: Session) -> Iterator[Connection | None]:
+    """Yield a second connection that reads what the session's transaction reads, or None.
+
+    On PostgreSQL, while the session's transaction has written nothing (it has no transaction
+    id), its snapshot is exported and a read-only REPEATABLE READ transaction on another
+    connection of the same engine imports it: a statement there sees the same rows a statement
+    on the session would, and both can run at once (the poll's alert drivers, issue 24). Once
+    the transaction has written, another connection could not see its rows: None. None on
+    SQLite too (one writer, and tests' in-memory databases are one connection); the caller
+    then reads on the session.
+    """
+    if dialect_name(session) != "postgresql":
+        yield None
+        return
+    own = session.connection()
+    if own.scalar(select(func.pg_current_xact_id_if_assigned())) is not None:
+        yield None
+        return
+    snapshot = own.scalar(select(func.pg_export_snapshot()))
+    with own.engine.connect() as side:
+        side.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        side.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{_snapshot_id(snapshot)}'")
+        try:
+            yield side
+        finally:
+            side.rollback()
+
+
+def _snapshot_id(value: object) -> str:
+    """Return an exported snapshot's id, checked: it is spliced into SET TRANSACTION SNAPSHOT
+    (which takes no parameters)."""
+    text = str(value)
+    if not re.fullmatch(r"[0-9A-Fa-f-]+", text):
+        raise DatabaseError(f"unexpected snapshot id from pg_export_snapshot: {text[:40]!r}")
+    return text
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine; SQLite gets foreign keys and a busy timeout.
 

@@ -1,0 +1,127 @@
+"""A second connection that reads what the session reads (bot.db.engine.snapshot_reader).
+
+The poll's alert drivers read the ledger on it while the session sums the rollup (issue 24).
+It must see exactly the session's snapshot, never rows committed after it, and must not be
+used once the session's transaction has written (another connection could not see those rows).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from bot.budgets import drivers as drivers_module
+from bot.budgets.drivers import top_drivers
+from bot.budgets.evaluate import evaluate
+from bot.db.engine import make_engine, make_session_factory, session_scope, snapshot_reader
+from bot.db.schema import AuditLog, Budget
+from bot.registry.spec import parse_registry
+from bot.registry.sync import import_registry
+from tests.support.alert_walk import ALERT_REGISTRY, add_spend, days, spend_row
+
+AS_OF = dt.date(2026, 11, 17)
+TEAMS = {"alpha": "ranking", "beta": "ranking", "gamma": "platform"}
+
+
+def audit_row(action: str) -> AuditLog:
+    return AuditLog(
+        at=dt.datetime(2026, 11, 17, tzinfo=dt.UTC), actor="test", action=action, target="t"
+    )
+
+
+def test_the_second_connection_sees_the_sessions_snapshot_and_nothing_later(
+    migrated_database_url: str,
+) -> None:
+    engine = make_engine(migrated_database_url)
+    factory = make_session_factory(engine)
+    with session_scope(factory) as session:
+        session.add(audit_row("before"))
+    try:
+        with session_scope(factory) as session:
+            before = session.scalar(select(func.count()).select_from(AuditLog))
+            with snapshot_reader(session) as side:
+                if engine.dialect.name != "postgresql":
+                    assert side is None  # SQLite: the caller reads on the session
+                    return
+                assert side is not None
+                with session_scope(factory) as other:  # committed after the export
+                    other.add(audit_row("after"))
+                seen = side.scalar(select(func.count()).select_from(AuditLog))
+                assert seen == before == 1
+            session.add(audit_row("mine"))
+            session.flush()  # the transaction has written: another connection cannot see it
+            with snapshot_reader(session) as side:
+                assert side is None
+    finally:
+        engine.dispose()
+
+
+def seed(session: Session) -> None:
+    import_registry(parse_registry(ALERT_REGISTRY), session=session, actor="test")
+    for scope, model, stage, period in (
+        ("model:alpha/q", "alpha", None, "quarterly"),
+        ("model:beta/stage:serving", "beta", "serving", "monthly"),
+        ("model:gamma/w", "gamma", None, "weekly"),
+    ):
+        session.add(
+            Budget(
+                scope=scope,
+                model_name=model,
+                stage=stage,
+                period=period,
+                monthly_amount=Decimal(1),
+                thresholds=[100],
+                forecast=True,
+            )
+        )
+    rng = random.Random(5)
+    rows = []
+    for day in days(dt.date(2026, 9, 25), AS_OF + dt.timedelta(days=1)):
+        for model in TEAMS:
+            for stage in ("training", "serving", "storage"):
+                cost = f"{rng.randint(1, 90_000) / 100:.2f}"
+                resource = f"r-{rng.randint(1, 6)}"
+                rows.append(spend_row(day, model, stage, TEAMS[model], cost, resource=resource))
+    add_spend(session, rows)
+
+
+@contextmanager
+def no_side(session: Session) -> Iterator[None]:
+    yield None
+
+
+def test_alert_drivers_read_beside_the_session_are_the_same_as_read_on_it(
+    migrated_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(migrated_database_url)
+    factory = make_session_factory(engine)
+    try:
+        with session_scope(factory) as session:
+            seed(session)
+        with session_scope(factory) as session:  # reads only: on PostgreSQL the side is used
+            evaluation = evaluate(session=session, as_of=AS_OF)
+            with snapshot_reader(session) as side:
+                used_side = side is not None
+            beside = top_drivers(
+                session=session, statuses=evaluation.statuses, evaluation=evaluation
+            )
+        assert used_side == (engine.dialect.name == "postgresql")
+        monkeypatch.setattr(drivers_module, "snapshot_reader", no_side)
+        with session_scope(factory) as session:
+            evaluation = evaluate(session=session, as_of=AS_OF)
+            on_session = top_drivers(
+                session=session, statuses=evaluation.statuses, evaluation=evaluation
+            )
+    finally:
+        engine.dispose()
+    assert beside == on_session
+    # every shape (model, team, stage, model x stage) and period (quarter, month, week) has some
+    assert len(beside) == 8
+    assert all(d.resources and d.stages and d.days for d in beside.values())
