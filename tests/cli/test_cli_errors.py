@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import boto3
 import pytest
 
 from bot.cli import main
@@ -264,7 +265,10 @@ def test_a_bad_setting_never_echoes_a_secret(
 
 @pytest.fixture
 def no_aws_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing in boto3's chain: no keys, no profile files, no instance or container role."""
+    """Nothing in boto3's chain: no keys, no profile files, no instance or container role, and
+    no default session an earlier test in this process left behind (boto3.client uses it, and
+    its credentials were resolved while that test's moto keys were set)."""
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     for key in list(os.environ):
         if key.startswith("AWS_") and key != "AWS_CA_BUNDLE":
             monkeypatch.delenv(key)
