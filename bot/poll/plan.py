@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -23,6 +25,7 @@ from bot.budgets.evaluate import evaluate
 from bot.budgets.messages import AlertContext, BudgetAlertMessage
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
 from bot.config import AlertSettings
+from bot.db.engine import snapshot_reader
 from bot.db.schema import AlertSilence, DailySpend, OutboxMessage
 from bot.ingest.ledger import IngestReport
 from bot.notify.delivery import DeliveryReport
@@ -33,7 +36,7 @@ from bot.spend.coverage import covered_days, ledger_first_day
 from bot.spend.messages import UnallocatedAlertMessage
 from bot.spend.reports import check_currency_setting, cost_column, taggable
 from bot.waste.checks import WasteFinding
-from bot.waste.findings import ResourceEntry, waste_overview
+from bot.waste.findings import ResourceEntry, find_configured_waste, waste_overview
 from bot.waste.messages import WasteDigestMessage
 
 log = logging.getLogger(__name__)
@@ -269,8 +272,28 @@ def plan_unallocated_post(
     return posts, unroutable
 
 
+def waste_week_due(session: Session, as_of: dt.date) -> tuple[dt.date, dt.date] | None:
+    """Return the last complete week (Monday, Sunday) when its waste digests are due: none of
+    them is in the outbox yet, and the ledger reaches back to its Monday."""
+    monday, sunday = last_complete_week(as_of)
+    if recorded_keys(session, f"waste:{monday.isoformat()}:%"):
+        # the week's digest is out: the checks read the week's ledger nine times (seconds at
+        # scale), so the polls after it skip them until the next week. A channel whose first
+        # finding shows up after the digest hears of it in next week's.
+        return None
+    first_day = ledger_first_day(session)
+    if first_day is None or first_day > monday:
+        return None  # the ledger begins after this week: there is nothing to say about it
+    return monday, sunday
+
+
 def plan_waste_posts(
-    *, session: Session, settings: AlertSettings, as_of: dt.date, router: Router
+    *,
+    session: Session,
+    settings: AlertSettings,
+    as_of: dt.date,
+    router: Router,
+    ledger: Future[list[WasteFinding]] | None = None,
 ) -> tuple[list[PlannedPost], list[str]]:
     """Return the weekly waste digests for the last complete week: one per channel, planned
     once a week (none once any of the week's digests is in the outbox).
@@ -279,22 +302,23 @@ def plan_waste_posts(
     unregistered model) goes to the FinOps channel. An open resource finding not marked Keep or
     Not waste is listed (one line) in the channel its own post went to: its model's, else its
     team's, else FinOps; a channel's closed resource findings add what they saved so far.
+    `ledger`: the week's ledger findings, being found beside the session (see plan_alerts).
     """
-    monday, sunday = last_complete_week(as_of)
-    if recorded_keys(session, f"waste:{monday.isoformat()}:%"):
-        # the week's digest is out: the checks read the week's ledger nine times (seconds at
-        # scale), so the polls after it skip them until the next week. A channel whose first
-        # finding shows up after the digest hears of it in next week's.
+    week = waste_week_due(session, as_of)
+    if week is None:
         return [], []
-    first_day = ledger_first_day(session)
-    if first_day is None or first_day > monday:
-        return [], []  # the ledger begins after this week: there is nothing to say about it
+    monday, sunday = week
     # A week the ledger reaches only in part is still posted: resource findings stand apart from
     # the bill, and the digest says the data is stale rather than giving an all-clear.
     # resource findings as they stand at the end of as_of (Keep in force, saved so far)
     now = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
     overview = waste_overview(
-        session=session, settings=settings, as_of=sunday, now=now, strict=False
+        session=session,
+        settings=settings,
+        as_of=sunday,
+        now=now,
+        strict=False,
+        ledger=None if ledger is None else ledger.result(),
     )
     findings = overview.findings
     by_channel: dict[str, list[WasteFinding]] = {}
@@ -347,14 +371,6 @@ def plan_waste_posts(
     return posts, unroutable
 
 
-# planners whose posts are due once per key, whatever the outbox holds of other keys
-# (anomalies, also due once per key, are planned first, apart: they report skipped scopes too)
-ONCE_PLANNERS = {
-    "unallocated": plan_unallocated_post,
-    "waste": plan_waste_posts,
-}
-
-
 def plan_alerts(
     *,
     session: Session,
@@ -364,8 +380,34 @@ def plan_alerts(
     checks: Sequence[str] = ALL_CHECKS,
     also_sent: Iterable[str] = (),
 ) -> CycleReport:
-    """Plan every alert due as of a day (nothing is written)."""
+    """Plan every alert due as of a day (nothing is written).
+
+    When the week's waste digests are due, their ledger checks (a second connection reading
+    what the session reads, on PostgreSQL: bot.db.engine.snapshot_reader) run while the
+    session plans the budgets' alerts.
+    """
     check_currency_setting(session, settings.currency)  # never relabel the ledger's money
+    with ExitStack() as beside:
+        ledger_waste: Future[list[WasteFinding]] | None = None
+        week = waste_week_due(session, as_of) if "waste" in checks else None
+        side = beside.enter_context(snapshot_reader(session)) if week is not None else None
+        if week is not None and side is not None:
+            pool = beside.enter_context(ThreadPoolExecutor(1, thread_name_prefix="waste"))
+            ledger_waste = pool.submit(
+                find_configured_waste, session=side, settings=settings, as_of=week[1], strict=False
+            )
+        return _plan(session, settings, as_of, now, checks, also_sent, ledger_waste)
+
+
+def _plan(
+    session: Session,
+    settings: AlertSettings,
+    as_of: dt.date,
+    now: dt.datetime,
+    checks: Sequence[str],
+    also_sent: Iterable[str],
+    ledger_waste: Future[list[WasteFinding]] | None,
+) -> CycleReport:
     report = CycleReport(as_of=as_of)
     router = Router(session)
     if "budgets" in checks:
@@ -388,13 +430,18 @@ def plan_alerts(
         report.min_history_days = settings.anomaly_min_history_days
         extra.extend(posts)
         report.unroutable.extend(unroutable)
-    for check, planner in ONCE_PLANNERS.items():
-        if check in checks:
-            posts, unroutable = planner(
-                session=session, settings=settings, as_of=as_of, router=router
-            )
-            extra.extend(posts)
-            report.unroutable.extend(unroutable)
+    if "unallocated" in checks:
+        posts, unroutable = plan_unallocated_post(
+            session=session, settings=settings, as_of=as_of, router=router
+        )
+        extra.extend(posts)
+        report.unroutable.extend(unroutable)
+    if "waste" in checks:
+        posts, unroutable = plan_waste_posts(
+            session=session, settings=settings, as_of=as_of, router=router, ledger=ledger_waste
+        )
+        extra.extend(posts)
+        report.unroutable.extend(unroutable)
     report.planned.extend(_not_recorded(session, extra, also_sent))
     for key in report.unroutable:
         log.warning(

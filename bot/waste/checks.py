@@ -16,10 +16,10 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Select, func, or_, select
-from sqlalchemy.orm import Session
 
 from bot.counts import counted
 from bot.db.engine import among
+from bot.db.reading import Reader
 from bot.db.schema import DailySpend, Review, ReviewItem, SpendRollup, ValueMetric
 from bot.economics.value_metrics import daily_values, primary_metric
 from bot.ingest.attribution import IDLE
@@ -53,15 +53,16 @@ class WasteFinding:
 
 Week = tuple[dt.date, dt.date]  # [start, end)
 # the week's cost of each ledger resource a finding is made of (see LedgerCheck.made_of)
-MadeOf = Callable[[Session, WasteFinding, Week, str], dict[str | None, Decimal] | None]
+MadeOf = Callable[[Reader, WasteFinding, Week, str], dict[str | None, Decimal] | None]
 
 
 @dataclass(frozen=True)
 class LedgerScope:
-    """What a ledger check reads: the session, the week [start, end), its last day, the
-    currency, and the CloudWatch client and Spot advisor when there are any."""
+    """What a ledger check reads: the session (or a connection reading what it reads), the
+    week [start, end), its last day, the currency, and the CloudWatch client and Spot advisor
+    when there are any."""
 
-    session: Session
+    session: Reader
     week: Week
     as_of: dt.date
     currency: str
@@ -101,7 +102,7 @@ def spend_in(window: tuple[dt.date, dt.date], currency: str) -> list[Any]:
 
 
 def orphaned(
-    session: Session, week: tuple[dt.date, dt.date], currency: str
+    session: Reader, week: tuple[dt.date, dt.date], currency: str
 ) -> Iterable[WasteFinding]:
     """Spend tagged with a model name nobody registered (a deleted or forgotten model)."""
     rows = session.execute(
@@ -130,7 +131,7 @@ def orphaned(
 
 
 def stale_checkpoints(
-    session: Session, week: tuple[dt.date, dt.date], as_of: dt.date, currency: str
+    session: Reader, week: tuple[dt.date, dt.date], as_of: dt.date, currency: str
 ) -> Iterable[WasteFinding]:
     """Storage of models that have not trained for 30 days: checkpoints nobody reads.
 
@@ -174,7 +175,7 @@ def stale_checkpoints(
 
 
 def idle_cluster_capacity(
-    session: Session, week: tuple[dt.date, dt.date], currency: str
+    session: Reader, week: tuple[dt.date, dt.date], currency: str
 ) -> Iterable[WasteFinding]:
     """Kubernetes clusters whose idle capacity (nodes paid for, requested by no pod) is a large
     share of their cost: the ledger's explicit idle line (mlcost ingest opencost)."""
@@ -238,7 +239,7 @@ def _rolled_up(week: tuple[dt.date, dt.date], currency: str, stage: str, *by: An
 
 
 def idle_endpoints(
-    session: Session, week: tuple[dt.date, dt.date], currency: str
+    session: Reader, week: tuple[dt.date, dt.date], currency: str
 ) -> Iterable[WasteFinding]:
     """Serving spend for a model that recorded no predictions all week (while others did)."""
     serving = session.execute(_rolled_up(week, currency, "serving")).all()
@@ -267,7 +268,7 @@ def idle_endpoints(
 
 
 def killed_still_spending(
-    session: Session, week: tuple[dt.date, dt.date], currency: str
+    session: Reader, week: tuple[dt.date, dt.date], currency: str
 ) -> Iterable[WasteFinding]:
     """Models decided Kill in a review that still cost money."""
     decided = session.execute(
@@ -302,7 +303,7 @@ def killed_still_spending(
 
 
 def idle_gpu_instances(
-    session: Session,
+    session: Reader,
     week: tuple[dt.date, dt.date],
     cloudwatch: Any,
     as_of: dt.date,
@@ -358,7 +359,7 @@ def idle_gpu_instances(
 
 
 def spot_candidates(
-    session: Session,
+    session: Reader,
     week: tuple[dt.date, dt.date],
     advisor: SpotAdvisor,
     max_band: int,
@@ -413,7 +414,7 @@ def spot_candidates(
 
 
 def serving_without_autoscaling(
-    session: Session, as_of: dt.date, currency: str
+    session: Reader, as_of: dt.date, currency: str
 ) -> Iterable[WasteFinding]:
     """Serving whose cost stays level while its traffic swings (no autoscaling).
 
@@ -461,7 +462,7 @@ def serving_without_autoscaling(
 
 
 def _serving_cost_and_traffic(
-    session: Session, window: Period, currency: str
+    session: Reader, window: Period, currency: str
 ) -> tuple[dict[str, dict[dt.date, Decimal]], dict[str, dict[str, dict[dt.date, Decimal]]]]:
     """Return each model's daily serving cost, and its daily units per value metric."""
     rows = session.execute(
@@ -483,14 +484,14 @@ def _mean(values: list[Decimal]) -> Decimal:
 
 
 def _one_resource(
-    session: Session, finding: WasteFinding, week: Week, currency: str
+    session: Reader, finding: WasteFinding, week: Week, currency: str
 ) -> dict[str | None, Decimal] | None:
     """The finding is one ledger resource (its resource id), when it names one."""
     return {finding.resource_id: Decimal(1)} if finding.resource_id else None
 
 
 def _resources_where(
-    session: Session, week: Week, currency: str, where: list[Any]
+    session: Reader, week: Week, currency: str, where: list[Any]
 ) -> dict[str | None, Decimal]:
     """Return the week's cost of each ledger resource whose rows match `where`."""
     rows = session.execute(
@@ -502,7 +503,7 @@ def _resources_where(
 
 
 def _orphaned_resources(
-    session: Session, finding: WasteFinding, week: Week, currency: str
+    session: Reader, finding: WasteFinding, week: Week, currency: str
 ) -> dict[str | None, Decimal] | None:
     if finding.tag_value is None:
         return None
@@ -511,7 +512,7 @@ def _orphaned_resources(
 
 
 def _serving_resources(
-    session: Session, finding: WasteFinding, week: Week, currency: str
+    session: Reader, finding: WasteFinding, week: Week, currency: str
 ) -> dict[str | None, Decimal] | None:
     if not finding.model:
         return None
@@ -520,7 +521,7 @@ def _serving_resources(
 
 
 def _model_resources(
-    session: Session, finding: WasteFinding, week: Week, currency: str
+    session: Reader, finding: WasteFinding, week: Week, currency: str
 ) -> dict[str | None, Decimal] | None:
     if not finding.model:
         return None

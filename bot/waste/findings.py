@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from bot.config import WasteSettings
 from bot.counts import counted
+from bot.db.reading import Reader
 from bot.db.schema import MLModel, ResourceFindingRecord, Team
 from bot.errors import NotFoundError, UsageError
 from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
@@ -46,7 +47,7 @@ SPOT_MAX_BAND = 2  # recommend Spot where it is interrupted less than 15 % of th
 
 def find_waste(
     *,
-    session: Session,
+    session: Reader,
     as_of: dt.date,
     cloudwatch: Any | None = None,
     min_monthly: Decimal = MIN_MONTHLY,
@@ -72,7 +73,7 @@ def find_waste(
 
 def find_configured_waste(
     *,
-    session: Session,
+    session: Reader,
     settings: WasteSettings,
     as_of: dt.date,
     cloudwatch: Any | None = None,
@@ -346,11 +347,17 @@ def waste_overview(
     now: dt.datetime,
     cloudwatch: Any | None = None,
     strict: bool = True,
+    ledger: list[WasteFinding] | None = None,
 ) -> WasteOverview:
-    """Return the ledger's findings as of a day with the resource findings, ranked together."""
-    ledger = find_configured_waste(
-        session=session, settings=settings, as_of=as_of, cloudwatch=cloudwatch, strict=strict
-    )
+    """Return the ledger's findings as of a day with the resource findings, ranked together.
+
+    `ledger`: the ledger's findings as of that day when they were found already (the poll
+    finds them beside its budgets, bot.poll.plan); else they are found here.
+    """
+    if ledger is None:
+        ledger = find_configured_waste(
+            session=session, settings=settings, as_of=as_of, cloudwatch=cloudwatch, strict=strict
+        )
     currency = settings.currency
     floor = settings.scan_min_monthly
     open_ = [

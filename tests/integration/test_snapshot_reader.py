@@ -25,6 +25,7 @@ from bot.db.schema import AuditLog, Budget
 from bot.registry.spec import parse_registry
 from bot.registry.sync import import_registry
 from tests.support.alert_walk import ALERT_REGISTRY, add_spend, days, spend_row
+from tests.support.ledger import ingestion_run, roll_up, spend_record
 
 AS_OF = dt.date(2026, 11, 17)
 TEAMS = {"alpha": "ranking", "beta": "ranking", "gamma": "platform"}
@@ -122,6 +123,67 @@ def test_alert_drivers_read_beside_the_session_are_the_same_as_read_on_it(
     finally:
         engine.dispose()
     assert beside == on_session
+    assert "late-tag" not in str(beside)
     # every shape (model, team, stage, model x stage) and period (quarter, month, week) has some
     assert len(beside) == 8
     assert all(d.resources and d.stages and d.days for d in beside.values())
+
+
+def test_weekly_waste_digests_found_beside_the_budgets_are_the_same_as_found_on_the_session(
+    migrated_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the poll runs the week's ledger checks on a second connection while its session plans
+    # the budgets' alerts (PostgreSQL); the digests must not change for it
+    from bot.config import Settings
+    from bot.poll import plan as poll_plan
+    from tests.support.outbox import rendered
+    from tests.support.waste_surfaces import AS_OF as WEEK_AS_OF
+    from tests.support.waste_surfaces import NOW, seed_all
+
+    engine = make_engine(migrated_database_url)
+    factory = make_session_factory(engine)
+    settings = Settings(database_url=migrated_database_url)
+
+    def digests() -> dict[str, object]:
+        with session_scope(factory) as session:
+            report = poll_plan.plan_alerts(
+                session=session,
+                settings=settings,
+                as_of=WEEK_AS_OF,
+                now=NOW,
+                checks=("budgets", "unallocated", "waste"),
+            )
+        return {p.dedupe_key: rendered(p) for p in report.planned if p.kind == "waste"}
+
+    try:
+        with session_scope(factory) as session:
+            seed_all(session)
+            # spend of the Monday after the digest's week: in no finding of that week
+            run = ingestion_run(session, location="test")
+            late = spend_record(run, WEEK_AS_OF, "500", resource_id="i-late", stage="training")
+            late.model_tag_value = "late-tag"
+            session.add(late)
+            roll_up(session)
+        sides: list[bool] = []
+        real = poll_plan.snapshot_reader
+
+        @contextmanager
+        def watched(session: Session) -> Iterator[object]:
+            with real(session) as side:
+                sides.append(side is not None)
+                yield side
+
+        monkeypatch.setattr(poll_plan, "snapshot_reader", watched)
+        beside = digests()
+        monkeypatch.setattr(poll_plan, "snapshot_reader", no_side)
+        on_session = digests()
+    finally:
+        engine.dispose()
+    assert sides == [engine.dialect.name == "postgresql"]
+    assert set(beside) == {
+        "waste:2026-11-23:C0ALPHA",
+        "waste:2026-11-23:C0FINOPS",
+        "waste:2026-11-23:C0PLATFORM",  # beta's volume is marked Keep: nothing for ranking
+    }
+    assert beside == on_session
+    assert "late-tag" not in str(beside)
