@@ -36,6 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
+from bot import collector
 from bot.db.engine import among
 from bot.db.reading import dialect_name
 from bot.db.schema import Budget, SpendRollup
@@ -317,6 +318,13 @@ def evaluate(
     scopes: list[str] | None = None,
 ) -> Evaluation:
     """Evaluate every budget (or these scopes) as of a day, through that day."""
+    with collector.paused():  # tens of thousands of statuses and forecasts (bot.collector)
+        return _evaluate(session=session, as_of=as_of, basis=basis, scopes=scopes)
+
+
+def _evaluate(
+    *, session: Session, as_of: dt.date, basis: CostBasis, scopes: list[str] | None
+) -> Evaluation:
     query = select(
         Budget.id,
         Budget.scope,

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot import collector
 from bot.config import AttributionSettings, DeliverySettings, PollSettings
 from bot.db.engine import session_scope
 from bot.errors import MlcostError
@@ -55,7 +56,8 @@ def default_as_of(now: dt.datetime, timezone: str) -> dt.date:
 
 def queue_posts(session: Session, posts: Iterable[PlannedPost]) -> int:
     """Record planned posts in the outbox; return how many were new."""
-    return len(enqueue_many(session, posts))
+    with collector.paused():  # thousands of messages encoded at once (bot.collector)
+        return len(enqueue_many(session, posts))
 
 
 def fetch_sources(

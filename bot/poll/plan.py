@@ -18,6 +18,7 @@ from decimal import Decimal
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from bot import collector
 from bot.anomalies.detect import scan_anomalies
 from bot.anomalies.messages import AnomalyAlertMessage
 from bot.budgets.drivers import Drivers, top_drivers
@@ -388,6 +389,7 @@ def plan_alerts(
     """
     check_currency_setting(session, settings.currency)  # never relabel the ledger's money
     with ExitStack() as beside:
+        beside.enter_context(collector.paused())  # millions of short-lived objects at scale
         ledger_waste: Future[list[WasteFinding]] | None = None
         week = waste_week_due(session, as_of) if "waste" in checks else None
         side = beside.enter_context(snapshot_reader(session)) if week is not None else None
