@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ from bot.errors import MlcostError
 if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy.orm import Session, sessionmaker
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -98,13 +101,20 @@ def snapshot_reader(session: Session) -> Iterator[Connection | None]:
         yield None
         return
     own = session.connection()
-    if own.scalar(select(func.pg_current_xact_id_if_assigned())) is not None:
+    # txid_current_if_assigned (PostgreSQL 10+; pg_current_xact_id_if_assigned from 13 on)
+    if own.scalar(select(func.txid_current_if_assigned())) is not None:
         yield None
         return
-    snapshot = own.scalar(select(func.pg_export_snapshot()))
+    snapshot = _snapshot_id(own.scalar(select(func.pg_export_snapshot())))
     with own.engine.connect() as side:
-        side.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        side.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{_snapshot_id(snapshot)}'")
+        try:
+            side.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            side.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+        except DBAPIError as exc:  # e.g. a pooler that cannot import it: read on the session
+            log.warning("reading on the session alone: %s", type(exc.orig).__name__)
+            side.rollback()
+            yield None
+            return
         try:
             yield side
         finally:

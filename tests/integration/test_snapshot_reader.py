@@ -64,6 +64,24 @@ def test_the_second_connection_sees_the_sessions_snapshot_and_nothing_later(
         engine.dispose()
 
 
+def test_a_snapshot_the_second_connection_cannot_import_leaves_reading_on_the_session(
+    migrated_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bot.db.engine as db_engine
+
+    engine = make_engine(migrated_database_url)
+    factory = make_session_factory(engine)
+    monkeypatch.setattr(db_engine, "_snapshot_id", lambda value: "00000003-0000DEAD-1")
+    try:
+        with session_scope(factory) as session:
+            with snapshot_reader(session) as side:
+                assert side is None
+            # the session's own transaction is unharmed
+            assert session.scalar(select(func.count()).select_from(AuditLog)) == 0
+    finally:
+        engine.dispose()
+
+
 def seed(session: Session) -> None:
     import_registry(parse_registry(ALERT_REGISTRY), session=session, actor="test")
     for scope, model, stage, period in (
