@@ -92,6 +92,15 @@ def _refuse(message: str) -> Encoder:
 
 
 def _instance_of(tp: type, then: Encoder) -> Encoder:
+    if then is _same:  # str, int, float, bool, None: the value itself, one call less each
+
+        def encode_plain(value: Any) -> JSON:
+            if not isinstance(value, tp):
+                raise CodecError(f"{value!r} is not a {tp.__name__}")
+            return value
+
+        return encode_plain
+
     def encode_instance(value: Any) -> JSON:
         if not isinstance(value, tp):
             raise CodecError(f"{value!r} is not a {tp.__name__}")
@@ -101,12 +110,19 @@ def _instance_of(tp: type, then: Encoder) -> Encoder:
 
 
 def _union_encoder(tp: Any, options: list[Any]) -> Encoder:
+    # each option's test and encoder, worked out on first use (an option may be a dataclass
+    # that holds this union); assigned whole, so another thread sees none of it or all of it
+    tests: list[tuple[Callable[[Any], bool], Encoder]] | None = None
+
     def encode_union(value: Any) -> JSON:
+        nonlocal tests
         if value is None:
             return None
-        for option in options:
-            if _is_instance(value, option):
-                return _encoder(option)(value)
+        if tests is None:
+            tests = [(_instance_test(option), _encoder(option)) for option in options]
+        for matches, encode_option in tests:
+            if matches(value):
+                return encode_option(value)
         raise CodecError(f"{value!r} is none of {tp}")
 
     return encode_union
@@ -223,15 +239,18 @@ def _expect(data: Any, kind: type | tuple[type, ...], tp: Any) -> None:
         raise CodecError(f"{data!r} does not encode a {tp}")
 
 
-def _is_instance(value: Any, tp: Any) -> bool:
+@functools.cache
+def _instance_test(tp: Any) -> Callable[[Any], bool]:
+    """Return the test of whether a value is of type `tp` (a union's option), made once."""
     origin = typing.get_origin(tp) or tp
     if origin is typing.Literal:
-        return value in typing.get_args(tp)
+        allowed = typing.get_args(tp)
+        return lambda value: value in allowed
     if origin is Any:
-        return True
+        return lambda value: True
     if origin is dt.date:  # a datetime is a date, but is not encoded as one
-        return type(value) is dt.date
-    return isinstance(value, origin)
+        return lambda value: type(value) is dt.date
+    return lambda value: isinstance(value, origin)
 
 
 def _encode_key(key: Any, tp: Any) -> str:
