@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import urllib.request
@@ -128,6 +129,23 @@ def test_close_answers_the_request_under_way_then_refuses_new_connections(
 def test_a_port_in_use_is_refused_when_the_server_is_made(server: HttpServer, gate: Gate) -> None:
     with pytest.raises(OSError):
         HttpServer(gate, "127.0.0.1", server.port, max_body_bytes=1000)
+
+
+def test_close_still_closes_when_the_loops_wake_up_pipe_is_gone(
+    server: HttpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # CI saw close() raise OSError EBADF from the wake-up pipe's write in a test's teardown: a
+    # descriptor closed under the server. close() then closes what is left from its own thread.
+    assert get(server, "/ready") == b"answered /ready"
+    wake = server._wake
+    os.close(wake.trigger)  # the pipe's write end, closed under the server
+    wake._fds = [fd for fd in wake._fds if fd != wake.trigger]
+    with caplog.at_level(logging.WARNING, logger="bot.web"):
+        server.close()
+    assert "could not be woken" in caplog.text
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
+    assert server._thread is not None and not server._thread.is_alive()
 
 
 def test_a_server_never_started_closes_cleanly(gate: Gate) -> None:
