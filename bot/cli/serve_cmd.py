@@ -302,7 +302,9 @@ class _SocketListener(_Listener):
             ) from None
 
     def serve(self) -> None:
-        self.stopped.wait()  # until a signal raises here
+        from bot.web.server import wait_interruptibly
+
+        wait_interruptibly(self.stopped)  # until a signal raises here
 
     def close(self) -> None:
         self.stopped.set()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
+import time
 import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -146,6 +148,37 @@ def test_close_still_closes_when_the_loops_wake_up_pipe_is_gone(
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
     assert server._thread is not None and not server._thread.is_alive()
+
+
+def test_a_signal_that_lands_on_another_thread_still_stops_serve(server: HttpServer) -> None:
+    # serve() waits in the main thread; the kernel may hand SIGINT to any other thread (one that
+    # does not block it), whose handler only flags it for the main thread. Waiting without a
+    # timeout, serve() never woke to raise it: serve ignored Ctrl-C in CI.
+    forced = threading.Event()
+
+    def interrupt_from_another_thread() -> None:
+        time.sleep(0.5)  # serve() is waiting by then
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        if not stopped.wait(5):  # serve() did not raise: close it, so the test ends
+            forced.set()
+            server.close()
+
+    def on_sigint(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    other = threading.Thread(target=interrupt_from_another_thread)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            other.start()
+            server.serve()
+            time.sleep(1)  # after close(): the flagged handler runs at the latest here
+    finally:
+        stopped.set()
+        signal.signal(signal.SIGINT, previous)
+        other.join(10)
+    assert not forced.is_set(), "serve() raised only once closed by hand"
 
 
 def test_a_server_never_started_closes_cleanly(gate: Gate) -> None:
