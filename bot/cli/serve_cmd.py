@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
 import signal
@@ -68,6 +69,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Check settings, the bot token and the database; then serve until SIGTERM or Ctrl-C."""
     # first of all: from here on SIGTERM stops serve through the cleanups below, never midway
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # `kill -USR1 <pid>` writes every thread's stack to stderr: where a serve that hangs is stuck
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     restore_levels = _log_what_serving_does()
     try:
         with ExitStack() as cleanups:

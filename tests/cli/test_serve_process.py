@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,9 @@ def stopped_within(serve: ServeProcess, seconds: float) -> int | None:
     try:
         return serve.process.wait(timeout=seconds)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"serve still running {seconds} s after the signal:\n{serve.log()[-3000:]}")
+        serve.process.send_signal(signal.SIGUSR1)  # serve writes every thread's stack to its log
+        time.sleep(2)
+        pytest.fail(f"serve still running {seconds} s after the signal:\n{serve.log()[-12000:]}")
 
 
 def startup_lines(process: ServeProcess) -> list[re.Match[str]]:
@@ -166,6 +169,10 @@ def test_ctrl_c_in_a_terminal_stops_serve_without_worker_tracebacks(
         serve.wait_ready()
         pid = serve.process.pid
         wait_until(lambda: len(live(pid)) >= 3, 20, "serve, its resource tracker and a worker")
+        # what an operator (or stopped_within) asks of a serve that hangs: every thread's stack
+        serve.process.send_signal(signal.SIGUSR1)
+        wait_until(lambda: "(most recent call first)" in serve.log(), 10, "the stacks")
+        assert "wait_interruptibly" in serve.log()  # the main thread, waiting for a signal
         # a terminal sends SIGINT to the whole foreground group, the workers included: they
         # leave stopping to serve rather than die with a KeyboardInterrupt traceback each
         os.killpg(pid, signal.SIGINT)
