@@ -71,6 +71,11 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     # `kill -USR1 <pid>` writes every thread's stack to stderr: where a serve that hangs is stuck
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # a signal mask survives exec: a parent that had SIGINT or SIGTERM blocked would leave serve
+    # deaf to them (they would wait, pending, forever); serve stops on them, so it takes them
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    if blocked & {signal.SIGINT, signal.SIGTERM}:
+        log.warning("SIGINT and SIGTERM were blocked by the process that started serve: unblocked")
     restore_levels = _log_what_serving_does()
     try:
         with ExitStack() as cleanups:

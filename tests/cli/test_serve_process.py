@@ -77,9 +77,14 @@ def stopped_within(serve: ServeProcess, seconds: float) -> int | None:
     try:
         return serve.process.wait(timeout=seconds)
     except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{serve.process.pid}/status").read_text().splitlines()
+        masks = [line for line in status if line.startswith(("Sig", "Shd"))]  # blocked, ignored
         serve.process.send_signal(signal.SIGUSR1)  # serve writes every thread's stack to its log
         time.sleep(2)
-        pytest.fail(f"serve still running {seconds} s after the signal:\n{serve.log()[-12000:]}")
+        pytest.fail(
+            f"serve still running {seconds} s after the signal ({'; '.join(masks)}):\n"
+            f"{serve.log()[-12000:]}"
+        )
 
 
 def startup_lines(process: ServeProcess) -> list[re.Match[str]]:
@@ -157,6 +162,29 @@ def test_sigterm_during_startup_still_exits_cleanly(
         assert process_group(serve.process.pid) == {}
         assert "Traceback" not in serve.log()
         assert not startup_lines(serve)
+    finally:
+        serve.cleanup()
+
+
+def test_serve_started_with_sigint_blocked_still_stops_on_it(
+    fake_slack: FakeSlack, migrated_database_url: str, tmp_path: Path
+) -> None:
+    # a signal mask survives exec: started by a thread that blocked SIGINT, serve would keep it
+    # pending forever (Ctrl-C did nothing) unless it unblocks what it stops on
+    stopping = {signal.SIGINT, signal.SIGTERM}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    try:
+        serve = ServeProcess.start(
+            "blocked", tmp_path, settings_for(fake_slack, migrated_database_url)
+        )
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    try:
+        serve.wait_ready()
+        assert "were blocked by the process that started serve" in serve.log()
+        serve.process.send_signal(signal.SIGINT)
+        assert stopped_within(serve, 30) == 0
+        assert "stopping (interrupted)" in serve.log()
     finally:
         serve.cleanup()
 
