@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
+import io
 import logging
 import os
 import signal
@@ -70,7 +72,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     # first of all: from here on SIGTERM stops serve through the cleanups below, never midway
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     # `kill -USR1 <pid>` writes every thread's stack to stderr: where a serve that hangs is stuck
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # not when stderr has no file
     # a signal mask survives exec: a parent that had SIGINT or SIGTERM blocked would leave serve
     # deaf to them (they would wait, pending, forever); serve stops on them, so it takes them
     blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})

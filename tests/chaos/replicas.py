@@ -63,6 +63,12 @@ def serve_env(settings: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def _default_sigint() -> None:
+    """In the child, before exec: SIGINT does what it does by default (Python raises
+    KeyboardInterrupt), whatever the test runner inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @dataclass
 class ServeProcess:
     """One `mlcost serve --http` process; its stderr goes to a log file."""
@@ -97,6 +103,9 @@ class ServeProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its chart workers share its group, for cleanup
+                # the tests send SIGINT: a runner started as a background job (`cmd &` in a
+                # script) ignores it, and an ignored signal stays ignored through exec
+                preexec_fn=_default_sigint,
             )
         return cls(name, port, log_path, process)
 
