@@ -252,7 +252,9 @@ def test_two_replicas_post_every_alert_once_and_the_survivor_takes_over(
             _wait(lambda: set(keys()) >= expected, 30, "every alert")
             time.sleep(1.0)  # a few more cycles: nothing else may be posted
             posted = Counter(keys())
-            assert set(posted) == expected
+            # the budgets' alerts, each once; on a Monday the weekly sign-off DMs are due too
+            # (the scheduler's first runs), and may be there, each once as well
+            assert {k for k in posted if not k.startswith("signoff:")} == expected
             assert max(posted.values()) == 1, [k for k, n in posted.items() if n > 1]
             took_over = follower.elected_at()
             assert took_over is not None and took_over > killed_at
