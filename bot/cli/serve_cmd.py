@@ -313,7 +313,7 @@ class _SocketListener(_Listener):
             ) from None
 
     def serve(self) -> None:
-        from bot.web.server import wait_interruptibly
+        from bot.interrupts import wait_interruptibly
 
         wait_interruptibly(self.stopped)  # until a signal raises here
 

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.bootstrap import AppServices
 from bot.errors import new_reference
+from bot.interrupts import wait_interruptibly
 from bot.web.health import health_snapshot
 
 log = logging.getLogger(__name__)
@@ -370,22 +371,6 @@ class HttpServer:
     def _close_everything(self) -> None:
         for dispatcher in list(self._map.values()):
             dispatcher.close()
-
-
-SIGNAL_CHECK_SECONDS = 0.5
-
-
-def wait_interruptibly(event: threading.Event) -> None:
-    """Wait for `event` in the main thread, running signal handlers at least twice a second.
-
-    The kernel hands a process's signal to any thread not blocking it: one that lands on another
-    thread (while the main thread blocks it for a moment, as when serve spawns a chart worker)
-    only flags it, and a main thread asleep in an untimed wait never wakes to run the handler:
-    Ctrl-C or SIGTERM then did nothing (seen as serve still running 30 s after SIGINT in CI).
-    A timed wait returns, and the handler runs (its exception is raised) here.
-    """
-    while not event.wait(SIGNAL_CHECK_SECONDS):
-        pass
 
 
 class _QueueLog:
