@@ -153,7 +153,7 @@ def test_close_still_closes_when_the_loops_wake_up_pipe_is_gone(
 def test_a_signal_that_lands_on_another_thread_still_stops_serve(server: HttpServer) -> None:
     # serve() waits in the main thread; the kernel may hand SIGINT to any other thread (one that
     # does not block it), whose handler only flags it for the main thread. Waiting without a
-    # timeout, serve() never woke to raise it: serve ignored Ctrl-C in CI.
+    # timeout, serve() never woke to raise it: Ctrl-C did nothing.
     forced = threading.Event()
 
     def interrupt_from_another_thread() -> None:
