@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -14,7 +13,7 @@ from sqlalchemy import func, literal, or_, select, text
 from sqlalchemy.orm import Session
 
 from bot.budgets.evaluate import ZERO, BudgetStatus, Evaluation, scope_sums
-from bot.db.engine import among, snapshot_reader
+from bot.db.engine import among, read_beside
 from bot.db.reading import Reader, dialect_name
 from bot.db.schema import DailySpend, SpendRollup
 from bot.money import CostBasis
@@ -71,19 +70,12 @@ def top_drivers(
         return drivers
     known = evaluation if evaluation is not None and evaluation.basis == basis else None
     resources = _resource_statement(session, wanted, basis)
-    with snapshot_reader(session) as side:
-        if side is None:
-            _add_stage_drivers(session, wanted, drivers, basis=basis, limit=limit)
-            _add_day_drivers(session, wanted, drivers, known, basis=basis, limit=limit)
-            rows = _resource_rows(session, resources)
-        else:
-            # the ledger's pass (the longest read) runs on a second connection that sees what
-            # the session sees, while the session sums the rollup's stages and days
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="drivers") as pool:
-                pending = pool.submit(_resource_rows, side, resources)
-                _add_stage_drivers(session, wanted, drivers, basis=basis, limit=limit)
-                _add_day_drivers(session, wanted, drivers, known, basis=basis, limit=limit)
-                rows = pending.result()
+    # the ledger's pass (the longest read) runs beside the session where it can, while the
+    # session sums the rollup's stages and days
+    with read_beside(session, lambda side: _resource_rows(side, resources)) as pending:
+        _add_stage_drivers(session, wanted, drivers, basis=basis, limit=limit)
+        _add_day_drivers(session, wanted, drivers, known, basis=basis, limit=limit)
+        rows = _resource_rows(session, resources) if pending is None else pending.result()
     _add_resource_drivers(rows, wanted, drivers, limit=limit)
     return drivers
 

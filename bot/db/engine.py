@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import (
     ARRAY,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -119,6 +121,19 @@ def snapshot_reader(session: Session) -> Iterator[Connection | None]:
             yield side
         finally:
             side.rollback()
+
+
+@contextmanager
+def read_beside(session: Session, read: Callable[[Connection], _T]) -> Iterator[Future[_T] | None]:
+    """Start `read` on a second connection reading what the session reads (snapshot_reader),
+    in a thread of its own, and yield its future; None where there is no such connection (the
+    caller then reads on the session). The block's end waits for the read."""
+    with snapshot_reader(session) as side:
+        if side is None:
+            yield None
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="beside") as pool:
+            yield pool.submit(read, side)
 
 
 def _snapshot_id(value: object) -> str:

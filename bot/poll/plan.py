@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
+from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -26,7 +26,7 @@ from bot.budgets.evaluate import evaluate
 from bot.budgets.messages import AlertContext, BudgetAlertMessage
 from bot.budgets.plan import BudgetAlert, Silence, plan_budget_alerts, sent_by_scope
 from bot.config import AlertSettings
-from bot.db.engine import snapshot_reader
+from bot.db.engine import read_beside
 from bot.db.schema import AlertSilence, DailySpend, OutboxMessage
 from bot.ingest.ledger import IngestReport
 from bot.notify.delivery import DeliveryReport
@@ -289,12 +289,7 @@ def waste_week_due(session: Session, as_of: dt.date) -> tuple[dt.date, dt.date] 
 
 
 def plan_waste_posts(
-    *,
-    session: Session,
-    settings: AlertSettings,
-    as_of: dt.date,
-    router: Router,
-    ledger: Future[list[WasteFinding]] | None = None,
+    *, session: Session, settings: AlertSettings, as_of: dt.date, router: Router
 ) -> tuple[list[PlannedPost], list[str]]:
     """Return the weekly waste digests for the last complete week: one per channel, planned
     once a week (none once any of the week's digests is in the outbox).
@@ -303,11 +298,26 @@ def plan_waste_posts(
     unregistered model) goes to the FinOps channel. An open resource finding not marked Keep or
     Not waste is listed (one line) in the channel its own post went to: its model's, else its
     team's, else FinOps; a channel's closed resource findings add what they saved so far.
-    `ledger`: the week's ledger findings, being found beside the session (see plan_alerts).
     """
     week = waste_week_due(session, as_of)
     if week is None:
         return [], []
+    return _waste_posts(
+        session=session, settings=settings, as_of=as_of, router=router, week=week, ledger=None
+    )
+
+
+def _waste_posts(
+    *,
+    session: Session,
+    settings: AlertSettings,
+    as_of: dt.date,
+    router: Router,
+    week: tuple[dt.date, dt.date],
+    ledger: Future[list[WasteFinding]] | None,
+) -> tuple[list[PlannedPost], list[str]]:
+    """Return the digests of a week that is due (plan_waste_posts); `ledger`: its ledger
+    findings, being found beside the session (plan_alerts), else they are found here."""
     monday, sunday = week
     # A week the ledger reaches only in part is still posted: resource findings stand apart from
     # the bill, and the digest says the data is stale rather than giving an all-clear.
@@ -384,21 +394,22 @@ def plan_alerts(
     """Plan every alert due as of a day (nothing is written).
 
     When the week's waste digests are due, their ledger checks (a second connection reading
-    what the session reads, on PostgreSQL: bot.db.engine.snapshot_reader) run while the
+    what the session reads, on PostgreSQL: bot.db.engine.read_beside) run while the
     session plans the budgets' alerts.
     """
     check_currency_setting(session, settings.currency)  # never relabel the ledger's money
-    with ExitStack() as beside:
-        beside.enter_context(collector.paused())  # millions of short-lived objects at scale
-        ledger_waste: Future[list[WasteFinding]] | None = None
-        week = waste_week_due(session, as_of) if "waste" in checks else None
-        side = beside.enter_context(snapshot_reader(session)) if week is not None else None
-        if week is not None and side is not None:
-            pool = beside.enter_context(ThreadPoolExecutor(1, thread_name_prefix="waste"))
-            ledger_waste = pool.submit(
-                find_configured_waste, session=side, settings=settings, as_of=week[1], strict=False
-            )
-        return _plan(session, settings, as_of, now, checks, also_sent, ledger_waste)
+    week = waste_week_due(session, as_of) if "waste" in checks else None
+    beside: AbstractContextManager[Future[list[WasteFinding]] | None] = nullcontext()
+    if week is not None:
+        sunday = week[1]
+        beside = read_beside(
+            session,
+            lambda side: find_configured_waste(
+                session=side, settings=settings, as_of=sunday, strict=False
+            ),
+        )
+    with collector.paused(), beside as found:  # millions of short-lived objects at scale
+        return _plan(session, settings, as_of, now, checks, also_sent, week, found)
 
 
 def _plan(
@@ -408,6 +419,7 @@ def _plan(
     now: dt.datetime,
     checks: Sequence[str],
     also_sent: Iterable[str],
+    waste_week: tuple[dt.date, dt.date] | None,
     ledger_waste: Future[list[WasteFinding]] | None,
 ) -> CycleReport:
     report = CycleReport(as_of=as_of)
@@ -438,9 +450,14 @@ def _plan(
         )
         extra.extend(posts)
         report.unroutable.extend(unroutable)
-    if "waste" in checks:
-        posts, unroutable = plan_waste_posts(
-            session=session, settings=settings, as_of=as_of, router=router, ledger=ledger_waste
+    if waste_week is not None:  # the waste check asked for, and the week's digests due
+        posts, unroutable = _waste_posts(
+            session=session,
+            settings=settings,
+            as_of=as_of,
+            router=router,
+            week=waste_week,
+            ledger=ledger_waste,
         )
         extra.extend(posts)
         report.unroutable.extend(unroutable)
