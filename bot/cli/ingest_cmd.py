@@ -45,10 +45,10 @@ def source_context(ctx: CliContext) -> SourceContext:
     """Return what a source is built with on the command line; each part is made when used."""
 
     def model_tag_key() -> str:
-        from bot.registry.sync import cost_explorer_tag_key
+        from bot.registry.stored import cost_explorer_tag_key
 
         with ctx.session() as session:
-            return cost_explorer_tag_key(session=session, settings=ctx.settings.attribution)
+            return cost_explorer_tag_key(session, settings=ctx.settings.attribution)
 
     return SourceContext(
         settings=ctx.settings.ingest,

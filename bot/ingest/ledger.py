@@ -43,7 +43,7 @@ from bot.ingest.sources.base import (
     shown,
 )
 from bot.money import CENT, format_money_places, shown_parts
-from bot.registry.sync import load_attribution_rules
+from bot.registry.stored import load_attribution_rules
 
 # What attribution (and the GPU count) looks at; it runs once per distinct combination.
 _FACT_COLUMNS = (
@@ -204,7 +204,7 @@ def ingest(
     of the same scope, or of overlapping days in the rollup, would count twice). SQLite allows a
     single writer anyway. `attribution`: the settings' tag keys, read where the registry names none.
     """
-    rules = load_attribution_rules(session=session, defaults=attribution)
+    rules = load_attribution_rules(session, defaults=attribution)
     data = source.read(rules.tag_keys_used(), progress)
     try:
         return _write(source, data, rules, session=session)

@@ -159,7 +159,7 @@ def configured_sources(
     Each entry names a pollable billing source (bot/ingest/sources/registry.py), which builds
     it: Cost Explorer and OpenCost re-read their trailing window of days; a CUR or FOCUS export
     in S3 (or a folder) re-reads its previous and current billing periods. Cost Explorer groups
-    by `model_tag_key` (registry.sync.cost_explorer_tag_key decides it). AWS clients come from
+    by `model_tag_key` (registry.stored.cost_explorer_tag_key decides it). AWS clients come from
     `aws` when the source is built (at fetch time) unless one is given.
     """
     context = SourceContext(

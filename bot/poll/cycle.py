@@ -28,7 +28,7 @@ from bot.notify.source_health import clear_source_failure, record_source_failure
 from bot.notify.sources import ReadSource, read_side_by_side, source_name
 from bot.periods import local_today
 from bot.poll.plan import ALL_CHECKS, CycleReport, plan_alerts
-from bot.registry.sync import load_attribution_rules
+from bot.registry.stored import load_attribution_rules
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def fetch_sources(
         return
     at = now or dt.datetime.now(dt.UTC)
     with session_scope(session_factory) as session:
-        tag_keys = load_attribution_rules(session=session, defaults=attribution).tag_keys_used()
+        tag_keys = load_attribution_rules(session, defaults=attribution).tag_keys_used()
     label = source_name(sources[0]) if len(sources) == 1 else f"{len(sources)} sources"
     with _step(progress, f"poll: read {label}") as bar:
         outcomes = read_side_by_side(sources, tag_keys, seconds=timeout, progress=bar)

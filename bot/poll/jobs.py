@@ -21,7 +21,7 @@ from bot.notify.schedule import DailyAt, Every, JobSpec
 from bot.notify.sources import PolledSource, configured_sources
 from bot.periods import local_today
 from bot.poll.cycle import POLL_CHECKS, deliver_outbox, run_cycle
-from bot.registry.sync import cost_explorer_tag_key
+from bot.registry.stored import cost_explorer_tag_key
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def poll_sources(
     Cost Explorer groups by the registry's model tag key, as `mlcost ingest cost-explorer` does.
     """
     with session_scope(session_factory) as session:
-        tag_key = cost_explorer_tag_key(session=session, settings=attribution)
+        tag_key = cost_explorer_tag_key(session, settings=attribution)
     return configured_sources(settings, today, model_tag_key=tag_key, aws=aws)
 
 

@@ -8,11 +8,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
-from bot.config import AttributionSettings
 from bot.db.locks import hold_registry_lock
 from bot.db.schema import Admin, Budget, MLModel, Owner, RegistrySetting, Team
-from bot.ingest.attribution import NAMESPACE_TAG, AttributionRules, ModelMatcher, StageRule
-from bot.ingest.attribution import normalize_tag_key as _norm
 from bot.periods import MONTHLY
 from bot.registry.import_audit import ImportResult, entity_changes, record_import
 from bot.registry.spec import (
@@ -174,7 +171,7 @@ def _sync_settings(spec: RegistrySpec, session: Session) -> None:
     settings: dict[str, Any] = {
         "finops_channel": spec.finops_channel,
         # what the file names, no more: tag keys it leaves out come from the settings
-        # (attribution_spec); a stored list of every default would hide them
+        # (bot.registry.stored.attribution_spec); a stored list of every default would hide them
         "attribution": spec.attribution.model_dump(exclude_none=True, exclude_unset=True),
         "chargeback": spec.chargeback.model_dump(mode="json"),
     }
@@ -249,74 +246,4 @@ def export_registry(*, session: Session) -> RegistrySpec:
         finops_channel=settings.get("finops_channel"),
         attribution=AttributionSpec.model_validate(settings.get("attribution") or {}),
         chargeback=ChargebackSpec.model_validate(settings.get("chargeback") or {}),
-    )
-
-
-def cost_explorer_tag_key(*, session: Session, settings: AttributionSettings) -> str:
-    """Return the model tag key Cost Explorer groups by: the first model tag key attribution reads.
-
-    The key is returned as written (Cost Explorer matches the raw key, not a normalised one).
-    """
-    keys = attribution_spec(session=session, defaults=settings).model_tag_keys
-    return keys[0] if keys else settings.model_tag_keys[0]
-
-
-TAG_KEY_FIELDS = ("model_tag_keys", "stage_tag_keys", "team_tag_keys")
-
-
-def attribution_spec(
-    *, session: Session, defaults: AttributionSettings | None = None
-) -> AttributionSpec:
-    """Return the registry's attribution; the tag keys it does not name come from `defaults`.
-
-    MLCOST_MODEL_TAG_KEYS, MLCOST_STAGE_TAG_KEYS and MLCOST_TEAM_TAG_KEYS are those defaults: the
-    registry file's `attribution` wins over each one it names. (A registry imported before this
-    was stored with every key list filled in, so it names them all until it is imported again.)
-    """
-    setting = session.get(RegistrySetting, "attribution")
-    spec = AttributionSpec.model_validate(setting.value if setting else {})
-    if defaults is None:
-        return spec
-    unnamed = {
-        name: list(getattr(defaults, name))
-        for name in TAG_KEY_FIELDS
-        if name not in spec.model_fields_set
-    }
-    return spec.model_copy(update=unnamed)
-
-
-def load_attribution_rules(
-    *, session: Session, defaults: AttributionSettings | None = None
-) -> AttributionRules:
-    """Build attribution rules from the registry stored in the database (tag keys it does not
-    name: `defaults`, the settings')."""
-    spec = attribution_spec(session=session, defaults=defaults)
-    matchers = []
-    for model in session.scalars(select(MLModel).options(selectinload(MLModel.team))):
-        match = MatchSpec.model_validate(model.match or {})
-        tags = {
-            _norm(k): tuple(x.lower() for x in ([v] if isinstance(v, str) else v))
-            for k, v in match.tags.items()
-        }
-        if match.namespace:
-            namespaces = [match.namespace] if isinstance(match.namespace, str) else match.namespace
-            tags[NAMESPACE_TAG] = tuple(n.lower() for n in namespaces)
-        matchers.append(
-            ModelMatcher(
-                name=model.name,
-                team=model.team.name,
-                tags=tags,
-                resource_ids=tuple(match.resource_ids),
-                accounts=tuple(match.accounts),
-            )
-        )
-    return AttributionRules.build(
-        models=matchers,
-        teams=session.scalars(select(Team.name)),
-        model_tag_keys=spec.model_tag_keys,
-        stage_tag_keys=spec.stage_tag_keys,
-        team_tag_keys=spec.team_tag_keys,
-        run_tag_keys=spec.run_tag_keys,
-        extra_stage_rules=[StageRule(**r.model_dump()) for r in spec.stage_rules],
-        account_teams=spec.account_teams,
     )

@@ -19,7 +19,7 @@ from bot.config import ScanSettings, WasteSettings
 from bot.db.engine import session_scope
 from bot.notify.delivery import DeliveryEdge, DeliveryReport, deliver_pending, outbox_timing
 from bot.notify.schedule import DailyAt, Every, JobSpec
-from bot.registry.sync import attribution_spec
+from bot.registry.stored import attribution_spec
 from bot.waste.lifecycle import (
     POST_KIND,
     REPLY_KIND,
@@ -86,7 +86,7 @@ def post_scan(
 def scan_policy(*, session: Session, settings: ScanSettings) -> ScanPolicy:
     """Return the scan policy, reading a resource's model and team from the tag keys attribution
     reads: the registry's, else the settings' (as ingestion does)."""
-    keys = attribution_spec(session=session, defaults=settings)
+    keys = attribution_spec(session, defaults=settings)
     return policy_from_settings(
         settings, model_tag_keys=keys.model_tag_keys, team_tag_keys=keys.team_tag_keys
     )

@@ -20,7 +20,7 @@ from bot.ingest.sources.athena import build_query
 from bot.ingest.sources.cost_explorer import CostExplorerSource
 from bot.ingest.sources.cur import CurSource
 from bot.ingest.sources.focus import FocusSource
-from bot.registry.sync import load_attribution_rules
+from bot.registry.stored import load_attribution_rules
 from tests.conftest import DATA
 from tests.support.ledger import assert_rollup_matches_ledger
 from tests.support.sample_registry import REGISTRY, load_registry
@@ -88,7 +88,7 @@ def test_focus_carries_the_run_tag_and_the_training_job_arn(
 def test_real_cur_carries_a_registry_declared_run_tag_column(session: Session) -> None:
     """`run_tag_keys: [ml:run, Name]` makes CUR read resource_tags_user_name as the run."""
     load_registry(session, DECLARED)
-    assert "name" in load_attribution_rules(session=session).tag_keys_used()
+    assert "name" in load_attribution_rules(session).tag_keys_used()
     report = ingest(CurSource([str(CUR_NOV)]), session=session)
     assert report.reconciled
 
@@ -197,7 +197,7 @@ def test_athena_selects_the_run_tag_columns_attribution_reads(session: Session) 
     from bot.ingest.sources.athena import AthenaSource
 
     source = AthenaSource(None, database="cur", table="t", month="2026-11", output="s3://o/")
-    columns = source.tag_columns(load_attribution_rules(session=session).tag_keys_used())
+    columns = source.tag_columns(load_attribution_rules(session).tag_keys_used())
     assert columns["ml_run"] == "resource_tags_user_ml_run"
     assert columns["name"] == "resource_tags_user_name"
     sql = build_query("cur", "t", "2026-11", columns)
