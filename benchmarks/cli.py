@@ -12,7 +12,11 @@ median wall time and the worst peak RSS (the child's own `ru_maxrss`, read with 
 - `ingest cur` reads the three CUR months in tests/data (or the CUR Parquet files in `--data`)
   into a fresh, migrated SQLite file (the migration is not timed), against a naive pandas
   script on the same files: `read_parquet` of every column, a groupby of the unblended cost by
-  day, product, resource and two tags, and its sum, which it prints.
+  day, product, resource and two tags, and its sum, which it prints. And against the floor:
+  a script with no mlcost in it (pyarrow and sqlite3 alone) that reads the columns the ingest
+  reads, groups them by day and the fields mlcost groups by, and writes the groups into a copy
+  of the ledger table with its indexes in one transaction: no attribution, checks, rollup or
+  reconciliation, the least any ingest into that table costs in Python.
 - `ingest focus` reads tests/data/focus_sample.csv the same way.
 - `report spend`, `report chargeback`, `gate` and `audit` run against the demo's database
   (`mlcost demo --dir` in a temporary folder, made once, not timed).
@@ -62,6 +66,64 @@ keys = ["day", "line_item_product_code", "line_item_resource_id",
         "resource_tags_user_workload", "resource_tags_user_cost_center"]
 grouped = frame.groupby(keys, dropna=False)["line_item_unblended_cost"].sum()
 print(f"{grouped.sum():.2f}")
+"""
+
+
+# The floor: what a process that does nothing but read, group and write takes (pyarrow and
+# sqlite3, no framework): the columns mlcost reads, grouped by day and its group fields with the
+# two tags, written into a copy of the ledger table with its indexes, in one transaction. No
+# attribution, checks, rollup or reconciliation: what is left of an ingest without mlcost in it.
+FLOOR_SCRIPT = """\
+import sqlite3, sys
+import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
+database, paths = sys.argv[1], sys.argv[2:]
+# ledger column <- CUR column (a column a file lacks is left NULL)
+keys = {"billing_account": "bill_payer_account_id", "sub_account": "line_item_usage_account_id",
+        "service": "line_item_product_code", "usage_type": "line_item_usage_type",
+        "region": "product_region", "resource_id": "line_item_resource_id",
+        "instance_type": "product_instance_type", "charge_category": "line_item_line_item_type",
+        "currency": "line_item_currency_code", "model": "resource_tags_user_workload",
+        "team": "resource_tags_user_cost_center"}
+sums = {"billed_cost": ("line_item_unblended_cost", 10), "usage_quantity":
+        ("line_item_usage_amount", 6)}
+parts = []
+for path in paths:
+    names = set(pq.read_schema(path).names)
+    present = {k: c for k, c in keys.items() if c in names}
+    t = pq.read_table(path, columns=["line_item_usage_start_date",
+                                     "bill_billing_period_start_date", *present.values(),
+                                     *(c for c, _ in sums.values())])
+    t = t.append_column("day", pc.cast(pc.floor_temporal(
+        t.column("line_item_usage_start_date"), unit="day"), pa.date32()))
+    t = t.append_column("billing_period", pc.cast(
+        t.column("bill_billing_period_start_date"), pa.date32()))
+    g = t.group_by(["day", "billing_period", *present.values()]).aggregate(
+        [(c, "sum") for c, _ in sums.values()])
+    ledger_name = {c: k for k, c in present.items()} | {
+        f"{c}_sum": k for k, (c, _) in sums.items()}
+    parts.append(g.rename_columns([ledger_name.get(n, n) for n in g.column_names]))
+names = ["day", "billing_period", *keys, *sums]
+columns = []
+for name in names:
+    values = [p.column(name) if name in p.column_names else pa.nulls(p.num_rows) for p in parts]
+    if name in sums:
+        values = [pc.cast(pc.round(pc.multiply(v, 10 ** sums[name][1])), pa.int64())
+                  for v in values]
+    columns.append([x for v in values for x in pc.cast(v, values[0].type if name in sums
+                    else pa.string()).to_pylist()])
+rows = list(zip(*columns))
+db = sqlite3.connect(database)
+for (sql,) in db.execute("SELECT sql FROM sqlite_master WHERE tbl_name = 'daily_spend' "
+                         "AND sql IS NOT NULL").fetchall():
+    db.execute(sql.replace("daily_spend", "floor_spend"))
+with db:
+    db.execute("PRAGMA cache_size = -65536")
+    db.executemany(
+        f"INSERT INTO floor_spend (run_id, provider, stage, attribution, effective_cost,"
+        f" gpu_hours, estimated, node_offset, {', '.join(names)})"
+        f" VALUES (1, 'AWS', 'other', 'tag', 0, 0, 0, 0, {', '.join('?' * len(names))})", rows)
+billed = sum(r[-2] for r in rows) / 10 ** 10
+print(f"{len(rows)} ledger rows, billed {billed:.2f}")
 """
 
 
@@ -135,9 +197,17 @@ def figures(
 
     script = work / "naive_pandas.py"
     script.write_text(PANDAS_SCRIPT)
+    floor = work / "floor.py"
+    floor.write_text(FLOOR_SCRIPT)
+
+    def floor_command() -> list[str]:
+        database = fresh_database().removeprefix("sqlite:///")
+        return [python, str(floor), database, *map(str, cur_files)]
+
     pandas = "naive pandas (read_parquet + groupby + sum)"
     return [
         measure(pandas, [python, str(script), *map(str, cur_files)], runs, env),
+        measure("floor: pyarrow + sqlite3, no mlcost", floor_command, runs, env),
         measure("mlcost ingest cur (3 CUR months)", ingest("cur", cur_files), runs, env),
         measure("mlcost ingest focus (FOCUS 1.0 sample)", ingest("focus", [FOCUS_FILE]), runs, env),
         measure(
@@ -212,7 +282,7 @@ def main() -> int:
     for index, (label, wall, rss, _) in enumerate(rows):
         ratio = (
             f"{wall / pandas_wall:.2f}x wall, {rss / pandas_rss:.2f}x RSS"
-            if "ingest cur" in label
+            if "ingest cur" in label or label.startswith("floor")
             else ""
         )
         if old is None:
@@ -224,7 +294,8 @@ def main() -> int:
                 f" {old_rss:>9} → {rss:>5} MB  {ratio}"
             )
     print(
-        f"pandas' unblended total: {pandas_total} (mlcost's billed total is in its ingest output)"
+        f"pandas' unblended total: {pandas_total}; the floor's: {rows[1][3].strip()} "
+        "(mlcost's billed total is in its ingest output)"
     )
     return 0
 

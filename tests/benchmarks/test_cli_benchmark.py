@@ -46,6 +46,7 @@ def test_benchmark_prints_every_figure_before_and_after(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     for command in (
         "naive pandas",
+        "floor: pyarrow + sqlite3",
         "mlcost ingest cur",
         "mlcost ingest focus",
         "mlcost report spend",
@@ -56,8 +57,13 @@ def test_benchmark_prints_every_figure_before_and_after(tmp_path: Path) -> None:
     ):
         [line] = [line for line in lines if command in line]
         assert line.count("→") == 2, line  # wall and peak RSS, before → after
-    [cur] = [line for line in lines if "ingest cur" in line]
-    assert "x wall" in cur and "x RSS" in cur
+    for label in ("ingest cur", "floor:"):
+        [line] = [line for line in lines if label in line]
+        assert "x wall" in line and "x RSS" in line
+    # the floor wrote the slice's groups and billed what pandas summed
+    [totals] = [line for line in lines if line.startswith("pandas' unblended total")]
+    pandas_total = totals.split(": ")[1].split(";")[0]
+    assert f"ledger rows, billed {pandas_total} " in totals
 
 
 def test_a_missing_before_entry_point_is_refused(tmp_path: Path) -> None:
