@@ -99,6 +99,13 @@ class CliContext:
         with self.engine.connect() as connection:
             yield connection
 
+    @contextmanager
+    def writing(self) -> Iterator[Connection]:
+        """Open a connection in a transaction for a command that writes on Core (`ingest`):
+        committed when the block ends, rolled back if it raises; no ORM loaded."""
+        with self.engine.begin() as connection:
+            yield connection
+
     def now(self) -> dt.datetime:
         """Return the time now (aware, UTC), as the services' clock says, without building them."""
         return cli_clock()

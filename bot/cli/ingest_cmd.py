@@ -18,9 +18,8 @@ from bot.ingest.sources.registry import BillingSource, SourceContext, billing_so
 from bot.money import format_money_places
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from bot.cli.context import CliContext
+    from bot.db.reading import Reader
     from bot.ingest.ledger import IngestReport
     from bot.ingest.sources.base import SpendSource
 
@@ -47,8 +46,8 @@ def source_context(ctx: CliContext) -> SourceContext:
     def model_tag_key() -> str:
         from bot.registry.stored import cost_explorer_tag_key
 
-        with ctx.session() as session:
-            return cost_explorer_tag_key(session, settings=ctx.settings.attribution)
+        with ctx.reading() as connection:
+            return cost_explorer_tag_key(connection, settings=ctx.settings.attribution)
 
     return SourceContext(
         settings=ctx.settings.ingest,
@@ -94,24 +93,26 @@ def _run(source: SpendSource, ctx: CliContext) -> int:
     from bot.ingest.ledger import ingest
 
     arrow_without_pandas()
-    with progress.task(f"ingest {source.kind}") as bar, ctx.session() as session:
-        report = ingest(source, session=session, progress=bar, attribution=ctx.settings.attribution)
-        hint = nothing_attributed_hint(report, session=session)
+    with progress.task(f"ingest {source.kind}") as bar, ctx.writing() as connection:
+        report = ingest(
+            source, session=connection, progress=bar, attribution=ctx.settings.attribution
+        )
+        hint = nothing_attributed_hint(report, reader=connection)
     print_report(report)
     if hint:
         print(hint)
     return 0 if report.reconciled else 1
 
 
-def nothing_attributed_hint(report: IngestReport, *, session: Session) -> str | None:
+def nothing_attributed_hint(report: IngestReport, *, reader: Reader) -> str | None:
     """Return what to do when an ingestion billed money but attributed none of it, else None."""
     from sqlalchemy import func, select
 
-    from bot.db.schema import MLModel
+    from bot.db.tables import models
 
     if not report.totals or any(t.attributed or not t.billed for t in report.totals):
         return None
-    if not session.scalar(select(func.count()).select_from(MLModel)):
+    if not reader.scalar(select(func.count()).select_from(models)):
         return (
             "hint: no models are registered, so all of it is unallocated. Describe your teams and "
             "models in a registry file (docs/ingestion.md, The registry), run: mlcost registry "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
-    from sqlalchemy import Executable, Result, ScalarResult
+    from sqlalchemy import Connection, Executable, Result, ScalarResult
     from sqlalchemy.sql.selectable import TypedReturnsRows
     from typing_extensions import TypeVarTuple
 
@@ -45,6 +45,27 @@ class Reader(Protocol):
     def scalars(self, statement: Executable, /) -> ScalarResult[Any]: ...
 
     def scalars(self, statement: Executable, /) -> ScalarResult[Any]: ...
+
+
+class Writer(Reader, Protocol):
+    """What a service that writes runs: a Reader's methods, `execute` with parameters too.
+
+    A Session, or a Connection inside a transaction (`mlcost ingest` writes the ledger on one:
+    it never loads the ORM either).
+    """
+
+    def execute(  # type: ignore[override]
+        self, statement: Executable, parameters: Any = None, /
+    ) -> Result[*tuple[Any, ...]]: ...
+
+
+def connection_of(writer: Writer) -> Connection:
+    """Return the Connection a Session (its transaction's) or a Connection runs statements on."""
+    from sqlalchemy import Connection
+
+    if isinstance(writer, Connection):
+        return writer
+    return writer.connection()  # type: ignore[attr-defined,no-any-return]
 
 
 def dialect_name(reader: Reader) -> str:

@@ -11,14 +11,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import and_, delete, func, or_, select, text
-from sqlalchemy.orm import Session
+from sqlalchemy import Table, and_, delete, func, insert, or_, select, text, update
 
 from bot.config import AttributionSettings
 from bot.db import tables
 from bot.db.bulk_insert import insert_arrow
-from bot.db.reading import dialect_name
-from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
+from bot.db.reading import Writer, connection_of, dialect_name
 from bot.db.tables import utcnow
 from bot.errors import IngestError
 from bot.ingest.attribution import IDLE, AttributionRules, Attributor, ChargeFacts
@@ -192,7 +190,7 @@ def _balance(t: CurrencyTotals) -> str:
 def ingest(
     source: SpendSource,
     *,
-    session: Session,
+    session: Writer,
     progress: Progress | None = None,
     attribution: AttributionSettings | None = None,
 ) -> IngestReport:
@@ -214,24 +212,27 @@ def ingest(
 
 
 def _write(
-    source: SpendSource, data: SourceData, rules: AttributionRules, *, session: Session
+    source: SpendSource, data: SourceData, rules: AttributionRules, *, session: Writer
 ) -> IngestReport:
     """Replace the source's scopes by what it read, attributed, and reconcile it."""
     lock_ledger(session)
-    run = IngestionRun(
-        source=source.kind,
-        location=source.location,
-        rows_read=data.rows_read,
-        api_requests=data.api_requests,
-        scopes=[s.as_dict() for s in data.scopes],
-    )
-    session.add(run)
+    runs = tables.ingestion_runs
+    run_id: int = session.execute(
+        insert(runs)
+        .values(
+            source=source.kind,
+            location=source.location,
+            rows_read=data.rows_read,
+            api_requests=data.api_requests,
+            scopes=[s.as_dict() for s in data.scopes],
+        )
+        .returning(runs.c.id)
+    ).scalar_one()
     # the days whose rollup must be summed again: those replaced, and those written below
     condition = scope_condition(data.scopes, kind=source.kind)
     touched = None if condition is None else _replaced_days(session, data.scopes, source.kind)
     replaced = replace_scopes(data.scopes, session=session, kind=source.kind)
-    session.flush()
-    written = _write_ledger(data, rules, session=session, run_id=run.id, touched=touched)
+    written = _write_ledger(data, rules, session=session, run_id=run_id, touched=touched)
     billed, attributed, touched = written.billed, written.attributed, written.touched
     if billed != data.billed_total:
         # Raising makes the caller roll back, the rows inserted above included.
@@ -246,15 +247,15 @@ def _write(
         # node offsets are derived from what counts: drop them, settle which source counts
         # each account's day, then match allocations to the instances billed
         clear_node_offsets(session, *touched)
-        overlaps = resolve_overlaps(session, *touched, kind=source.kind, run_id=run.id)
-        nodes = resolve_nodes(session, *touched, run_id=run.id)
+        overlaps = resolve_overlaps(session, *touched, kind=source.kind, run_id=run_id)
+        nodes = resolve_nodes(session, *touched, run_id=run_id)
         refresh_rollup(session, *touched)
     totals = _currency_totals(billed, attributed, written.idle, data)
-    _finish_run(run, totals, written=written.rows, replaced=replaced)
-    run.overlaps = [o.as_dict() for o in overlaps] + [n.as_dict() for n in nodes] or None
-    session.flush()
+    outcome = _outcome(totals, written=written.rows, replaced=replaced)
+    outcome["overlaps"] = [o.as_dict() for o in overlaps] + [n.as_dict() for n in nodes] or None
+    session.execute(update(runs).where(runs.c.id == run_id).values(outcome))
     return IngestReport(
-        run_id=run.id,
+        run_id=run_id,
         source=source.kind,
         location=source.location,
         rows_read=data.rows_read,
@@ -285,7 +286,7 @@ def _write_ledger(
     data: SourceData,
     rules: AttributionRules,
     *,
-    session: Session,
+    session: Writer,
     run_id: int,
     touched: tuple[dt.date, dt.date] | None,
 ) -> _Written:
@@ -309,7 +310,7 @@ def _write_ledger(
                 written.idle[code] = written.idle.get(code, Decimal(0)) + idle
         run_ids = pc.fill_null(pa.nulls(ledger.num_rows, pa.int64()), run_id)
         insert_arrow(
-            target, ledger.add_column(0, "run_id", run_ids), connection=session.connection()
+            target, ledger.add_column(0, "run_id", run_ids), connection=connection_of(session)
         )
     return written
 
@@ -336,18 +337,23 @@ def _currency_totals(
     ]
 
 
-def _finish_run(
-    run: IngestionRun, totals: list[CurrencyTotals], *, written: int, replaced: int
-) -> None:
-    """Record the run's outcome: rows written and replaced, totals, succeeded now."""
-    run.rows_written = written
-    run.currency_totals = {t.currency: t.as_dict() for t in totals}
+def _outcome(totals: list[CurrencyTotals], *, written: int, replaced: int) -> dict[str, Any]:
+    """Return a run's outcome: rows written and replaced, totals, succeeded now."""
+    outcome: dict[str, Any] = {
+        "rows_written": written,
+        "currency_totals": {t.currency: t.as_dict() for t in totals},
+        "replaced_rows": replaced,
+        "status": "succeeded",
+        "finished_at": utcnow(),
+    }
     if len(totals) == 1:  # a run in several currencies has its totals per currency only
-        run.billed_total, run.effective_total = totals[0].billed, totals[0].effective
-        run.attributed_total, run.unallocated_total = totals[0].attributed, totals[0].unallocated
-    run.replaced_rows = replaced
-    run.status = "succeeded"
-    run.finished_at = utcnow()
+        outcome |= {
+            "billed_total": totals[0].billed,
+            "effective_total": totals[0].effective,
+            "attributed_total": totals[0].attributed,
+            "unallocated_total": totals[0].unallocated,
+        }
+    return outcome
 
 
 def _amounts(by_currency: dict[str, Decimal]) -> str:
@@ -358,18 +364,21 @@ def _amounts(by_currency: dict[str, Decimal]) -> str:
 LEDGER_LOCK_KEY = int.from_bytes(hashlib.sha256(b"mlcost:ledger").digest()[:8], "big", signed=True)
 
 
-def lock_ledger(session: Session) -> None:
+def lock_ledger(session: Writer) -> None:
     """Wait until no other transaction writes the ledger; held until this one ends."""
     if dialect_name(session) == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LEDGER_LOCK_KEY})
 
 
-def scope_condition(scopes: Iterable[ReplaceScope], *, kind: str, model: Any = DailySpend) -> Any:
+def scope_condition(
+    scopes: Iterable[ReplaceScope], *, kind: str, table: Table = tables.daily_spend
+) -> Any:
     """Return the condition matching the rows of `kind` these scopes cover (None for no scope).
 
     A source replaces only what a source of its own kind wrote: another kind's rows of the same
     account and days are the same dollars seen twice, which bot.ingest.overlap counts once.
     """
+    model, runs = table.c, tables.ingestion_runs.c
     conditions = []
     for scope in scopes:
         column = model.billing_period if scope.column == "billing_period" else model.day
@@ -385,19 +394,19 @@ def scope_condition(scopes: Iterable[ReplaceScope], *, kind: str, model: Any = D
         return None
     return and_(
         or_(*conditions),
-        model.run_id.in_(select(IngestionRun.id).where(IngestionRun.source == kind)),
+        model.run_id.in_(select(runs.id).where(runs.source == kind)),
     )
 
 
 def _replaced_days(
-    session: Session, scopes: list[ReplaceScope], kind: str
+    session: Writer, scopes: list[ReplaceScope], kind: str
 ) -> tuple[dt.date, dt.date] | None:
     """Return the first and last day of the rows the scopes replace, set-aside rows included."""
     span = None
-    for model in (DailySpend, OverlappingSpend):
+    for table in (tables.daily_spend, tables.overlapping_spend):
         first, last = session.execute(
-            select(func.min(model.day), func.max(model.day)).where(
-                scope_condition(scopes, kind=kind, model=model)
+            select(func.min(table.c.day), func.max(table.c.day)).where(
+                scope_condition(scopes, kind=kind, table=table)
             )
         ).one()
         if first is not None:
@@ -405,15 +414,15 @@ def _replaced_days(
     return span
 
 
-def replace_scopes(scopes: Iterable[ReplaceScope], *, session: Session, kind: str) -> int:
+def replace_scopes(scopes: Iterable[ReplaceScope], *, session: Writer, kind: str) -> int:
     """Delete the rows of `kind` that these scopes cover (set-aside ones too); return how many."""
     scopes = list(scopes)
     removed = 0
-    for model in (DailySpend, OverlappingSpend):
-        condition = scope_condition(scopes, kind=kind, model=model)
+    for table in (tables.daily_spend, tables.overlapping_spend):
+        condition = scope_condition(scopes, kind=kind, table=table)
         if condition is None:
             return 0
-        result = session.execute(delete(model).where(condition))
+        result = session.execute(delete(table).where(condition))
         removed += int(getattr(result, "rowcount", 0) or 0)
     return removed
 

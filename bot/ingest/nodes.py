@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal, localcontext
 from typing import Any
 
-from sqlalchemy import delete, insert, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Table, delete, insert, or_, select
 
-from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
+from bot.db.reading import Writer
+from bot.db.tables import daily_spend, ingestion_runs, overlapping_spend
 from bot.ingest.attribution import IDLE
 from bot.money import format_money_places
 
@@ -110,23 +110,25 @@ class NodeOverlap:
         }
 
 
-def clear_node_offsets(session: Session, first: dt.date, last: dt.date) -> None:
+def clear_node_offsets(session: Writer, first: dt.date, last: dt.date) -> None:
     """Delete the node offset rows of the days first..last (both tables)."""
-    for model in (DailySpend, OverlappingSpend):
+    for table in (daily_spend, overlapping_spend):
         session.execute(
-            delete(model).where(model.node_offset.is_(True), model.day >= first, model.day <= last)
+            delete(table).where(
+                table.c.node_offset.is_(True), table.c.day >= first, table.c.day <= last
+            )
         )
 
 
 def resolve_nodes(
-    session: Session, first: dt.date, last: dt.date, *, run_id: int
+    session: Writer, first: dt.date, last: dt.date, *, run_id: int
 ) -> list[NodeOverlap]:
     """Count once the nodes both allocated and billed on the days first..last.
 
     Call after clear_node_offsets over the same days. Return the overlaps whose rows the
     ingestion `run_id` wrote, one per side, billing kind and currency.
     """
-    ledger = DailySpend.__table__
+    ledger = daily_spend
     allocations = [
         dict(row)
         for row in session.execute(
@@ -162,8 +164,8 @@ def resolve_nodes(
                 entry = found.setdefault((allocations_side, counted_by, key[2]), _Found())
                 entry.add(key[0], key[1], moved, above)
                 entry.clusters.update((r["billing_account"], key[1]) for r in allocated)
-    _insert(session, DailySpend, offsets[0])
-    _insert(session, OverlappingSpend, offsets[1])
+    _insert(session, daily_spend, offsets[0])
+    _insert(session, overlapping_spend, offsets[1])
     overlaps = []
     for (side, counted_by, currency), entry in sorted(
         found.items(), key=lambda item: (not item[0][0], item[0][1], item[0][2])
@@ -204,10 +206,10 @@ class _Found:
 
 
 def _unplaced_idle(
-    session: Session, cluster_days: set[tuple[str, dt.date]], currency: str
+    session: Writer, cluster_days: set[tuple[str, dt.date]], currency: str
 ) -> dict[str, Decimal]:
     """Return, per cluster, its idle cost on these days that names no node."""
-    ledger = DailySpend.__table__
+    ledger = daily_spend
     days = {day for _cluster, day in cluster_days}
     rows = session.execute(
         select(ledger.c.billing_account, ledger.c.day, ledger.c.billed_cost).where(
@@ -227,11 +229,9 @@ def _unplaced_idle(
     return idle
 
 
-def _billed_instances(
-    session: Session, first: dt.date, last: dt.date, nodes: set[str]
-) -> list[Row]:
+def _billed_instances(session: Writer, first: dt.date, last: dt.date, nodes: set[str]) -> list[Row]:
     """Return the ledger's bill rows (any provider but Kubernetes) charging these instances."""
-    ledger = DailySpend.__table__
+    ledger = daily_spend
     ids = sorted(nodes)
     found: dict[int, Row] = {}
     for start in range(0, max(len(ids), 1), _IN_CHUNK):
@@ -252,13 +252,13 @@ def _billed_instances(
     return list(found.values())
 
 
-def _kinds(session: Session, run_ids: Iterable[int]) -> dict[int, str]:
+def _kinds(session: Writer, run_ids: Iterable[int]) -> dict[int, str]:
     ids = sorted(run_ids)
     if not ids:
         return {}
     return dict(
         session.execute(
-            select(IngestionRun.id, IngestionRun.source).where(IngestionRun.id.in_(ids))
+            select(ingestion_runs.c.id, ingestion_runs.c.source).where(ingestion_runs.c.id.in_(ids))
         ).all()
     )
 
@@ -320,11 +320,10 @@ def _offset(row: Mapping[str, Any], values: Mapping[str, Decimal], node: str) ->
     return offset
 
 
-def _insert(session: Session, model: Any, rows: list[Row]) -> None:
+def _insert(session: Writer, table: Table, rows: list[Row]) -> None:
     rows = [r for r in rows if any(r[name] for name in MATCHED)]
     if not rows:
         return
-    table = model.__table__
     names = {c.name for c in table.columns}
     session.execute(insert(table), [{k: v for k, v in r.items() if k in names} for r in rows])
 

@@ -17,10 +17,9 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import delete, func, insert, literal, select
-from sqlalchemy.orm import Session
 
-from bot.db import tables
-from bot.db.schema import DailySpend, IngestionRun, OverlappingSpend
+from bot.db.reading import Writer
+from bot.db.tables import daily_spend, ingestion_runs, overlapping_spend
 from bot.money import format_money_places
 
 # The book of record first: the detailed bill, the bill through Athena, FOCUS, then the
@@ -129,32 +128,33 @@ def _same_account(one: _Part, other: _Part) -> bool:
 
 def _ledger_columns() -> list[str]:
     """The columns daily_spend and overlapping_spend share (all but the id)."""
-    theirs = {c.name for c in OverlappingSpend.__table__.columns}
-    return [c.name for c in DailySpend.__table__.columns if c.name != "id" and c.name in theirs]
+    theirs = {c.name for c in overlapping_spend.columns}
+    return [c.name for c in daily_spend.columns if c.name != "id" and c.name in theirs]
 
 
-def _parts(session: Session, first: dt.date, last: dt.date, run_id: int) -> list[_Part]:
+def _parts(session: Writer, first: dt.date, last: dt.date, run_id: int) -> list[_Part]:
     """Return what the ledger holds per provider, account, day, kind and currency, the rows of
     the ingestion `run_id` apart."""
     found: dict[tuple[Any, ...], Decimal] = {}
-    for model, aside in ((DailySpend, False), (OverlappingSpend, True)):
+    for table, aside in ((daily_spend, False), (overlapping_spend, True)):
+        model, runs = table.c, ingestion_runs.c
         rows = session.execute(
             select(
                 model.provider,
                 model.billing_account,
                 model.day,
-                IngestionRun.source,
+                runs.source,
                 model.currency,
                 model.run_id,
                 func.sum(model.billed_cost),
             )
-            .join(IngestionRun, IngestionRun.id == model.run_id)
+            .select_from(table.join(ingestion_runs, runs.id == model.run_id))
             .where(model.day >= first, model.day <= last, model.provider != KUBERNETES)
             .group_by(
                 model.provider,
                 model.billing_account,
                 model.day,
-                IngestionRun.source,
+                runs.source,
                 model.currency,
                 model.run_id,
             )
@@ -183,7 +183,7 @@ def _counting_kind(part: _Part, parts: Iterable[_Part]) -> str | None:
 
 
 def resolve_overlaps(
-    session: Session, first: dt.date, last: dt.date, *, kind: str, run_id: int
+    session: Writer, first: dt.date, last: dt.date, *, kind: str, run_id: int
 ) -> list[Overlap]:
     """Set aside the days first..last that a source earlier in SOURCE_PRIORITY also holds.
 
@@ -244,7 +244,7 @@ def _involves(part: _Part, counted_by: str, kind: str, same_day: Iterable[_Part]
 
 
 def _move(
-    session: Session,
+    session: Writer,
     provider: str,
     account: str,
     day: dt.date,
@@ -254,10 +254,9 @@ def _move(
     counted_by: str,
 ) -> None:
     """Move one source kind's rows of a provider account's day to or from overlapping_spend."""
-    ledger = tables.daily_spend
-    set_aside = tables.overlapping_spend
+    ledger, set_aside = daily_spend, overlapping_spend
     source, target = (ledger, set_aside) if aside else (set_aside, ledger)
-    runs = select(IngestionRun.id).where(IngestionRun.source == kind)
+    runs = select(ingestion_runs.c.id).where(ingestion_runs.c.source == kind)
     where = (
         source.c.provider == provider,
         source.c.billing_account == account,

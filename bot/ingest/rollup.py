@@ -10,9 +10,7 @@ from sqlalchemy import delete, func, insert, select
 from bot.db.tables import daily_spend, spend_rollup
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
-    from bot.db.reading import Reader
+    from bot.db.reading import Reader, Writer
 
 _KEYS = ("day", "model", "team", "stage", "currency")
 _SUMS = ("billed_cost", "effective_cost", "gpu_hours")
@@ -26,7 +24,7 @@ def ledger_day_range(session: Reader, *conditions: Any) -> tuple[dt.date, dt.dat
     return None if first is None else (first, last)
 
 
-def refresh_rollup(session: Session, start: dt.date, end: dt.date) -> None:
+def refresh_rollup(session: Writer, start: dt.date, end: dt.date) -> None:
     """Sum the ledger again for the days start..end (inclusive), replacing the rollup's rows."""
     session.execute(
         delete(spend_rollup).where(spend_rollup.c.day >= start, spend_rollup.c.day <= end)
@@ -43,7 +41,7 @@ def refresh_rollup(session: Session, start: dt.date, end: dt.date) -> None:
     )
 
 
-def rebuild_rollup(session: Session) -> None:
+def rebuild_rollup(session: Writer) -> None:
     """Sum the whole ledger again (after loading rows by other means than an ingestion)."""
     span = ledger_day_range(session)
     session.execute(delete(spend_rollup))
