@@ -6,14 +6,17 @@ import json
 import re
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
 from bot.budgets.admin import set_budget
 from bot.cli import main
+from bot.db import tables
 from bot.db.engine import make_engine, make_session_factory, session_scope
 from bot.db.schema import AuditLog, DailySpend
+from bot.errors import IngestError
 from bot.registry.ownership import set_model_owners
 from tests.cli.conftest import DemoRun
 from tests.conftest import DATA
@@ -527,3 +530,32 @@ def test_the_poll_example_in_docs_alerts_is_what_poll_prints_on_the_demo_org(
     code, out, _ = run(capsys, "--database-url", url, "poll", "--as-of", "2026-11-20", "--dry-run")
     assert code == 0
     assert len(shown) >= 2 and out.splitlines()[: len(shown)] == shown
+
+
+def test_an_ingest_failing_after_writing_the_ledger_leaves_nothing(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    # the command writes on a Core Connection in one transaction (CliContext.writing): the run
+    # row and the ledger rows inserted before the failure are rolled back with it
+    import bot.ingest.ledger
+
+    def broken(*_args: object) -> None:
+        raise IngestError("the rollup could not be summed")
+
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(REGISTRY)
+    db = ["--database-url", database_url]
+    assert run(capsys, *db, "registry", "import", str(registry))[0] == 0
+    monkeypatch.setattr(bot.ingest.ledger, "refresh_rollup", broken)
+    code, out, err = run(capsys, *db, "ingest", "focus", str(DATA / "focus_sample.csv"))
+    assert code != 0 and "the rollup could not be summed" in err
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            for table in (tables.daily_spend, tables.ingestion_runs, tables.spend_rollup):
+                assert connection.scalar(select(func.count()).select_from(table)) == 0
+    finally:
+        engine.dispose()
+    monkeypatch.undo()
+    code, out, _ = run(capsys, *db, "ingest", "focus", str(DATA / "focus_sample.csv"))
+    assert code == 0 and "replaced 0" in out  # the failed attempt left nothing to replace
