@@ -197,10 +197,27 @@ def test_ctrl_c_in_a_terminal_stops_serve_without_worker_tracebacks(
         serve.wait_ready()
         pid = serve.process.pid
         wait_until(lambda: len(live(pid)) >= 3, 20, "serve, its resource tracker and a worker")
-        # what an operator (or stopped_within) asks of a serve that hangs: every thread's stack
-        serve.process.send_signal(signal.SIGUSR1)
-        # the main thread's stack among them: waiting for a signal
-        wait_until(lambda: "in wait_interruptibly" in serve.log(), 10, "the main thread's stack")
+        wait_until(lambda: "mlcost serve: Slack" in serve.log(), 30, "serve's last start line")
+        # what an operator (or stopped_within) asks of a serve that hangs: every thread's stack,
+        # each time it is asked; the main thread's stack among them, waiting for a signal. Twice
+        # under a full parallel run no stack came within 10 s of one SIGUSR1, for a cause not
+        # found (serve was up and past registering the dump): ask again each second, and show
+        # serve's log if it never comes
+        asked = [0.0]
+
+        def main_thread_waits() -> bool:
+            if "in wait_interruptibly" in serve.log():
+                return True
+            assert serve.alive(), f"serve exited with {serve.process.returncode}: {serve.log()}"
+            if time.monotonic() - asked[0] > 1:  # the main thread may be a moment from waiting
+                serve.process.send_signal(signal.SIGUSR1)
+                asked[0] = time.monotonic()
+            return False
+
+        try:
+            wait_until(main_thread_waits, 10, "the main thread's stack")
+        except AssertionError as missing:
+            raise AssertionError(f"{missing}; serve's log:\n{serve.log()[-4000:]}") from None
         # a terminal sends SIGINT to the whole foreground group, the workers included: they
         # leave stopping to serve rather than die with a KeyboardInterrupt traceback each
         os.killpg(pid, signal.SIGINT)
