@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.money import CostBasis, format_money
 from bot.periods import days_words
@@ -17,7 +17,9 @@ from bot.slack.guard import (
     MAX_SECTION_TEXT,
     clip,
 )
-from bot.spend.daily import ReportingWindow
+
+if TYPE_CHECKING:
+    from bot.spend.daily import ReportingWindow  # a type only: daily loads the ORM
 
 BASIS_WORDS = {
     CostBasis.BILLED: "billed cost (as invoiced)",
