@@ -121,13 +121,13 @@ def run_waste(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.waste.findings import waste_overview
 
     cloudwatch = ctx.services.aws("cloudwatch") if args.cloudwatch else None
-    now = ctx.services.clock()
+    now = ctx.now()
     as_of = args.as_of or now.date()
     if args.as_of:  # resource findings as they stand at the end of that day (Keep, saved so far)
         now = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
-    with ctx.session() as session:
+    with ctx.reading() as connection:  # Core: the waste lists only read
         overview = waste_overview(
-            session=session,
+            session=connection,
             settings=ctx.settings.waste,
             as_of=as_of,
             now=now,

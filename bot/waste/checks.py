@@ -20,7 +20,7 @@ from sqlalchemy import Select, func, or_, select
 from bot.counts import counted
 from bot.db.engine import among
 from bot.db.reading import Reader
-from bot.db.schema import DailySpend, Review, ReviewItem, SpendRollup, ValueMetric
+from bot.db.tables import daily_spend, review_items, reviews, spend_rollup, value_metrics
 from bot.economics.value_metrics import daily_values, primary_metric
 from bot.ingest.attribution import IDLE
 from bot.periods import Period, trailing_days
@@ -95,9 +95,9 @@ def run_rate(week_cost: Decimal) -> Decimal:
 def spend_in(window: tuple[dt.date, dt.date], currency: str) -> list[Any]:
     """Return the filters for ledger rows of a window [start, end) billed in a currency."""
     return [
-        DailySpend.day >= window[0],
-        DailySpend.day < window[1],
-        DailySpend.currency == currency,
+        daily_spend.c.day >= window[0],
+        daily_spend.c.day < window[1],
+        daily_spend.c.currency == currency,
     ]
 
 
@@ -107,16 +107,16 @@ def orphaned(
     """Spend tagged with a model name nobody registered (a deleted or forgotten model)."""
     rows = session.execute(
         select(
-            DailySpend.model_tag_value,
-            func.sum(DailySpend.billed_cost),
-            func.count(func.distinct(DailySpend.resource_id)),
+            daily_spend.c.model_tag_value,
+            func.sum(daily_spend.c.billed_cost),
+            func.count(func.distinct(daily_spend.c.resource_id)),
         )
         .where(
             *spend_in(week, currency),
-            DailySpend.model.is_(None),
-            DailySpend.model_tag_value.is_not(None),
+            daily_spend.c.model.is_(None),
+            daily_spend.c.model_tag_value.is_not(None),
         )
-        .group_by(DailySpend.model_tag_value)
+        .group_by(daily_spend.c.model_tag_value)
     )
     for tag_value, cost, resources in rows:
         yield WasteFinding(
@@ -142,12 +142,12 @@ def stale_checkpoints(
     month_ago = as_of - dt.timedelta(days=30)
     trained = set(
         session.scalars(
-            select(SpendRollup.model)
+            select(spend_rollup.c.model)
             .where(
-                SpendRollup.day > month_ago,
-                SpendRollup.day <= as_of,
-                SpendRollup.stage == "training",
-                SpendRollup.model.is_not(None),
+                spend_rollup.c.day > month_ago,
+                spend_rollup.c.day <= as_of,
+                spend_rollup.c.stage == "training",
+                spend_rollup.c.model.is_not(None),
             )
             .distinct()
         )
@@ -157,8 +157,8 @@ def stale_checkpoints(
     if not stale:
         return
     rows = session.execute(
-        _stage_spend(week, currency, "storage", DailySpend.resource_id).where(
-            among(session, DailySpend.model, stale)
+        _stage_spend(week, currency, "storage", daily_spend.c.resource_id).where(
+            among(session, daily_spend.c.model, stale)
         )
     )
     for model, resource, cost in rows:
@@ -179,22 +179,22 @@ def idle_cluster_capacity(
 ) -> Iterable[WasteFinding]:
     """Kubernetes clusters whose idle capacity (nodes paid for, requested by no pod) is a large
     share of their cost: the ledger's explicit idle line (mlcost ingest opencost)."""
-    is_idle = DailySpend.attribution == IDLE
+    is_idle = daily_spend.c.attribution == IDLE
     clusters = (
-        select(DailySpend.billing_account)
+        select(daily_spend.c.billing_account)
         # idle rows have no model (bot.ingest.attribution): the model index finds them
-        .where(*spend_in(week, currency), DailySpend.model.is_(None), is_idle)
+        .where(*spend_in(week, currency), daily_spend.c.model.is_(None), is_idle)
         .distinct()
         .scalar_subquery()
     )
     rows = session.execute(
         select(
-            DailySpend.billing_account,
-            func.sum(DailySpend.billed_cost).filter(is_idle),
-            func.sum(DailySpend.billed_cost),
+            daily_spend.c.billing_account,
+            func.sum(daily_spend.c.billed_cost).filter(is_idle),
+            func.sum(daily_spend.c.billed_cost),
         )
-        .where(*spend_in(week, currency), DailySpend.billing_account.in_(clusters))
-        .group_by(DailySpend.billing_account)
+        .where(*spend_in(week, currency), daily_spend.c.billing_account.in_(clusters))
+        .group_by(daily_spend.c.billing_account)
     )
     for cluster, idle, total in rows:
         idle, total = Decimal(idle or 0), Decimal(total or 0)
@@ -216,9 +216,13 @@ def idle_cluster_capacity(
 def _stage_spend(week: tuple[dt.date, dt.date], currency: str, stage: str, *by: Any) -> Select[Any]:
     """Select the models' billed cost in one stage over the week, per model and `by` columns."""
     return (
-        select(DailySpend.model, *by, func.sum(DailySpend.billed_cost))
-        .where(*spend_in(week, currency), DailySpend.stage == stage, DailySpend.model.is_not(None))
-        .group_by(DailySpend.model, *by)
+        select(daily_spend.c.model, *by, func.sum(daily_spend.c.billed_cost))
+        .where(
+            *spend_in(week, currency),
+            daily_spend.c.stage == stage,
+            daily_spend.c.model.is_not(None),
+        )
+        .group_by(daily_spend.c.model, *by)
     )
 
 
@@ -226,15 +230,15 @@ def _rolled_up(week: tuple[dt.date, dt.date], currency: str, stage: str, *by: An
     """Select each model's cost in one stage over the week, per `by` columns, from the rollup
     (a model with rows in the stage is there even when they cost nothing)."""
     return (
-        select(SpendRollup.model, *by, func.sum(SpendRollup.billed_cost))
+        select(spend_rollup.c.model, *by, func.sum(spend_rollup.c.billed_cost))
         .where(
-            SpendRollup.day >= week[0],
-            SpendRollup.day < week[1],
-            SpendRollup.currency == currency,
-            SpendRollup.stage == stage,
-            SpendRollup.model.is_not(None),
+            spend_rollup.c.day >= week[0],
+            spend_rollup.c.day < week[1],
+            spend_rollup.c.currency == currency,
+            spend_rollup.c.stage == stage,
+            spend_rollup.c.model.is_not(None),
         )
-        .group_by(SpendRollup.model, *by)
+        .group_by(spend_rollup.c.model, *by)
     )
 
 
@@ -247,8 +251,12 @@ def idle_endpoints(
         return
     with_value = set(
         session.scalars(
-            select(ValueMetric.model_name)
-            .where(ValueMetric.day >= week[0], ValueMetric.day < week[1], ValueMetric.units > 0)
+            select(value_metrics.c.model_name)
+            .where(
+                value_metrics.c.day >= week[0],
+                value_metrics.c.day < week[1],
+                value_metrics.c.units > 0,
+            )
             .distinct()
         )
     )
@@ -272,21 +280,21 @@ def killed_still_spending(
 ) -> Iterable[WasteFinding]:
     """Models decided Kill in a review that still cost money."""
     decided = session.execute(
-        select(ReviewItem.model_name, func.max(ReviewItem.decided_at))
-        .join(Review, Review.id == ReviewItem.review_id)
-        .where(ReviewItem.decision == "kill")
-        .group_by(ReviewItem.model_name)
+        select(review_items.c.model_name, func.max(review_items.c.decided_at))
+        .select_from(review_items.join(reviews, reviews.c.id == review_items.c.review_id))
+        .where(review_items.c.decision == "kill")
+        .group_by(review_items.c.model_name)
     ).all()
     for model, decided_at in decided:
         if decided_at is None:
             continue
         since = max(week[0], decided_at.date() + dt.timedelta(days=1))
         cost = session.scalar(
-            select(func.sum(DailySpend.billed_cost)).where(
-                DailySpend.model == model,
-                DailySpend.day >= since,
-                DailySpend.day < week[1],
-                DailySpend.currency == currency,
+            select(func.sum(daily_spend.c.billed_cost)).where(
+                daily_spend.c.model == model,
+                daily_spend.c.day >= since,
+                daily_spend.c.day < week[1],
+                daily_spend.c.currency == currency,
             )
         )
         days = (week[1] - since).days
@@ -312,15 +320,17 @@ def idle_gpu_instances(
     """GPU instances whose average CPU stayed under 5 % all week (CloudWatch)."""
     rows = session.execute(
         select(
-            DailySpend.resource_id,
-            DailySpend.model,
-            DailySpend.instance_type,
-            func.sum(DailySpend.billed_cost),
+            daily_spend.c.resource_id,
+            daily_spend.c.model,
+            daily_spend.c.instance_type,
+            func.sum(daily_spend.c.billed_cost),
         )
         .where(
-            *spend_in(week, currency), DailySpend.gpu_hours > 0, DailySpend.resource_id.like("i-%")
+            *spend_in(week, currency),
+            daily_spend.c.gpu_hours > 0,
+            daily_spend.c.resource_id.like("i-%"),
         )
-        .group_by(DailySpend.resource_id, DailySpend.model, DailySpend.instance_type)
+        .group_by(daily_spend.c.resource_id, daily_spend.c.model, daily_spend.c.instance_type)
     ).all()
     end = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
     for resource, model, instance_type, cost in rows:
@@ -373,21 +383,21 @@ def spot_candidates(
     """
     rows = session.execute(
         select(
-            DailySpend.model,
-            DailySpend.region,
-            DailySpend.instance_type,
-            func.sum(DailySpend.billed_cost),
-            func.sum(DailySpend.effective_cost),
-            func.count(func.distinct(DailySpend.resource_id)),
+            daily_spend.c.model,
+            daily_spend.c.region,
+            daily_spend.c.instance_type,
+            func.sum(daily_spend.c.billed_cost),
+            func.sum(daily_spend.c.effective_cost),
+            func.count(func.distinct(daily_spend.c.resource_id)),
         )
         .where(
             *spend_in(week, currency),
-            DailySpend.stage == "training",
-            DailySpend.instance_type.is_not(None),
-            DailySpend.charge_category == "Usage",
-            or_(DailySpend.usage_type.is_(None), ~DailySpend.usage_type.ilike("%spot%")),
+            daily_spend.c.stage == "training",
+            daily_spend.c.instance_type.is_not(None),
+            daily_spend.c.charge_category == "Usage",
+            or_(daily_spend.c.usage_type.is_(None), ~daily_spend.c.usage_type.ilike("%spot%")),
         )
-        .group_by(DailySpend.model, DailySpend.region, DailySpend.instance_type)
+        .group_by(daily_spend.c.model, daily_spend.c.region, daily_spend.c.instance_type)
     ).all()
     for model, region, instance_type, billed, effective, resources in rows:
         offer = advisor.offer(region, instance_type)
@@ -466,7 +476,7 @@ def _serving_cost_and_traffic(
 ) -> tuple[dict[str, dict[dt.date, Decimal]], dict[str, dict[str, dict[dt.date, Decimal]]]]:
     """Return each model's daily serving cost, and its daily units per value metric."""
     rows = session.execute(
-        _rolled_up((window.start, window.end), currency, "serving", SpendRollup.day)
+        _rolled_up((window.start, window.end), currency, "serving", spend_rollup.c.day)
     ).all()
     cost: dict[str, dict[dt.date, Decimal]] = {}
     for model, day, amount in rows:
@@ -495,9 +505,9 @@ def _resources_where(
 ) -> dict[str | None, Decimal]:
     """Return the week's cost of each ledger resource whose rows match `where`."""
     rows = session.execute(
-        select(DailySpend.resource_id, func.sum(DailySpend.billed_cost))
+        select(daily_spend.c.resource_id, func.sum(daily_spend.c.billed_cost))
         .where(*spend_in(week, currency), *where)
-        .group_by(DailySpend.resource_id)
+        .group_by(daily_spend.c.resource_id)
     )
     return {rid: Decimal(cost or 0) for rid, cost in rows}
 
@@ -507,7 +517,7 @@ def _orphaned_resources(
 ) -> dict[str | None, Decimal] | None:
     if finding.tag_value is None:
         return None
-    where = [DailySpend.model.is_(None), DailySpend.model_tag_value == finding.tag_value]
+    where = [daily_spend.c.model.is_(None), daily_spend.c.model_tag_value == finding.tag_value]
     return _resources_where(session, week, currency, where)
 
 
@@ -516,7 +526,7 @@ def _serving_resources(
 ) -> dict[str | None, Decimal] | None:
     if not finding.model:
         return None
-    where = [DailySpend.model == finding.model, DailySpend.stage == "serving"]
+    where = [daily_spend.c.model == finding.model, daily_spend.c.stage == "serving"]
     return _resources_where(session, week, currency, where)
 
 
@@ -525,7 +535,7 @@ def _model_resources(
 ) -> dict[str | None, Decimal] | None:
     if not finding.model:
         return None
-    return _resources_where(session, week, currency, [DailySpend.model == finding.model])
+    return _resources_where(session, week, currency, [daily_spend.c.model == finding.model])
 
 
 def _idle_gpu(scope: LedgerScope) -> Iterable[WasteFinding]:

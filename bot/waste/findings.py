@@ -22,12 +22,12 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from bot.config import WasteSettings
 from bot.counts import counted
 from bot.db.reading import Reader
-from bot.db.schema import MLModel, ResourceFindingRecord, Team
+from bot.db.tables import models as models_table
+from bot.db.tables import resource_findings, teams
 from bot.errors import NotFoundError, UsageError
 from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
 from bot.waste.catalog import ledger_check, ledger_checks, ledger_ids
@@ -36,7 +36,7 @@ from bot.waste.checks import (
     LedgerScope,
     WasteFinding,
 )
-from bot.waste.savings import saved_so_far
+from bot.waste.savings import FindingRow, saved_so_far
 from bot.waste.spot import SpotAdvisor, load_spot_advisor
 
 log = logging.getLogger(__name__)
@@ -101,19 +101,19 @@ def find_configured_waste(
     )
 
 
-def _scope(session: Session, name: str) -> tuple[set[str], str | None]:
+def _scope(session: Reader, name: str) -> tuple[set[str], str | None]:
     """Return the models a team or model name covers, and the team's name (None for a model).
 
     An unknown name is NotFound, with the closest names as a hint.
     """
     wanted = name.strip().lower()
-    teams = dict(session.execute(select(Team.name, Team.id)).all())
-    models = dict(session.execute(select(MLModel.name, MLModel.team_id)).all())
-    if wanted in teams:
-        return {m for m, team_id in models.items() if team_id == teams[wanted]}, wanted
+    teams_ = dict(session.execute(select(teams.c.name, teams.c.id)).all())
+    models = dict(session.execute(select(models_table.c.name, models_table.c.team_id)).all())
+    if wanted in teams_:
+        return {m for m, team_id in models.items() if team_id == teams_[wanted]}, wanted
     if wanted in models:
         return {wanted}, None
-    close = difflib.get_close_matches(wanted, [*teams, *models], n=3, cutoff=0.5)
+    close = difflib.get_close_matches(wanted, [*teams_, *models], n=3, cutoff=0.5)
     hint = (" Did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close else ""
     raise NotFoundError(f"No team or model named `{name[:60]}`.{hint}")
 
@@ -159,7 +159,7 @@ class ResourceEntry:
     below_floor: bool = False  # not posted: under the posting floor (MLCOST_SCAN_MIN_MONTHLY)
 
 
-def resource_entry(row: ResourceFindingRecord, now: dt.datetime) -> ResourceEntry:
+def resource_entry(row: FindingRow, now: dt.datetime) -> ResourceEntry:
     """Return a resource_findings row as an entry (saved so far worked out as of `now`)."""
     details = row.details or {}
     fix = details.get("recommendation") or {}
@@ -193,19 +193,18 @@ def resource_entry(row: ResourceFindingRecord, now: dt.datetime) -> ResourceEntr
 
 def resource_entries(
     *,
-    session: Session,
+    session: Reader,
     now: dt.datetime,
     currency: str,
     status: str = OPEN,
     models: Iterable[str] | None = None,
 ) -> list[ResourceEntry]:
     """Return the resource findings of a status in one currency, costliest first."""
-    query = select(ResourceFindingRecord).where(
-        ResourceFindingRecord.status == status, ResourceFindingRecord.currency == currency
-    )
+    found = resource_findings.c
+    query = select(resource_findings).where(found.status == status, found.currency == currency)
     if models is not None:
-        query = query.where(ResourceFindingRecord.model.in_(list(models)))
-    rows = session.scalars(query.order_by(ResourceFindingRecord.id))
+        query = query.where(found.model.in_(list(models)))
+    rows = session.execute(query.order_by(found.id))
     entries = [resource_entry(row, now) for row in rows]
     return sorted(entries, key=lambda e: (-e.monthly_cost, e.resource_id))
 
@@ -221,7 +220,7 @@ def covered_ids(entry: ResourceEntry) -> set[str]:
 
 
 def _ledger_resources(
-    session: Session, finding: WasteFinding, week: tuple[dt.date, dt.date], currency: str
+    session: Reader, finding: WasteFinding, week: tuple[dt.date, dt.date], currency: str
 ) -> dict[str | None, Decimal] | None:
     """Return the week's cost of each ledger resource a finding is made of (None: not a sum of
     resources, such as a Spot saving or serving that does not scale)."""
@@ -233,7 +232,7 @@ def _ledger_resources(
 
 def merge_ledger_findings(
     *,
-    session: Session,
+    session: Reader,
     findings: Sequence[WasteFinding],
     resources: Sequence[ResourceEntry],
     as_of: dt.date,
@@ -341,7 +340,7 @@ class WasteOverview:
 
 def waste_overview(
     *,
-    session: Session,
+    session: Reader,
     settings: WasteSettings,
     as_of: dt.date,
     now: dt.datetime,
@@ -382,7 +381,7 @@ def waste_overview(
     )
 
 
-def overview_for(session: Session, overview: WasteOverview, name: str) -> WasteOverview:
+def overview_for(session: Reader, overview: WasteOverview, name: str) -> WasteOverview:
     """Keep one team's or one model's findings; unowned ones only show in the whole view."""
     keep, team = _scope(session, name)
 

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any, TypeAlias
 
-from bot.db.schema import ResourceFindingRecord
+# A resource_findings row read by its column names: the ORM's ResourceFindingRecord (the
+# lifecycle, which changes it) or a Core Row of bot.db.tables.resource_findings (the waste lists,
+# which only read, never loading the ORM).
+FindingRow: TypeAlias = Any
 
 OPEN, CLOSED = "open", "closed"
 
@@ -19,7 +23,7 @@ def cents(amount: Decimal) -> Decimal:
     return amount.quantize(Decimal("0.01"), ROUND_HALF_EVEN)
 
 
-def saved_so_far(row: ResourceFindingRecord, as_of: dt.datetime) -> Decimal | None:
+def saved_so_far(row: FindingRow, as_of: dt.datetime) -> Decimal | None:
     """Return what a closed finding has saved by `as_of` (None while it is open)."""
     if row.status != CLOSED:
         return None

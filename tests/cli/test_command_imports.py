@@ -101,7 +101,7 @@ def test_reading_commands_load_no_slack_charts_aws_or_migrations(
     assert loaded(modules, NOT_FOR_READING) == []
 
 
-def test_the_waste_report_loads_no_slack_sdk_charts_scheduler_or_migrations(
+def test_the_waste_report_loads_no_slack_sdk_charts_scheduler_migrations_or_orm(
     demo_database: str,
 ) -> None:
     # the waste report's text shares its words with the Slack list (bot.slack.blocks.waste), and
@@ -123,6 +123,9 @@ def test_the_waste_report_loads_no_slack_sdk_charts_scheduler_or_migrations(
         # (bot.spend.daily imported pydantic's registry spec and the ORM: 0.14 s of 0.64 s)
         "pydantic",
         "bot.spend.daily",
+        # the waste checks and lists read the tables on a Core Connection (CliContext.reading)
+        "sqlalchemy.orm",
+        "bot.db.schema",
     )
     assert loaded(modules, heavy) == []
 
