@@ -39,7 +39,7 @@ def register(commands: Any) -> None:
 def _month(text: str | None, ctx: CliContext) -> Period:
     if text:
         return month_period(text)
-    return previous_month(month_of(ctx.services.clock().date()))
+    return previous_month(month_of(ctx.now().date()))
 
 
 def run_show(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -47,8 +47,10 @@ def run_show(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.economics.unit_costs import month_economics
 
     month = _month(args.month, ctx)
-    with ctx.session() as session:
-        economics = month_economics(session=session, month=month, settings=ctx.settings.economics)
+    with ctx.reading() as connection:  # Core: the month's economics only read
+        economics = month_economics(
+            session=connection, month=month, settings=ctx.settings.economics
+        )
     if args.format == "json":
         print(json.dumps([e.as_json() for e in economics.values()], indent=2))
     else:
@@ -61,7 +63,7 @@ def render_economics(economics: Iterable[ModelEconomics], month: Period) -> str:
 
     Each model's money is in its own billing currency; there is no total line.
     """
-    from bot.slack.blocks.economics import format_change, format_units
+    from bot.economics.words import format_change, format_units
 
     # numbers right-aligned under their titles; the units carry their metric's name
     columns = [Column("model"), Column("cost", right=True), Column("vs prev", right=True)]

@@ -88,6 +88,7 @@ READING_COMMANDS = [
     ["report", "chargeback", "--month", "2026-11"],
     ["gate", "recsys", "--as-of", "2026-11-30"],
     ["audit"],
+    ["review", "show", "--month", "2026-11"],
 ]
 
 

@@ -98,7 +98,7 @@ def test_unit_cost_gate_rule() -> None:
 
 
 def test_unit_cost_formatting() -> None:
-    from bot.slack.blocks.economics import format_unit_cost, format_units
+    from bot.economics.words import format_unit_cost, format_units
 
     assert format_unit_cost(D("0.6")) == "$0.60"
     assert format_unit_cost(D("0.02921")) == "$0.0292"
