@@ -100,6 +100,14 @@ def stage_from_alias(value: str | None) -> str | None:
     return _ALIAS_TO_STAGE.get(value.strip().lower())
 
 
+# The tag keys read when neither the registry file nor the settings name others (the registry's
+# spec, its stored form and the resource scan take these; MLCOST_*_TAG_KEYS default to the same).
+DEFAULT_MODEL_TAG_KEYS = ("ml:model", "model")
+DEFAULT_STAGE_TAG_KEYS = ("ml:stage", "stage")
+DEFAULT_TEAM_TAG_KEYS = ("team",)
+DEFAULT_RUN_TAG_KEYS = ("ml:run",)
+
+
 @dataclass(frozen=True)
 class StageRule:
     """Assign a stage to charges whose service / usage type / category / resource match (globs)."""
@@ -290,7 +298,7 @@ class AttributionRules:
         stage_tag_keys: Iterable[str],
         team_tag_keys: Iterable[str],
         extra_stage_rules: Iterable[StageRule] = (),
-        run_tag_keys: Iterable[str] = ("ml:run",),
+        run_tag_keys: Iterable[str] = DEFAULT_RUN_TAG_KEYS,
         account_teams: Mapping[str, str] | None = None,
     ) -> AttributionRules:
         """Build rules with tag keys normalised; custom stage rules run before the defaults."""

@@ -19,7 +19,14 @@ from pydantic import (
 )
 
 from bot.errors import RegistryError, UsageError
-from bot.ingest.attribution import ML_STAGES, OTHER
+from bot.ingest.attribution import (
+    DEFAULT_MODEL_TAG_KEYS,
+    DEFAULT_RUN_TAG_KEYS,
+    DEFAULT_STAGE_TAG_KEYS,
+    DEFAULT_TEAM_TAG_KEYS,
+    ML_STAGES,
+    OTHER,
+)
 from bot.money import MAX_BUDGET
 from bot.periods import MONTHLY, check_budget_period
 
@@ -244,11 +251,11 @@ class StageRuleSpec(_Spec):
 
 
 class AttributionSpec(_Spec):
-    model_tag_keys: list[str] = Field(default_factory=lambda: ["ml:model", "model"])
-    stage_tag_keys: list[str] = Field(default_factory=lambda: ["ml:stage", "stage"])
-    team_tag_keys: list[str] = Field(default_factory=lambda: ["team"])
+    model_tag_keys: list[str] = Field(default_factory=lambda: [*DEFAULT_MODEL_TAG_KEYS])
+    stage_tag_keys: list[str] = Field(default_factory=lambda: [*DEFAULT_STAGE_TAG_KEYS])
+    team_tag_keys: list[str] = Field(default_factory=lambda: [*DEFAULT_TEAM_TAG_KEYS])
     # a training run: `ml:run`, which also matches an OpenCost/Kubernetes label `ml_run`
-    run_tag_keys: list[str] = Field(default_factory=lambda: ["ml:run"])
+    run_tag_keys: list[str] = Field(default_factory=lambda: [*DEFAULT_RUN_TAG_KEYS])
     stage_rules: list[StageRuleSpec] = Field(default_factory=list)
     # a usage or billing account's spend that no model claims goes to this team
     account_teams: dict[str, str] = Field(default_factory=dict)

@@ -19,7 +19,16 @@ from bot.config import AttributionSettings
 from bot.db import tables
 from bot.db.reading import Reader
 from bot.errors import RegistryError
-from bot.ingest.attribution import NAMESPACE_TAG, AttributionRules, ModelMatcher, StageRule
+from bot.ingest.attribution import (
+    DEFAULT_MODEL_TAG_KEYS,
+    DEFAULT_RUN_TAG_KEYS,
+    DEFAULT_STAGE_TAG_KEYS,
+    DEFAULT_TEAM_TAG_KEYS,
+    NAMESPACE_TAG,
+    AttributionRules,
+    ModelMatcher,
+    StageRule,
+)
 from bot.ingest.attribution import normalize_tag_key as _norm
 
 TAG_KEY_FIELDS = ("model_tag_keys", "stage_tag_keys", "team_tag_keys")
@@ -29,13 +38,13 @@ _STAGES = ("training", "serving", "storage", "data", "other")
 
 @dataclass(frozen=True)
 class StoredAttribution:
-    """The registry's `attribution` section as stored (the defaults of bot/registry/spec.py's
-    AttributionSpec for what it leaves out); `named` is the fields the registry gave."""
+    """The registry's `attribution` section as stored (the defaults, as bot/registry/spec.py's
+    AttributionSpec has them, for what it leaves out); `named` is the fields the registry gave."""
 
-    model_tag_keys: list[str] = field(default_factory=lambda: ["ml:model", "model"])
-    stage_tag_keys: list[str] = field(default_factory=lambda: ["ml:stage", "stage"])
-    team_tag_keys: list[str] = field(default_factory=lambda: ["team"])
-    run_tag_keys: list[str] = field(default_factory=lambda: ["ml:run"])
+    model_tag_keys: list[str] = field(default_factory=lambda: [*DEFAULT_MODEL_TAG_KEYS])
+    stage_tag_keys: list[str] = field(default_factory=lambda: [*DEFAULT_STAGE_TAG_KEYS])
+    team_tag_keys: list[str] = field(default_factory=lambda: [*DEFAULT_TEAM_TAG_KEYS])
+    run_tag_keys: list[str] = field(default_factory=lambda: [*DEFAULT_RUN_TAG_KEYS])
     stage_rules: list[StageRule] = field(default_factory=list)
     account_teams: dict[str, str] = field(default_factory=dict)
     named: frozenset[str] = frozenset()

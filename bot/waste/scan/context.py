@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from bot.config import ScanSettings
+from bot.ingest.attribution import DEFAULT_MODEL_TAG_KEYS, DEFAULT_TEAM_TAG_KEYS
 from bot.waste.pricing import PriceTable
 from bot.waste.scan.model import Resource
 
@@ -32,8 +33,8 @@ class ScanPolicy:
     s3_inventory: tuple[tuple[str, str], ...] = ()
     training_overrun_factor: Decimal = Decimal(3)
     training_min_completed: int = 3
-    model_tag_keys: tuple[str, ...] = ("ml:model", "model")
-    team_tag_keys: tuple[str, ...] = ("team",)
+    model_tag_keys: tuple[str, ...] = DEFAULT_MODEL_TAG_KEYS
+    team_tag_keys: tuple[str, ...] = DEFAULT_TEAM_TAG_KEYS
 
 
 @dataclass(frozen=True)
