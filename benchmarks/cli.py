@@ -18,7 +18,8 @@ median wall time and the worst peak RSS (the child's own `ru_maxrss`, read with 
   of the ledger table with its indexes in one transaction: no attribution, checks, rollup or
   reconciliation, the least any ingest into that table costs in Python.
 - `ingest focus` reads tests/data/focus_sample.csv the same way.
-- `report spend`, `report chargeback`, `gate` and `audit` run against the demo's database
+- `report spend`, `report chargeback`, `gate`, `report waste`, `review show` and `audit` run
+  against the demo's database
   (`mlcost demo --dir` in a temporary folder, made once, not timed).
 - `--help` for scale.
 
@@ -28,7 +29,7 @@ VM) an editable install would otherwise compile every module of `bot` again in e
 0.15 s of `ingest cur`).
 
 Targets (issue 24): ingest cur at most 0.5x the pandas script's wall and 0.3x its RSS; every
-report, gate and audit under 0.5 s; --help under 0.15 s.
+report, gate, review and audit under 0.5 s; --help under 0.15 s.
 """
 
 from __future__ import annotations
@@ -223,6 +224,13 @@ def figures(
             env,
         ),
         measure("mlcost gate recsys", on_demo("gate", "recsys", "--as-of", AS_OF), runs, env),
+        measure("mlcost report waste", on_demo("report", "waste", "--as-of", AS_OF), runs, env),
+        measure(
+            f"mlcost review show --month {MONTH}",
+            on_demo("review", "show", "--month", MONTH),
+            runs,
+            env,
+        ),
         measure("mlcost audit", on_demo("audit"), runs, env),
         measure("mlcost --help", [mlcost, "--help"], runs, env),
     ]

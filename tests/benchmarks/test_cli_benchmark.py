@@ -52,6 +52,8 @@ def test_benchmark_prints_every_figure_before_and_after(tmp_path: Path) -> None:
         "mlcost report spend",
         "mlcost report chargeback",
         "mlcost gate recsys",
+        "mlcost report waste",
+        "mlcost review show",
         "mlcost audit",
         "mlcost --help",
     ):
