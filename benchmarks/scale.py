@@ -3,8 +3,9 @@
     python benchmarks/scale.py --postgres postgresql+psycopg://postgres@127.0.0.1:5432/test
     python benchmarks/scale.py --postgres URL --budgets 50000 --alerting 5000 --months 4
 
-Creates a throwaway database on the server (dropped at the end unless --keep), seeds it in bulk
-with SQL (generate_series: no CUR ingestion), and prints every figure of issue 24's item 3:
+Creates a throwaway database on the server (dropped at the end; `--database NAME` seeds one of
+that name once and keeps it for later runs), seeds it in bulk with SQL (generate_series: no CUR
+ingestion), and prints every figure of issue 24's item 3:
 
 1. one evaluation of --budgets budgets (default 50,000; target < 2 s);
 2. a poll cycle in which --alerting budgets alert at once (default 5,000; target < 5 s), and the
