@@ -1,8 +1,9 @@
-"""What a service that only reads needs from the database: a Session or a Connection, either.
+"""What a service needs from the database to read (or write): a Session or a Connection, either.
 
-Reading commands (`mlcost report`, `gate`, `audit`) open a Core Connection and query the tables
-of bot/db/tables.py, so they never load SQLAlchemy's ORM (about 0.12 s of a process, issue 24);
-Slack and the scheduler call the same services with their Session. Both are a `Reader`.
+Reading commands (`mlcost report`, `gate`, `audit`, `review show`) open a Core Connection and
+query the tables of bot/db/tables.py, so they never load SQLAlchemy's ORM (about 0.12 s of a
+process, issue 24); Slack and the scheduler call the same services with their Session. Both are a
+`Reader`. `mlcost ingest` writes the same way, on a Connection in a transaction: a `Writer`.
 """
 
 from __future__ import annotations
