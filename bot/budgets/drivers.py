@@ -13,7 +13,7 @@ from sqlalchemy import func, literal, or_, select, text
 from sqlalchemy.orm import Session
 
 from bot.budgets.evaluate import ZERO, BudgetStatus, Evaluation, scope_sums
-from bot.db.engine import among, read_beside
+from bot.db.engine import among, read_ahead, read_beside
 from bot.db.reading import Reader, dialect_name
 from bot.db.schema import DailySpend, SpendRollup
 from bot.money import CostBasis
@@ -209,6 +209,7 @@ def _resource_rows(reader: Reader, statement: Any) -> list[Any]:
     if dialect_name(reader) == "postgresql":
         # its groups (tens of thousands at 100x) fit in memory: hash them without spilling
         reader.execute(text("SET LOCAL work_mem = '64MB'"))
+        read_ahead(reader)  # most of the month's ledger pages, maybe not cached
     return list(reader.execute(statement))
 
 

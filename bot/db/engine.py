@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
-from bot.db.reading import Reader, dialect_name
+from bot.db.reading import Reader, connection_of, dialect_name
 from bot.errors import MlcostError
 
 if TYPE_CHECKING:
@@ -85,6 +85,31 @@ class DatabaseError(MlcostError):
 
 
 URL_EXAMPLE = "e.g. sqlite:///mlcost.db or postgresql+psycopg://user@host:5432/mlcost"
+
+
+# How many heap pages a bitmap heap scan may have PostgreSQL ask the kernel for ahead of reading
+# them (effective_io_concurrency; the server's default, 1, reads them one at a time). 64 to 256
+# measured alike on this VM's virtio disk.
+READ_AHEAD_PAGES = 64
+
+
+def read_ahead(reader: Reader) -> None:
+    """Let this transaction's bitmap heap scans prefetch their pages, on PostgreSQL.
+
+    For a statement that reads much of a month of the ledger whose pages may not be cached (a
+    server that restarted, a ledger larger than its memory): the poll's top resources read
+    450 MB at 100x, and the first cycle of a week went from 7.4-8.0 s to 5.1-5.5 s with it, the
+    same when cached. A server built without posix_fadvise refuses any value but 0: then the
+    setting is left as it is (in a savepoint, so the transaction goes on).
+    """
+    if dialect_name(reader) != "postgresql":
+        return
+    connection = connection_of(reader)
+    try:
+        with connection.begin_nested():
+            connection.exec_driver_sql(f"SET LOCAL effective_io_concurrency = {READ_AHEAD_PAGES}")
+    except DBAPIError as exc:
+        log.debug("no read-ahead for this transaction: %s", type(exc.orig).__name__)
 
 
 @contextmanager

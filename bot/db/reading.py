@@ -60,7 +60,7 @@ class Writer(Reader, Protocol):
     ) -> Result[*tuple[Any, ...]]: ...
 
 
-def connection_of(writer: Writer) -> Connection:
+def connection_of(writer: Reader) -> Connection:
     """Return the Connection a Session (its transaction's) or a Connection runs statements on."""
     from sqlalchemy import Connection
 

@@ -15,12 +15,13 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from bot.budgets import drivers as drivers_module
 from bot.budgets.drivers import top_drivers
 from bot.budgets.evaluate import evaluate
+from bot.db import engine as engine_module
 from bot.db.engine import make_engine, make_session_factory, session_scope, snapshot_reader
 from bot.db.schema import AuditLog, Budget
 from bot.registry.spec import parse_registry
@@ -211,3 +212,41 @@ def test_weekly_waste_digests_found_beside_the_budgets_are_the_same_as_found_on_
     }
     assert beside == on_session
     assert "late-tag" not in str(beside)
+
+
+def test_read_ahead_prefetches_for_the_transaction_only(
+    migrated_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(migrated_database_url)
+    if engine.dialect.name != "postgresql":
+        engine.dispose()
+        pytest.skip("effective_io_concurrency is PostgreSQL's")
+    factory = make_session_factory(engine)
+
+    def setting(reader: Any) -> str:
+        return str(reader.scalar(text("SHOW effective_io_concurrency")))
+
+    try:
+        with session_scope(factory) as session:
+            server = setting(session)
+            with snapshot_reader(session) as side:
+                assert side is not None
+                engine_module.read_ahead(side)  # the resource pass's connection
+                assert setting(side) == str(engine_module.READ_AHEAD_PAGES)
+                assert setting(session) == server  # the other connection is left as it is
+            engine_module.read_ahead(session)  # the same read on the session (fallback)
+            assert setting(session) == str(engine_module.READ_AHEAD_PAGES)
+            session.add(audit_row("after read-ahead"))  # the transaction goes on writing
+        with session_scope(factory) as session:
+            assert setting(session) == server  # SET LOCAL: gone with the transaction
+            assert session.scalar(select(func.count()).select_from(AuditLog)) == 1
+            # a server that refuses the value (one built without posix_fadvise refuses any but
+            # 0; here: beyond the range): the savepoint is rolled back, the transaction goes on
+            monkeypatch.setattr(engine_module, "READ_AHEAD_PAGES", 5000)
+            engine_module.read_ahead(session)
+            assert setting(session) == server
+            session.add(audit_row("after a refused read-ahead"))
+        with session_scope(factory) as session:
+            assert session.scalar(select(func.count()).select_from(AuditLog)) == 2
+    finally:
+        engine.dispose()
