@@ -25,9 +25,8 @@ from sqlalchemy import select
 
 from bot.config import WasteSettings
 from bot.counts import counted
+from bot.db import tables
 from bot.db.reading import Reader
-from bot.db.tables import models as models_table
-from bot.db.tables import resource_findings, teams
 from bot.errors import NotFoundError, UsageError
 from bot.spend.freshness import LedgerFreshness, freshness_line, ledger_freshness
 from bot.waste.catalog import ledger_check, ledger_checks, ledger_ids
@@ -107,13 +106,13 @@ def _scope(session: Reader, name: str) -> tuple[set[str], str | None]:
     An unknown name is NotFound, with the closest names as a hint.
     """
     wanted = name.strip().lower()
-    teams_ = dict(session.execute(select(teams.c.name, teams.c.id)).all())
-    models = dict(session.execute(select(models_table.c.name, models_table.c.team_id)).all())
-    if wanted in teams_:
-        return {m for m, team_id in models.items() if team_id == teams_[wanted]}, wanted
+    teams = dict(session.execute(select(tables.teams.c.name, tables.teams.c.id)).all())
+    models = dict(session.execute(select(tables.models.c.name, tables.models.c.team_id)).all())
+    if wanted in teams:
+        return {m for m, team_id in models.items() if team_id == teams[wanted]}, wanted
     if wanted in models:
         return {wanted}, None
-    close = difflib.get_close_matches(wanted, [*teams_, *models], n=3, cutoff=0.5)
+    close = difflib.get_close_matches(wanted, [*teams, *models], n=3, cutoff=0.5)
     hint = (" Did you mean " + ", ".join(f"`{c}`" for c in close) + "?") if close else ""
     raise NotFoundError(f"No team or model named `{name[:60]}`.{hint}")
 
@@ -200,8 +199,10 @@ def resource_entries(
     models: Iterable[str] | None = None,
 ) -> list[ResourceEntry]:
     """Return the resource findings of a status in one currency, costliest first."""
-    found = resource_findings.c
-    query = select(resource_findings).where(found.status == status, found.currency == currency)
+    found = tables.resource_findings.c
+    query = select(tables.resource_findings).where(
+        found.status == status, found.currency == currency
+    )
     if models is not None:
         query = query.where(found.model.in_(list(models)))
     rows = session.execute(query.order_by(found.id))
