@@ -24,7 +24,9 @@ from bot.ingest.attribution import (
     DEFAULT_RUN_TAG_KEYS,
     DEFAULT_STAGE_TAG_KEYS,
     DEFAULT_TEAM_TAG_KEYS,
+    ML_STAGES,
     NAMESPACE_TAG,
+    OTHER,
     AttributionRules,
     ModelMatcher,
     StageRule,
@@ -33,7 +35,7 @@ from bot.ingest.attribution import normalize_tag_key as _norm
 
 TAG_KEY_FIELDS = ("model_tag_keys", "stage_tag_keys", "team_tag_keys")
 _STAGE_RULE_FIELDS = ("stage", "service", "usage_type", "category", "resource")
-_STAGES = ("training", "serving", "storage", "data", "other")
+_STAGES = (*ML_STAGES, OTHER)
 
 
 @dataclass(frozen=True)
