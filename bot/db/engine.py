@@ -98,9 +98,9 @@ def read_ahead(reader: Reader) -> None:
 
     For a statement that reads much of a month of the ledger whose pages may not be cached (a
     server that restarted, a ledger larger than its memory): the poll's top resources read
-    450 MB at 100x, and the first cycle of a week went from 7.4-8.0 s to 5.1-5.5 s with it, the
-    same when cached. A server built without posix_fadvise refuses any value but 0: then the
-    setting is left as it is (in a savepoint, so the transaction goes on).
+    450 MB at 100x, and the first cycle of a week went from 7.0-8.0 s to 4.6-5.5 s with it, the
+    same when cached (docs/benchmarks.md). A server built without posix_fadvise refuses any
+    value but 0: then the setting is left as it is (in a savepoint, so the transaction goes on).
     """
     if dialect_name(reader) != "postgresql":
         return

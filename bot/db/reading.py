@@ -60,13 +60,13 @@ class Writer(Reader, Protocol):
     ) -> Result[*tuple[Any, ...]]: ...
 
 
-def connection_of(writer: Reader) -> Connection:
+def connection_of(reader: Reader) -> Connection:
     """Return the Connection a Session (its transaction's) or a Connection runs statements on."""
     from sqlalchemy import Connection
 
-    if isinstance(writer, Connection):
-        return writer
-    return writer.connection()  # type: ignore[attr-defined,no-any-return]
+    if isinstance(reader, Connection):
+        return reader
+    return reader.connection()  # type: ignore[attr-defined,no-any-return]
 
 
 def dialect_name(reader: Reader) -> str:
