@@ -110,8 +110,8 @@ for name in names:
     if name in sums:
         values = [pc.cast(pc.round(pc.multiply(v, 10 ** sums[name][1])), pa.int64())
                   for v in values]
-    columns.append([x for v in values for x in pc.cast(v, values[0].type if name in sums
-                    else pa.string()).to_pylist()])
+    columns.append([x for v in values
+                    for x in (v if name in sums else pc.cast(v, pa.string())).to_pylist()])
 rows = list(zip(*columns))
 db = sqlite3.connect(database)
 for (sql,) in db.execute("SELECT sql FROM sqlite_master WHERE tbl_name = 'daily_spend' "
